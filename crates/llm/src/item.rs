@@ -1,0 +1,303 @@
+//! History items: the conversation as the runtime records it.
+//!
+//! The JSON form of [`Item`] is the session log's record format, so it is
+//! stable: fields are only ever added (with serde defaults), never renamed.
+//! [`ITEM_FORMAT_VERSION`] is written in every log header.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use uuid::Uuid;
+
+/// Version of the JSON shape of [`Item`]. Bump it only with a reader for the
+/// previous version.
+pub const ITEM_FORMAT_VERSION: u32 = 1;
+
+/// One committed entry of a conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    /// Unique id of this item.
+    pub id: Uuid,
+    /// When the item was committed (UTC).
+    pub at: DateTime<Utc>,
+    /// What the item says.
+    #[serde(flatten)]
+    pub kind: ItemKind,
+}
+
+/// The content of an [`Item`], tagged by `"type"` in JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ItemKind {
+    /// A message from the user.
+    User {
+        /// The user's text.
+        text: String,
+    },
+    /// One model response: text, optional reasoning and any tool calls.
+    Assistant {
+        /// Visible text (may be empty when the model only calls tools).
+        #[serde(default)]
+        text: String,
+        /// The model's reasoning, when the provider exposes it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<Reasoning>,
+        /// Tool calls, in the order the model made them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        /// Token usage of the request that produced this response.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// The result of one tool call.
+    ToolResult {
+        /// The id of the call this answers.
+        call_id: String,
+        /// What the tool returned (or why it did not run).
+        content: String,
+        /// Whether the call failed.
+        #[serde(default)]
+        is_error: bool,
+    },
+    /// A message injected by the runtime, never typed by the user.
+    System {
+        /// Why the runtime injected it.
+        #[serde(default)]
+        kind: SystemKind,
+        /// The text the model sees.
+        text: String,
+    },
+}
+
+/// Why the runtime injected a system item.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemKind {
+    /// A `<system-reminder>` about the plan or other state.
+    Reminder,
+    /// A notification delivered through `notify`.
+    Notification,
+    /// A compaction summary.
+    Summary,
+    /// State carried over a compaction (unfinished todos, files to re-read).
+    CarryOver,
+    /// Anything else the runtime says.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+/// The model's reasoning for one response.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// Reasoning text as streamed.
+    #[serde(default)]
+    pub text: String,
+    /// Provider signature that must be sent back with the text (Anthropic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+/// One tool call made by the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Call id, unique within the history; the result carries it back.
+    pub id: String,
+    /// Name of the tool.
+    pub name: String,
+    /// Arguments exactly as the model sent them (raw JSON text, possibly invalid).
+    pub arguments: String,
+}
+
+/// Token usage reported for one request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens of the prompt (the whole request).
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Tokens the model generated.
+    #[serde(default)]
+    pub completion_tokens: u64,
+}
+
+impl Item {
+    /// A new item of `kind`, with a fresh id and the current time.
+    pub fn new(kind: ItemKind) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            at: Utc::now(),
+            kind,
+        }
+    }
+
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::new(ItemKind::User { text: text.into() })
+    }
+
+    /// A system item of the given kind.
+    pub fn system(kind: SystemKind, text: impl Into<String>) -> Self {
+        Self::new(ItemKind::System {
+            kind,
+            text: text.into(),
+        })
+    }
+
+    /// A tool result answering `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+        Self::new(ItemKind::ToolResult {
+            call_id: call_id.into(),
+            content: content.into(),
+            is_error,
+        })
+    }
+
+    /// The tool calls of an assistant item (empty for other kinds).
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        match &self.kind {
+            ItemKind::Assistant { tool_calls, .. } => tool_calls,
+            _ => &[],
+        }
+    }
+}
+
+/// A way in which a history breaks the tool-call/result invariant.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    /// A tool call has no result.
+    #[error("tool call {0} has no result")]
+    MissingResult(String),
+    /// A result answers no earlier call, or answers one twice.
+    #[error("tool result at item {index} answers no open call ({call_id})")]
+    OrphanResult {
+        /// Position of the result in the history.
+        index: usize,
+        /// The call id it names.
+        call_id: String,
+    },
+    /// Two calls share an id.
+    #[error("tool call id {0} is used twice")]
+    DuplicateCallId(String),
+}
+
+/// Checks that every tool call has exactly one result, placed after it.
+///
+/// Model APIs reject histories that break this; the runtime keeps it true
+/// whatever happens during a turn.
+pub fn validate_history(items: &[Item]) -> Result<(), HistoryError> {
+    let mut seen = HashSet::new();
+    let mut open: Vec<&str> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        match &item.kind {
+            ItemKind::Assistant { tool_calls, .. } => {
+                for call in tool_calls {
+                    if !seen.insert(call.id.as_str()) {
+                        return Err(HistoryError::DuplicateCallId(call.id.clone()));
+                    }
+                    open.push(&call.id);
+                }
+            }
+            ItemKind::ToolResult { call_id, .. } => {
+                match open.iter().position(|id| id == call_id) {
+                    Some(pos) => {
+                        open.remove(pos);
+                    }
+                    None => {
+                        return Err(HistoryError::OrphanResult {
+                            index,
+                            call_id: call_id.clone(),
+                        })
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    match open.first() {
+        Some(id) => Err(HistoryError::MissingResult((*id).to_string())),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assistant_calling(ids: &[&str]) -> Item {
+        Item::new(ItemKind::Assistant {
+            text: String::new(),
+            reasoning: None,
+            tool_calls: ids
+                .iter()
+                .map(|id| ToolCall {
+                    id: (*id).into(),
+                    name: "t".into(),
+                    arguments: "{}".into(),
+                })
+                .collect(),
+            usage: None,
+        })
+    }
+
+    #[test]
+    fn json_shape_is_stable() {
+        let item = Item {
+            id: Uuid::nil(),
+            at: DateTime::parse_from_rfc3339("2026-01-02T03:04:05Z")
+                .unwrap()
+                .with_timezone(&Utc),
+            kind: ItemKind::ToolResult {
+                call_id: "c1".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&item).unwrap(),
+            r#"{"id":"00000000-0000-0000-0000-000000000000","at":"2026-01-02T03:04:05Z","type":"tool_result","call_id":"c1","content":"ok","is_error":false}"#
+        );
+    }
+
+    #[test]
+    fn old_lines_without_optional_fields_still_parse() {
+        let line = r#"{"id":"00000000-0000-0000-0000-000000000000","at":"2026-01-02T03:04:05Z","type":"assistant"}"#;
+        let item: Item = serde_json::from_str(line).unwrap();
+        assert_eq!(item.tool_calls().len(), 0);
+        let unknown_kind = r#"{"id":"00000000-0000-0000-0000-000000000000","at":"2026-01-02T03:04:05Z","type":"system","kind":"from_the_future","text":"x"}"#;
+        let item: Item = serde_json::from_str(unknown_kind).unwrap();
+        assert!(matches!(item.kind, ItemKind::System { kind: SystemKind::Other, .. }));
+    }
+
+    #[test]
+    fn validate_history_finds_each_violation() {
+        let ok = vec![
+            assistant_calling(&["a", "b"]),
+            Item::tool_result("b", "", false),
+            Item::tool_result("a", "", false),
+        ];
+        assert_eq!(validate_history(&ok), Ok(()));
+        assert_eq!(
+            validate_history(&ok[..2]),
+            Err(HistoryError::MissingResult("a".into()))
+        );
+        let orphan = vec![Item::tool_result("x", "", false)];
+        assert!(matches!(
+            validate_history(&orphan),
+            Err(HistoryError::OrphanResult { index: 0, .. })
+        ));
+        let twice = vec![
+            assistant_calling(&["a"]),
+            Item::tool_result("a", "", false),
+            Item::tool_result("a", "", false),
+        ];
+        assert!(matches!(
+            validate_history(&twice),
+            Err(HistoryError::OrphanResult { index: 2, .. })
+        ));
+        let dup = vec![assistant_calling(&["a"]), assistant_calling(&["a"])];
+        assert_eq!(
+            validate_history(&dup),
+            Err(HistoryError::DuplicateCallId("a".into()))
+        );
+    }
+}

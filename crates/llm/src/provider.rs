@@ -1,0 +1,171 @@
+//! The provider trait: one request in, one stream of events out.
+
+use crate::item::{Item, Usage};
+use futures_util::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Everything a model needs to produce its next step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProviderRequest {
+    /// The system prompt.
+    pub system_prompt: String,
+    /// The conversation so far, oldest first.
+    pub history: Vec<Item>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// A tool as the model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// What the tool does and how to use it.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One event of a streamed response.
+///
+/// Tool calls are announced by `index` (their position in the response);
+/// argument fragments for several calls may interleave.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// A piece of visible text.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// A piece of reasoning text.
+    ReasoningDelta {
+        /// The text.
+        text: String,
+    },
+    /// The signature of the reasoning (sent back verbatim on later requests).
+    ReasoningSignature {
+        /// The opaque signature.
+        signature: String,
+    },
+    /// A tool call begins.
+    ToolCallStart {
+        /// Position of the call in this response.
+        index: usize,
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// A fragment of a call's JSON arguments.
+    ToolCallArgs {
+        /// Position of the call in this response.
+        index: usize,
+        /// The fragment, to be concatenated in order.
+        fragment: String,
+    },
+    /// A tool call is complete.
+    ToolCallEnd {
+        /// Position of the call in this response.
+        index: usize,
+    },
+    /// Token usage of the request.
+    Usage {
+        /// The usage.
+        usage: Usage,
+    },
+    /// Why the model stopped.
+    Finish {
+        /// The reason.
+        reason: FinishReason,
+    },
+}
+
+/// Why a model stopped generating.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model finished its answer.
+    Stop,
+    /// The model wants tools to run.
+    ToolCalls,
+    /// The output token limit was hit.
+    Length,
+    /// The provider refused or filtered the output.
+    Refusal,
+    /// A reason this runtime does not know, kept verbatim.
+    Other(String),
+}
+
+/// A streamed response: events, or an error that ends it.
+pub type EventStream = BoxStream<'static, Result<StreamEvent, ProviderError>>;
+
+/// A model behind some API.
+///
+/// Implementations must not retry behind the caller's back once events have
+/// been yielded: an error ends the stream and nothing of it may be kept.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync {
+    /// Starts a request and returns its event stream.
+    async fn stream(&self, request: ProviderRequest) -> Result<EventStream, ProviderError>;
+
+    /// The model's context window in tokens, when known.
+    fn context_window(&self) -> Option<u64> {
+        None
+    }
+
+    /// A short name for logs and session headers (e.g. the model id).
+    fn model_name(&self) -> String;
+}
+
+/// Why a provider request failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// The API answered with an error status.
+    #[error("provider returned HTTP {status}: {message}")]
+    Http {
+        /// HTTP status code.
+        status: u16,
+        /// The provider's own message.
+        message: String,
+        /// How long the provider asked us to wait before retrying.
+        retry_after: Option<Duration>,
+    },
+    /// The provider sent an error inside the stream (e.g. `overloaded_error`).
+    #[error("provider error {kind}: {message}")]
+    Api {
+        /// The provider's error type.
+        kind: String,
+        /// The provider's message.
+        message: String,
+        /// Whether the same request may succeed later.
+        retryable: bool,
+    },
+    /// The connection failed or dropped before the response finished.
+    #[error("connection failed: {0}")]
+    Transport(String),
+    /// No bytes arrived for too long.
+    #[error("no data from the provider for {0:?}")]
+    IdleTimeout(Duration),
+    /// The response could not be understood.
+    #[error("malformed response: {0}")]
+    Malformed(String),
+    /// A scripted failure or an exhausted script.
+    #[error("scripted provider: {0}")]
+    Scripted(String),
+}
+
+impl ProviderError {
+    /// Whether sending the same request again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => {
+                matches!(status, 408 | 409 | 429 | 500..=599)
+            }
+            ProviderError::Api { retryable, .. } => *retryable,
+            ProviderError::Transport(_) | ProviderError::IdleTimeout(_) => true,
+            ProviderError::Malformed(_) | ProviderError::Scripted(_) => false,
+        }
+    }
+}

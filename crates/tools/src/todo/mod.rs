@@ -1,0 +1,80 @@
+//! The session plan: [`TodoItem`]s in a shared [`TodoStore`], written whole
+//! by the `todo_write` tool.
+
+mod render;
+mod tool;
+mod validate;
+
+pub use render::render_todos;
+pub use tool::{TodoWriteTool, TODO_WRITE};
+pub use validate::{parse_todo_write, validate_todos, TodoError, MAX_CONTENT_CHARS, MAX_TODOS};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Where a todo stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on (at most one at a time).
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+impl TodoStatus {
+    /// The wire name (`pending`, `in_progress`, `completed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TodoStatus::Pending => "pending",
+            TodoStatus::InProgress => "in_progress",
+            TodoStatus::Completed => "completed",
+        }
+    }
+
+    /// Whether work remains on an item with this status.
+    pub fn is_unfinished(self) -> bool {
+        !matches!(self, TodoStatus::Completed)
+    }
+}
+
+/// One item of the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    /// Model-chosen id, unique in the list; it names the item across writes.
+    pub id: String,
+    /// What to do.
+    pub content: String,
+    /// Where it stands.
+    pub status: TodoStatus,
+}
+
+/// The session's plan, shared between the `todo_write` tool and the session
+/// owner. The lock is held only to copy or swap the list.
+#[derive(Clone, Debug, Default)]
+pub struct TodoStore(Arc<Mutex<Vec<TodoItem>>>);
+
+impl TodoStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A copy of the current list.
+    pub fn snapshot(&self) -> Vec<TodoItem> {
+        self.0.lock().clone()
+    }
+
+    /// Whether any item is not completed.
+    pub fn has_unfinished(&self) -> bool {
+        self.0.lock().iter().any(|t| t.status.is_unfinished())
+    }
+
+    /// Replaces the list, returning the old one. Callers validate first.
+    pub fn replace(&self, todos: Vec<TodoItem>) -> Vec<TodoItem> {
+        std::mem::replace(&mut *self.0.lock(), todos)
+    }
+}

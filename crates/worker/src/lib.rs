@@ -1,0 +1,31 @@
+//! The turn loop of pod.
+//!
+//! A [`Worker`] owns a conversation's history and runs turns: it asks a
+//! [`Provider`](pod_llm::Provider) for the next step, runs the tool calls the
+//! model makes through a [`ToolRegistry`], and repeats until the model answers
+//! without calling tools. Upper layers steer it only through an
+//! [`Interceptor`] and watch it through a [`TurnObserver`], which is told of
+//! every committed item before the turn moves on.
+//!
+//! Whatever happens during a turn (a skipped, aborted, cancelled, unknown or
+//! panicking tool, malformed arguments, a provider error) every tool call in
+//! history gets exactly one result.
+//!
+//! This crate must not know about sessions, logs, todos or front ends.
+#![deny(missing_docs)]
+
+mod error;
+mod execute;
+mod interceptor;
+mod observer;
+mod tool;
+mod worker;
+
+pub use error::WorkerError;
+pub use interceptor::{
+    AbortReason, Interceptor, NoopInterceptor, PostToolAction, PreRequestAction, PreToolAction,
+    PromptAction, ToolCallInfo, ToolResultInfo, TurnEndAction,
+};
+pub use observer::{NullObserver, PersistError, TurnObserver, WorkerEvent};
+pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry};
+pub use worker::{TurnEndReason, TurnOutcome, Worker, WorkerConfig};

@@ -1,0 +1,57 @@
+use pod_llm::{Item, ToolCall, Usage};
+
+/// An observer could not persist an item; the turn stops.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("could not persist history item: {0}")]
+pub struct PersistError(pub String);
+
+/// What happens during a turn, for display. Committed items go through
+/// [`TurnObserver::on_history_append`] instead.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerEvent {
+    /// A model request is about to be sent (1-based within the turn).
+    RequestStarted {
+        /// Request number within the turn.
+        number: u32,
+    },
+    /// Streamed visible text.
+    TextDelta(String),
+    /// Streamed reasoning text.
+    ReasoningDelta(String),
+    /// A tool call starts executing.
+    ToolCallStarted(ToolCall),
+    /// A tool call finished (its result is committed right after).
+    ToolCallFinished {
+        /// The call.
+        call: ToolCall,
+        /// The result content.
+        content: String,
+        /// Whether it failed.
+        is_error: bool,
+    },
+    /// Usage reported for one request.
+    Usage(Usage),
+}
+
+/// Watches a turn. `on_history_append` is awaited before the turn moves on,
+/// so an implementation that writes to disk makes each item durable in order.
+#[async_trait::async_trait]
+pub trait TurnObserver: Send {
+    /// An item is being committed to history. An error stops the turn and the
+    /// item is not added.
+    async fn on_history_append(&mut self, item: &Item) -> Result<(), PersistError>;
+
+    /// Something happened that a front end may show.
+    fn on_event(&mut self, _event: WorkerEvent) {}
+}
+
+/// An observer that keeps nothing.
+#[derive(Debug, Default)]
+pub struct NullObserver;
+
+#[async_trait::async_trait]
+impl TurnObserver for NullObserver {
+    async fn on_history_append(&mut self, _item: &Item) -> Result<(), PersistError> {
+        Ok(())
+    }
+}

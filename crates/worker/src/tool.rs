@@ -1,0 +1,166 @@
+//! Tools: typed arguments in each tool, raw JSON only in the registry.
+
+use pod_llm::ToolSpec;
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What a tool call returns to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// Text the model reads.
+    pub content: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failed result; say what failed and what to do instead.
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// What a running tool may know about its call.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The call id.
+    pub call_id: String,
+    /// Cancelled when the turn is cancelled; long-running tools should stop.
+    pub cancel: CancellationToken,
+}
+
+/// A tool with typed arguments.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The arguments, deserialized from the model's JSON.
+    type Args: DeserializeOwned + Send;
+
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+
+    /// What it does and how to use it, for the model.
+    fn description(&self) -> String;
+
+    /// JSON Schema of the arguments object.
+    fn parameters(&self) -> serde_json::Value;
+
+    /// Whether calls may run at the same time as other concurrency-safe calls
+    /// of the same response.
+    fn concurrency_safe(&self) -> bool {
+        false
+    }
+
+    /// Runs the call.
+    async fn call(&self, args: Self::Args, ctx: ToolContext) -> ToolOutput;
+}
+
+/// A tool with its argument type erased; only the registry uses this.
+#[async_trait::async_trait]
+pub trait DynTool: Send + Sync {
+    /// The model-facing spec.
+    fn spec(&self) -> ToolSpec;
+    /// See [`Tool::concurrency_safe`].
+    fn concurrency_safe(&self) -> bool;
+    /// Parses raw JSON arguments and runs the call; bad arguments become an
+    /// error result.
+    async fn call_json(&self, arguments: &str, ctx: ToolContext) -> ToolOutput;
+}
+
+#[async_trait::async_trait]
+impl<T: Tool> DynTool for T {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description(),
+            parameters: self.parameters(),
+        }
+    }
+
+    fn concurrency_safe(&self) -> bool {
+        Tool::concurrency_safe(self)
+    }
+
+    async fn call_json(&self, arguments: &str, ctx: ToolContext) -> ToolOutput {
+        // Some servers send "" for a call without arguments.
+        let arguments = if arguments.trim().is_empty() { "{}" } else { arguments };
+        let value: serde_json::Value = match serde_json::from_str(arguments) {
+            Ok(value) => value,
+            Err(err) => {
+                return ToolOutput::error(format!(
+                    "The arguments of this `{}` call are not valid JSON ({err}). \
+                     Call it again with one JSON object that matches its schema.",
+                    self.name()
+                ))
+            }
+        };
+        match serde_json::from_value::<T::Args>(value) {
+            Ok(args) => self.call(args, ctx).await,
+            Err(err) => ToolOutput::error(format!(
+                "Invalid arguments for `{}`: {err}. Expected arguments matching this schema: {}",
+                self.name(),
+                self.parameters()
+            )),
+        }
+    }
+}
+
+/// The tools a worker may call, by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    // Insertion order is kept so the model sees tools in a stable order.
+    order: Vec<String>,
+    tools: HashMap<String, Arc<dyn DynTool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool, replacing any tool of the same name.
+    pub fn register(&mut self, tool: impl Tool) -> &mut Self {
+        self.register_dyn(Arc::new(tool))
+    }
+
+    /// Adds an already erased tool.
+    pub fn register_dyn(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
+        let name = tool.spec().name;
+        if self.tools.insert(name.clone(), tool).is_none() {
+            self.order.push(name);
+        }
+        self
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
+        self.tools.get(name)
+    }
+
+    /// Specs of every tool, in registration order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.order
+            .iter()
+            .filter_map(|name| self.tools.get(name))
+            .map(|tool| tool.spec())
+            .collect()
+    }
+
+    /// Names of every tool, in registration order.
+    pub fn names(&self) -> &[String] {
+        &self.order
+    }
+}

@@ -1,0 +1,347 @@
+//! The Worker and its turn loop.
+
+use crate::error::WorkerError;
+use crate::interceptor::{AbortReason, Interceptor, PreRequestAction, PromptAction, TurnEndAction};
+use crate::observer::{TurnObserver, WorkerEvent};
+use crate::tool::ToolRegistry;
+use futures_util::StreamExt;
+use pod_llm::{
+    AssembledResponse, FinishReason, Item, ItemKind, Provider, ProviderRequest, ResponseAssembler,
+    Usage,
+};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Settings of a [`Worker`].
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The system prompt sent with every request.
+    pub system_prompt: String,
+    /// A turn ends with [`TurnEndReason::MaxRequests`] after this many model
+    /// requests, so a model stuck in a tool loop cannot run forever.
+    pub max_requests_per_turn: u32,
+    /// How long a cancelled tool may take to stop by itself before it is
+    /// dropped (dropping kills what it spawned with `kill_on_drop`).
+    pub cancel_grace: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            system_prompt: String::new(),
+            max_requests_per_turn: 100,
+            cancel_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEndReason {
+    /// The model answered without tool calls.
+    EndTurn,
+    /// The model's answer was cut by its output token limit.
+    MaxTokens,
+    /// The provider refused or filtered the answer.
+    Refusal,
+    /// The turn hit `max_requests_per_turn`.
+    MaxRequests,
+    /// Cancelled from outside.
+    Cancelled,
+    /// An interceptor aborted it.
+    Aborted(String),
+    /// An interceptor paused it; it can be continued with a new turn.
+    Paused(String),
+    /// `pre_llm_request` yielded before a request; continue with a new turn.
+    Yielded,
+    /// `on_prompt_submit` refused the prompt; nothing was committed.
+    Rejected(String),
+}
+
+/// The result of one turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    /// How it ended.
+    pub reason: TurnEndReason,
+    /// Model requests made.
+    pub requests: u32,
+    /// Tokens summed over the turn's requests.
+    pub usage: Usage,
+}
+
+/// Owns a conversation and runs its turns.
+pub struct Worker {
+    provider: Arc<dyn Provider>,
+    tools: ToolRegistry,
+    config: WorkerConfig,
+    history: Vec<Item>,
+    // Every call id in history, so a provider that reuses ids across
+    // responses cannot make two calls share one result.
+    call_ids: HashSet<String>,
+}
+
+enum Streamed {
+    Complete(AssembledResponse),
+    Cancelled(String),
+}
+
+pub(crate) enum CallsStop {
+    Aborted(String),
+    Paused(String),
+    Cancelled,
+}
+
+impl Worker {
+    /// A worker with an empty history.
+    pub fn new(provider: Arc<dyn Provider>, tools: ToolRegistry, config: WorkerConfig) -> Self {
+        Self {
+            provider,
+            tools,
+            config,
+            history: Vec::new(),
+            call_ids: HashSet::new(),
+        }
+    }
+
+    /// The history, oldest first.
+    pub fn history(&self) -> &[Item] {
+        &self.history
+    }
+
+    /// Replaces the history (resume, compaction). The caller is responsible
+    /// for its validity.
+    pub fn set_history(&mut self, history: Vec<Item>) {
+        self.call_ids = history
+            .iter()
+            .flat_map(|item| item.tool_calls().iter().map(|c| c.id.clone()))
+            .collect();
+        self.history = history;
+    }
+
+    /// The tool registry.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &WorkerConfig {
+        &self.config
+    }
+
+    /// Runs one turn. With `prompt`, it is submitted first; without, the
+    /// model is asked to go on from the current history.
+    pub async fn run_turn(
+        &mut self,
+        prompt: Option<Item>,
+        hooks: &mut dyn Interceptor,
+        observer: &mut dyn TurnObserver,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, WorkerError> {
+        let start = self.history.len();
+        let mut outcome = TurnOutcome {
+            reason: TurnEndReason::EndTurn,
+            requests: 0,
+            usage: Usage::default(),
+        };
+        if let Some(mut prompt) = prompt {
+            match hooks.on_prompt_submit(&mut prompt).await {
+                PromptAction::Continue => self.commit(prompt, observer).await?,
+                PromptAction::Cancel(reason) => {
+                    outcome.reason = TurnEndReason::Rejected(reason);
+                    return Ok(outcome);
+                }
+                PromptAction::ContinueWith(items) => {
+                    self.commit(prompt, observer).await?;
+                    self.commit_all(items, observer).await?;
+                }
+            }
+        }
+        loop {
+            if cancel.is_cancelled() {
+                hooks.on_abort(&AbortReason::Cancelled).await;
+                outcome.reason = TurnEndReason::Cancelled;
+                return Ok(outcome);
+            }
+            if outcome.requests >= self.config.max_requests_per_turn {
+                outcome.reason = TurnEndReason::MaxRequests;
+                return Ok(outcome);
+            }
+            let appends = hooks.pending_history_appends().await;
+            self.commit_all(appends, observer).await?;
+            let mut request_items = self.history.clone();
+            match hooks.pre_llm_request(&mut request_items).await {
+                PreRequestAction::Continue => {}
+                PreRequestAction::Cancel(reason) => {
+                    hooks.on_abort(&AbortReason::Interceptor(reason.clone())).await;
+                    outcome.reason = TurnEndReason::Aborted(reason);
+                    return Ok(outcome);
+                }
+                PreRequestAction::Yield => {
+                    outcome.reason = TurnEndReason::Yielded;
+                    return Ok(outcome);
+                }
+            }
+            outcome.requests += 1;
+            observer.on_event(WorkerEvent::RequestStarted {
+                number: outcome.requests,
+            });
+            let request = ProviderRequest {
+                system_prompt: self.config.system_prompt.clone(),
+                history: request_items,
+                tools: self.tools.specs(),
+            };
+            let response = match self.stream_response(request, observer, cancel).await? {
+                Streamed::Complete(response) => response,
+                Streamed::Cancelled(partial_text) => {
+                    if !partial_text.is_empty() {
+                        let item = assistant_item(partial_text, None, Vec::new(), None);
+                        self.commit(item, observer).await?;
+                    }
+                    hooks.on_abort(&AbortReason::Cancelled).await;
+                    outcome.reason = TurnEndReason::Cancelled;
+                    return Ok(outcome);
+                }
+            };
+            if let Some(usage) = response.usage {
+                outcome.usage.prompt_tokens += usage.prompt_tokens;
+                outcome.usage.completion_tokens += usage.completion_tokens;
+                observer.on_event(WorkerEvent::Usage(usage));
+            }
+            let calls = self.unique_call_ids(response.tool_calls);
+            let finish = response.finish;
+            let item = assistant_item(response.text, response.reasoning, calls.clone(), response.usage);
+            self.commit(item, observer).await?;
+
+            if calls.is_empty() {
+                match hooks.on_turn_end(&self.history[start..]).await {
+                    TurnEndAction::Finish => {
+                        outcome.reason = match finish {
+                            Some(FinishReason::Length) => TurnEndReason::MaxTokens,
+                            Some(FinishReason::Refusal) => TurnEndReason::Refusal,
+                            _ => TurnEndReason::EndTurn,
+                        };
+                        return Ok(outcome);
+                    }
+                    TurnEndAction::ContinueWithMessages(items) => {
+                        self.commit_all(items, observer).await?;
+                        continue;
+                    }
+                    TurnEndAction::Pause => {
+                        outcome.reason = TurnEndReason::Paused("paused at turn end".into());
+                        return Ok(outcome);
+                    }
+                }
+            }
+            if let Some(stop) = self.run_tool_calls(calls, hooks, observer, cancel).await? {
+                outcome.reason = match stop {
+                    CallsStop::Aborted(reason) => {
+                        hooks.on_abort(&AbortReason::Interceptor(reason.clone())).await;
+                        TurnEndReason::Aborted(reason)
+                    }
+                    CallsStop::Paused(reason) => TurnEndReason::Paused(reason),
+                    CallsStop::Cancelled => {
+                        hooks.on_abort(&AbortReason::Cancelled).await;
+                        TurnEndReason::Cancelled
+                    }
+                };
+                return Ok(outcome);
+            }
+        }
+    }
+
+    async fn stream_response(
+        &self,
+        request: ProviderRequest,
+        observer: &mut dyn TurnObserver,
+        cancel: &CancellationToken,
+    ) -> Result<Streamed, WorkerError> {
+        let mut stream = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Ok(Streamed::Cancelled(String::new())),
+            stream = self.provider.stream(request) => stream?,
+        };
+        let mut assembler = ResponseAssembler::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    return Ok(Streamed::Cancelled(assembler.text().to_string()));
+                }
+                next = stream.next() => next,
+            };
+            let Some(event) = next else { break };
+            let event = event?;
+            match &event {
+                pod_llm::StreamEvent::TextDelta { text } => {
+                    observer.on_event(WorkerEvent::TextDelta(text.clone()))
+                }
+                pod_llm::StreamEvent::ReasoningDelta { text } => {
+                    observer.on_event(WorkerEvent::ReasoningDelta(text.clone()))
+                }
+                _ => {}
+            }
+            assembler.push(event)?;
+        }
+        Ok(Streamed::Complete(assembler.finish()))
+    }
+
+    /// Gives every call an id that is non-empty and new to this history.
+    fn unique_call_ids(&mut self, mut calls: Vec<pod_llm::ToolCall>) -> Vec<pod_llm::ToolCall> {
+        for call in &mut calls {
+            if call.id.is_empty() || self.call_ids.contains(&call.id) {
+                let base = if call.id.is_empty() { "call" } else { call.id.as_str() };
+                let mut n = self.call_ids.len();
+                let mut candidate = format!("{base}_{n}");
+                while self.call_ids.contains(&candidate) {
+                    n += 1;
+                    candidate = format!("{base}_{n}");
+                }
+                call.id = candidate;
+            }
+            self.call_ids.insert(call.id.clone());
+        }
+        calls
+    }
+
+    pub(crate) async fn commit(
+        &mut self,
+        item: Item,
+        observer: &mut dyn TurnObserver,
+    ) -> Result<(), WorkerError> {
+        observer.on_history_append(&item).await?;
+        self.history.push(item);
+        Ok(())
+    }
+
+    async fn commit_all(
+        &mut self,
+        items: Vec<Item>,
+        observer: &mut dyn TurnObserver,
+    ) -> Result<(), WorkerError> {
+        for item in items {
+            self.commit(item, observer).await?;
+        }
+        Ok(())
+    }
+}
+
+fn assistant_item(
+    text: String,
+    reasoning: Option<pod_llm::Reasoning>,
+    tool_calls: Vec<pod_llm::ToolCall>,
+    usage: Option<Usage>,
+) -> Item {
+    Item::new(ItemKind::Assistant {
+        text,
+        reasoning,
+        tool_calls,
+        usage,
+    })
+}
