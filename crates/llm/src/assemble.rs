@@ -47,11 +47,15 @@ impl ResponseAssembler {
     pub fn push(&mut self, event: StreamEvent) -> Result<(), ProviderError> {
         match event {
             StreamEvent::TextDelta { text } => self.text.push_str(&text),
-            StreamEvent::ReasoningDelta { text } => {
-                self.reasoning.get_or_insert_with(Default::default).text.push_str(&text)
-            }
+            StreamEvent::ReasoningDelta { text } => self
+                .reasoning
+                .get_or_insert_with(Default::default)
+                .text
+                .push_str(&text),
             StreamEvent::ReasoningSignature { signature } => {
-                self.reasoning.get_or_insert_with(Default::default).signature = Some(signature)
+                self.reasoning
+                    .get_or_insert_with(Default::default)
+                    .signature = Some(signature)
             }
             StreamEvent::ToolCallStart { index, id, name } => {
                 self.calls.insert(
@@ -112,13 +116,34 @@ mod tests {
         let mut a = ResponseAssembler::new();
         let events = vec![
             StreamEvent::TextDelta { text: "Hi ".into() },
-            StreamEvent::ToolCallStart { index: 1, id: "b".into(), name: "y".into() },
-            StreamEvent::ToolCallStart { index: 0, id: "a".into(), name: "x".into() },
-            StreamEvent::ToolCallArgs { index: 0, fragment: "{\"k\":".into() },
-            StreamEvent::ToolCallArgs { index: 1, fragment: "{}".into() },
-            StreamEvent::ToolCallArgs { index: 0, fragment: "1}".into() },
-            StreamEvent::TextDelta { text: "there".into() },
-            StreamEvent::Finish { reason: FinishReason::ToolCalls },
+            StreamEvent::ToolCallStart {
+                index: 1,
+                id: "b".into(),
+                name: "y".into(),
+            },
+            StreamEvent::ToolCallStart {
+                index: 0,
+                id: "a".into(),
+                name: "x".into(),
+            },
+            StreamEvent::ToolCallArgs {
+                index: 0,
+                fragment: "{\"k\":".into(),
+            },
+            StreamEvent::ToolCallArgs {
+                index: 1,
+                fragment: "{}".into(),
+            },
+            StreamEvent::ToolCallArgs {
+                index: 0,
+                fragment: "1}".into(),
+            },
+            StreamEvent::TextDelta {
+                text: "there".into(),
+            },
+            StreamEvent::Finish {
+                reason: FinishReason::ToolCalls,
+            },
         ];
         for e in events {
             a.push(e).unwrap();
@@ -135,7 +160,10 @@ mod tests {
     fn fragment_without_start_is_malformed() {
         let mut a = ResponseAssembler::new();
         let err = a
-            .push(StreamEvent::ToolCallArgs { index: 3, fragment: "{".into() })
+            .push(StreamEvent::ToolCallArgs {
+                index: 3,
+                fragment: "{".into(),
+            })
             .unwrap_err();
         assert!(matches!(err, ProviderError::Malformed(_)));
     }

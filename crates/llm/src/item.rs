@@ -144,7 +144,11 @@ impl Item {
     }
 
     /// A tool result answering `call_id`.
-    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+    pub fn tool_result(
+        call_id: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
         Self::new(ItemKind::ToolResult {
             call_id: call_id.into(),
             content: content.into(),
@@ -265,7 +269,13 @@ mod tests {
         assert_eq!(item.tool_calls().len(), 0);
         let unknown_kind = r#"{"id":"00000000-0000-0000-0000-000000000000","at":"2026-01-02T03:04:05Z","type":"system","kind":"from_the_future","text":"x"}"#;
         let item: Item = serde_json::from_str(unknown_kind).unwrap();
-        assert!(matches!(item.kind, ItemKind::System { kind: SystemKind::Other, .. }));
+        assert!(matches!(
+            item.kind,
+            ItemKind::System {
+                kind: SystemKind::Other,
+                ..
+            }
+        ));
     }
 
     #[test]

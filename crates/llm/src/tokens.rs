@@ -27,7 +27,9 @@ pub fn estimate_item_tokens(item: &Item) -> u64 {
                 ..
             } => {
                 estimate_text_tokens(text)
-                    + reasoning.as_ref().map_or(0, |r| estimate_text_tokens(&r.text))
+                    + reasoning
+                        .as_ref()
+                        .map_or(0, |r| estimate_text_tokens(&r.text))
                     + tool_calls
                         .iter()
                         .map(|c| {
@@ -53,5 +55,9 @@ pub fn estimate_request_tokens(request: &ProviderRequest) -> u64 {
                     + estimate_text_tokens(&t.parameters.to_string())
             })
             .sum::<u64>()
-        + request.history.iter().map(estimate_item_tokens).sum::<u64>()
+        + request
+            .history
+            .iter()
+            .map(estimate_item_tokens)
+            .sum::<u64>()
 }

@@ -1,7 +1,9 @@
 //! Running one response's tool calls: hooks, batching, results in call order.
 
 use crate::error::WorkerError;
-use crate::interceptor::{Interceptor, PostToolAction, PreToolAction, ToolCallInfo, ToolResultInfo};
+use crate::interceptor::{
+    Interceptor, PostToolAction, PreToolAction, ToolCallInfo, ToolResultInfo,
+};
 use crate::observer::{TurnObserver, WorkerEvent};
 use crate::tool::{ToolContext, ToolOutput, ToolRegistry};
 use crate::worker::{CallsStop, Worker};

@@ -95,7 +95,11 @@ impl<T: Tool> DynTool for T {
 
     async fn call_json(&self, arguments: &str, ctx: ToolContext) -> ToolOutput {
         // Some servers send "" for a call without arguments.
-        let arguments = if arguments.trim().is_empty() { "{}" } else { arguments };
+        let arguments = if arguments.trim().is_empty() {
+            "{}"
+        } else {
+            arguments
+        };
         let value: serde_json::Value = match serde_json::from_str(arguments) {
             Ok(value) => value,
             Err(err) => {

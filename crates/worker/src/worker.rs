@@ -38,7 +38,8 @@ impl Default for WorkerConfig {
 }
 
 /// How a turn ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 pub enum TurnEndReason {
     /// The model answered without tool calls.
     EndTurn,
@@ -179,7 +180,9 @@ impl Worker {
             match hooks.pre_llm_request(&mut request_items).await {
                 PreRequestAction::Continue => {}
                 PreRequestAction::Cancel(reason) => {
-                    hooks.on_abort(&AbortReason::Interceptor(reason.clone())).await;
+                    hooks
+                        .on_abort(&AbortReason::Interceptor(reason.clone()))
+                        .await;
                     outcome.reason = TurnEndReason::Aborted(reason);
                     return Ok(outcome);
                 }
@@ -216,7 +219,12 @@ impl Worker {
             }
             let calls = self.unique_call_ids(response.tool_calls);
             let finish = response.finish;
-            let item = assistant_item(response.text, response.reasoning, calls.clone(), response.usage);
+            let item = assistant_item(
+                response.text,
+                response.reasoning,
+                calls.clone(),
+                response.usage,
+            );
             self.commit(item, observer).await?;
 
             if calls.is_empty() {
@@ -242,7 +250,9 @@ impl Worker {
             if let Some(stop) = self.run_tool_calls(calls, hooks, observer, cancel).await? {
                 outcome.reason = match stop {
                     CallsStop::Aborted(reason) => {
-                        hooks.on_abort(&AbortReason::Interceptor(reason.clone())).await;
+                        hooks
+                            .on_abort(&AbortReason::Interceptor(reason.clone()))
+                            .await;
                         TurnEndReason::Aborted(reason)
                     }
                     CallsStop::Paused(reason) => TurnEndReason::Paused(reason),
@@ -296,7 +306,11 @@ impl Worker {
     fn unique_call_ids(&mut self, mut calls: Vec<pod_llm::ToolCall>) -> Vec<pod_llm::ToolCall> {
         for call in &mut calls {
             if call.id.is_empty() || self.call_ids.contains(&call.id) {
-                let base = if call.id.is_empty() { "call" } else { call.id.as_str() };
+                let base = if call.id.is_empty() {
+                    "call"
+                } else {
+                    call.id.as_str()
+                };
                 let mut n = self.call_ids.len();
                 let mut candidate = format!("{base}_{n}");
                 while self.call_ids.contains(&candidate) {
