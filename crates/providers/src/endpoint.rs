@@ -1,0 +1,64 @@
+//! What an HTTP provider needs to know about its endpoint and model.
+
+use crate::http::Timeouts;
+use crate::secret::ApiKey;
+
+/// Settings of one HTTP model endpoint, already resolved (see
+/// [`crate::config`] for where they come from).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Endpoint {
+    /// Base URL: `https://api.openai.com/v1` for Chat Completions (the
+    /// provider appends `/chat/completions`), `https://api.anthropic.com`
+    /// for Messages (the provider appends `/v1/messages`).
+    pub base_url: String,
+    /// The model id sent with every request.
+    pub model: String,
+    /// The API key, if the endpoint needs one (local servers do not).
+    pub api_key: Option<ApiKey>,
+    /// Upper bound on generated tokens per request.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature; the server's default when absent.
+    pub temperature: Option<f64>,
+    /// The model's context window in tokens, when known.
+    pub context_window: Option<u64>,
+    /// Extended-thinking budget in tokens (Anthropic only).
+    pub thinking_budget: Option<u32>,
+    /// Request and idle timeouts.
+    pub timeouts: Timeouts,
+}
+
+impl Endpoint {
+    /// An endpoint with no key, no limits and default timeouts.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            max_output_tokens: None,
+            temperature: None,
+            context_window: None,
+            thinking_budget: None,
+            timeouts: Timeouts::default(),
+        }
+    }
+
+    /// `base_url` joined with `path` by exactly one slash.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!(
+            "{}/{}",
+            self.base_url.trim_end_matches('/'),
+            path.trim_start_matches('/')
+        )
+    }
+}
+
+/// Builds the shared HTTP client. No overall timeout here: a streamed
+/// answer may legitimately run for minutes; [`Timeouts`] bound the wait for
+/// headers and the silences instead.
+pub(crate) fn http_client() -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        // Bounds a connect that hangs (a black-holed host) well below the
+        // request timeout, so the retry policy gets to try again sooner.
+        .connect_timeout(std::time::Duration::from_secs(30))
+        .build()
+}

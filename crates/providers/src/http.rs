@@ -1,0 +1,292 @@
+//! The HTTP half shared by both wire formats: send one POST, turn error
+//! statuses into [`ProviderError`]s, and hand back the body as SSE events
+//! with an idle timeout.
+
+use crate::secret::ApiKey;
+use crate::sse::{SseDecoder, SseEvent};
+use futures_util::stream::{BoxStream, Stream};
+use futures_util::StreamExt;
+use pod_llm::ProviderError;
+use reqwest::header::HeaderMap;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Timeouts of one HTTP request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Connecting, sending the request and receiving the response headers.
+    /// Generous by default because hosted APIs queue requests before they
+    /// answer; a long answer streams for minutes afterwards, which is why
+    /// the body has its own, idle-based limit instead.
+    pub request: Duration,
+    /// The longest silence allowed in a streaming body. Servers that queue
+    /// or think send keep-alive comments, which count as data.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            request: Duration::from_secs(120),
+            idle: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Error bodies are read for their message only; a few kilobytes is plenty
+/// and a runaway body must not stall error reporting.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Messages shown to users are cut to this many characters.
+const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// A POST of a JSON body whose response is an SSE stream.
+pub(crate) struct SsePost<'a> {
+    pub client: &'a reqwest::Client,
+    pub url: String,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    pub timeouts: Timeouts,
+    pub key: Option<&'a ApiKey>,
+}
+
+/// SSE events of a response body; an idle timeout is an item so the wire
+/// decoder can decide whether the response was already complete.
+pub(crate) type SseStream = BoxStream<'static, Result<SseEvent, ProviderError>>;
+
+impl SsePost<'_> {
+    /// Sends the request; `Ok` once a success status arrived.
+    pub async fn send(self) -> Result<SseStream, ProviderError> {
+        let scrub = |text: String| match self.key {
+            Some(key) => key.scrub(&text),
+            None => text,
+        };
+        let request = self
+            .client
+            .post(&self.url)
+            .headers(self.headers)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(self.body)
+            .send();
+        let response = match tokio::time::timeout(self.timeouts.request, request).await {
+            Err(_) => {
+                return Err(ProviderError::Transport(format!(
+                    "no response within {:?}",
+                    self.timeouts.request
+                )))
+            }
+            Ok(Err(err)) => return Err(ProviderError::Transport(scrub(error_chain(&err)))),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after(response.headers());
+            let body = read_capped(response, self.timeouts.idle).await;
+            return Err(ProviderError::Http {
+                status: status.as_u16(),
+                message: scrub(error_message(&body, status.canonical_reason())),
+                retry_after,
+            });
+        }
+        Ok(sse_events(response.bytes_stream(), self.timeouts.idle).boxed())
+    }
+}
+
+/// The message of an error body: `error.message` of the JSON both APIs send,
+/// or the text itself.
+pub(crate) fn error_message(body: &[u8], fallback: Option<&str>) -> String {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        error: Option<Inner>,
+        message: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Inner {
+        Object {
+            message: Option<String>,
+            #[serde(rename = "type")]
+            kind: Option<String>,
+        },
+        Text(String),
+    }
+    let parsed = serde_json::from_slice::<Envelope>(body).ok();
+    let message = match parsed {
+        Some(Envelope {
+            error:
+                Some(Inner::Object {
+                    message: Some(m),
+                    kind,
+                }),
+            ..
+        }) => match kind {
+            Some(kind) => format!("{kind}: {m}"),
+            None => m,
+        },
+        Some(Envelope {
+            error: Some(Inner::Text(m)),
+            ..
+        }) => m,
+        Some(Envelope {
+            message: Some(m), ..
+        }) => m,
+        _ => String::from_utf8_lossy(body).trim().to_string(),
+    };
+    let message = if message.is_empty() {
+        fallback.unwrap_or("no message").to_string()
+    } else {
+        message
+    };
+    truncate(message)
+}
+
+fn truncate(mut text: String) -> String {
+    if let Some((cut, _)) = text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
+/// `retry-after-ms` (milliseconds) wins over `retry-after` (seconds or an
+/// HTTP date), as OpenAI's own clients do.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    let value = text("retry-after")?.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    Some(wait.to_std().unwrap_or(Duration::ZERO))
+}
+
+async fn read_capped(response: reqwest::Response, idle: Duration) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Ok(Some(Ok(chunk))) = tokio::time::timeout(idle, stream.next()).await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= MAX_ERROR_BODY {
+            body.truncate(MAX_ERROR_BODY);
+            break;
+        }
+    }
+    body
+}
+
+/// The error and its causes, joined: reqwest's own message alone ("error
+/// sending request") does not say what went wrong.
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+struct BodyState<S> {
+    body: S,
+    decoder: SseDecoder,
+    ready: VecDeque<SseEvent>,
+    idle: Duration,
+    ended: bool,
+}
+
+/// Decodes a body into SSE events, failing with
+/// [`ProviderError::IdleTimeout`] after `idle` without bytes.
+pub(crate) fn sse_events<S, E>(
+    body: S,
+    idle: Duration,
+) -> impl Stream<Item = Result<SseEvent, ProviderError>> + Send + 'static
+where
+    S: Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin + 'static,
+    E: std::error::Error + Send + 'static,
+{
+    let state = BodyState {
+        body,
+        decoder: SseDecoder::new(),
+        ready: VecDeque::new(),
+        idle,
+        ended: false,
+    };
+    futures_util::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(event) = state.ready.pop_front() {
+                return Some((Ok(event), state));
+            }
+            if state.ended {
+                return None;
+            }
+            let next = tokio::time::timeout(state.idle, state.body.next()).await;
+            let failure = match next {
+                Err(_) => ProviderError::IdleTimeout(state.idle),
+                Ok(Some(Ok(bytes))) => match state.decoder.feed(&bytes) {
+                    Ok(events) => {
+                        state.ready.extend(events);
+                        continue;
+                    }
+                    Err(err) => ProviderError::Malformed(err.to_string()),
+                },
+                Ok(Some(Err(err))) => ProviderError::Transport(error_chain(&err)),
+                Ok(None) => {
+                    state.ended = true;
+                    state.ready.extend(state.decoder.finish());
+                    continue;
+                }
+            };
+            state.ended = true;
+            return Some((Err(failure), state));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn retry_after_prefers_milliseconds() {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(7)));
+        headers.insert("retry-after-ms", HeaderValue::from_static("1500"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(1500)));
+        let mut dated = HeaderMap::new();
+        dated.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&dated), Some(Duration::ZERO));
+        assert_eq!(retry_after(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn error_messages_come_from_the_body() {
+        let openai = br#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+        assert_eq!(
+            error_message(openai, None),
+            "invalid_request_error: Incorrect API key provided"
+        );
+        let anthropic =
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            error_message(anthropic, None),
+            "overloaded_error: Overloaded"
+        );
+        assert_eq!(
+            error_message(b"{\"error\":\"model not found\"}", None),
+            "model not found"
+        );
+        assert_eq!(error_message(b"  plain  ", None), "plain");
+        assert_eq!(error_message(b"", Some("Not Found")), "Not Found");
+    }
+}

@@ -1,0 +1,47 @@
+//! Real model providers for pod: OpenAI-compatible Chat Completions and
+//! Anthropic Messages, streamed over SSE.
+//!
+//! Each provider turns one [`ProviderRequest`](pod_llm::ProviderRequest)
+//! into one HTTP request and the streamed answer into
+//! [`StreamEvent`](pod_llm::StreamEvent)s. [`RetryingProvider`] adds the
+//! retry policy, [`config`] resolves flags, profiles and environment into a
+//! [`ProviderConfig`] and [`build_provider`] makes the provider.
+//!
+//! This crate must not know about sessions, the turn loop, tools' behaviour
+//! or front ends: it maps history to a wire format and back, nothing more.
+//! It never retries a request once events have reached the caller.
+//!
+//! ```
+//! use pod_providers::{Endpoint, OpenAiProvider};
+//! use pod_llm::{Item, Provider, ProviderRequest};
+//!
+//! let provider = OpenAiProvider::new(Endpoint::new("http://127.0.0.1:11434/v1", "qwen3")).unwrap();
+//! let body = provider.request_body(&ProviderRequest {
+//!     system_prompt: "Be brief.".into(),
+//!     history: vec![Item::user("hi")],
+//!     tools: vec![],
+//! });
+//! assert_eq!(body["messages"][1]["content"], "hi");
+//! assert_eq!(provider.model_name(), "qwen3");
+//! ```
+#![deny(missing_docs)]
+
+mod drive;
+mod endpoint;
+mod http;
+mod openai;
+mod secret;
+pub mod sse;
+
+pub use endpoint::Endpoint;
+pub use http::Timeouts;
+pub use openai::OpenAiProvider;
+pub use secret::ApiKey;
+
+/// Why a provider could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The HTTP client could not be set up (e.g. no TLS roots).
+    #[error("cannot set up the HTTP client: {0}")]
+    Http(String),
+}

@@ -1,0 +1,72 @@
+//! OpenAI-compatible Chat Completions (OpenAI, DeepSeek, OpenRouter, Ollama,
+//! llama.cpp server, vLLM, LM Studio).
+
+mod request;
+mod stream;
+
+use crate::drive::drive;
+use crate::endpoint::{http_client, Endpoint};
+use crate::http::SsePost;
+use crate::BuildError;
+use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+
+/// A provider speaking `POST {base_url}/chat/completions` with `stream: true`.
+///
+/// It never retries; wrap it in [`crate::RetryingProvider`] for that.
+#[derive(Debug, Clone)]
+pub struct OpenAiProvider {
+    endpoint: Endpoint,
+    client: reqwest::Client,
+}
+
+impl OpenAiProvider {
+    /// A provider for `endpoint`.
+    pub fn new(endpoint: Endpoint) -> Result<Self, BuildError> {
+        Ok(Self {
+            endpoint,
+            client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
+        })
+    }
+
+    /// The request body this provider would send for `request` (for
+    /// inspection and tests).
+    pub fn request_body(&self, request: &ProviderRequest) -> serde_json::Value {
+        request::request_body(request, &self.endpoint)
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAiProvider {
+    async fn stream(&self, request: ProviderRequest) -> Result<EventStream, ProviderError> {
+        let body = serde_json::to_vec(&self.request_body(&request))
+            .map_err(|e| ProviderError::Malformed(format!("cannot encode request: {e}")))?;
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.endpoint.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+                .map_err(|_| ProviderError::Transport("API key is not a valid header".into()))?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let sse = SsePost {
+            client: &self.client,
+            url: self.endpoint.url("chat/completions"),
+            headers,
+            body,
+            timeouts: self.endpoint.timeouts,
+            key: self.endpoint.api_key.as_ref(),
+        }
+        .send()
+        .await?;
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        Ok(drive(sse, stream::ChunkDecoder::new(&nonce[..8])))
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.endpoint.context_window
+    }
+
+    fn model_name(&self) -> String {
+        self.endpoint.model.clone()
+    }
+}

@@ -1,0 +1,6 @@
+//! Integration tests of pod-providers against a loopback HTTP server; one
+//! binary so the workspace links once.
+
+mod openai;
+mod server;
+mod support;
