@@ -1,0 +1,72 @@
+//! What a Pod is started with.
+
+use crate::home::PodHome;
+use pod_llm::Provider;
+use pod_worker::ToolRegistry;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// When the session log is fsynced. Every append is written to the file
+/// before it is acknowledged under every setting, so killing the process
+/// loses nothing acknowledged; the setting decides what a power loss or
+/// kernel crash can lose.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// fsync after every item: a power loss loses at most the item being written.
+    Always,
+    /// fsync after every tool result and at every turn end: a power loss
+    /// loses at most the items since the last tool result or turn end.
+    #[default]
+    Turn,
+    /// Never fsync: the OS decides when data reaches the disk.
+    Never,
+}
+
+/// Settings of a Pod.
+#[derive(Clone)]
+pub struct PodConfig {
+    /// Where sessions live.
+    pub home: PodHome,
+    /// The workspace the agent works in.
+    pub workspace: PathBuf,
+    /// The model.
+    pub provider: Arc<dyn Provider>,
+    /// The system prompt.
+    pub system_prompt: String,
+    /// Tools besides the builtin `todo_write`.
+    pub tools: ToolRegistry,
+    /// When the log is fsynced.
+    pub durability: Durability,
+    /// Remind again after this many requests without `todo_write`.
+    pub remind_every: u32,
+    /// Model requests allowed per turn.
+    pub max_requests_per_turn: u32,
+    /// Events buffered per subscriber before a slow one starts to lag.
+    pub event_capacity: usize,
+}
+
+/// The system prompt used when none is given.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are an autonomous agent working on a task in a \
+workspace. Plan multi-step work with the todo_write tool, keep the plan current as you work, \
+and finish every item. Messages in <system-reminder> blocks come from the runtime, not the user.";
+
+impl PodConfig {
+    /// Defaults for everything but where, in which workspace and with which model.
+    pub fn new(home: PodHome, workspace: impl Into<PathBuf>, provider: Arc<dyn Provider>) -> Self {
+        Self {
+            home,
+            workspace: workspace.into(),
+            provider,
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
+            tools: ToolRegistry::new(),
+            durability: Durability::default(),
+            remind_every: 5,
+            max_requests_per_turn: 100,
+            // Enough for a burst of text deltas between two polls of a front
+            // end; each slot is allocated up front per Pod, so keep it modest.
+            event_capacity: 256,
+        }
+    }
+}

@@ -1,0 +1,47 @@
+use std::path::PathBuf;
+
+/// What can go wrong in a Pod.
+#[derive(Debug, thiserror::Error)]
+pub enum PodError {
+    /// A file operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A line in the middle of a log is damaged; nothing is skipped silently.
+    #[error("{path}:{line}: corrupt session log: {reason}")]
+    CorruptLog {
+        /// The log file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No session with this id exists.
+    #[error("no session {id} under {home}")]
+    NoSuchSession {
+        /// The id asked for.
+        id: String,
+        /// The POD_HOME searched.
+        home: PathBuf,
+    },
+    /// A record could not be encoded.
+    #[error("cannot encode log record: {0}")]
+    Encode(String),
+    /// The log writer has stopped.
+    #[error("the session log writer has stopped")]
+    LogClosed,
+    /// The Pod has shut down.
+    #[error("the pod has shut down")]
+    Closed,
+    /// A turn failed; the history stays valid and the Pod usable.
+    #[error("turn failed: {0}")]
+    Turn(#[from] pod_worker::WorkerError),
+    /// The Pod's home directory could not be determined.
+    #[error("cannot find a home for sessions: set POD_HOME")]
+    NoHome,
+}

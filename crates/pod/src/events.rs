@@ -1,0 +1,76 @@
+//! Events a Pod broadcasts to its front ends.
+
+use pod_llm::Usage;
+use pod_tools::TodoItem;
+use pod_worker::TurnEndReason;
+use serde::{Deserialize, Serialize};
+
+/// Something a front end may show. Serializable for `--json` output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum PodEvent {
+    /// A turn began.
+    TurnStarted {
+        /// The prompt, if the turn has one.
+        prompt: Option<String>,
+    },
+    /// A turn ended.
+    TurnEnded {
+        /// Why.
+        reason: TurnEndReason,
+        /// Tokens summed over the turn's requests.
+        usage: Usage,
+        /// Model requests made.
+        requests: u32,
+    },
+    /// Streamed text.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// Streamed reasoning.
+    ReasoningDelta {
+        /// The text.
+        text: String,
+    },
+    /// A tool call starts.
+    ToolCallStarted {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Raw JSON arguments.
+        arguments: String,
+    },
+    /// A tool call finished.
+    ToolCallFinished {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Result text.
+        content: String,
+        /// Whether it failed.
+        is_error: bool,
+    },
+    /// The todo list changed (the whole list).
+    TodosChanged {
+        /// The new list.
+        todos: Vec<TodoItem>,
+    },
+    /// A todo reminder was committed.
+    ReminderInjected {
+        /// Its text.
+        text: String,
+    },
+    /// A notification was committed.
+    NotificationDelivered {
+        /// Its text.
+        text: String,
+    },
+    /// A turn or the Pod hit an error.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,82 @@
+//! Where sessions live: `$POD_HOME/sessions/<id>/log.jsonl`.
+
+use crate::error::PodError;
+use std::path::{Path, PathBuf};
+use uuid::Uuid;
+
+/// The root directory of pod's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodHome(PathBuf);
+
+/// File name of a session's log inside its directory.
+pub const LOG_FILE: &str = "log.jsonl";
+
+impl PodHome {
+    /// A home at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self(path.into())
+    }
+
+    /// `$POD_HOME`, else `$XDG_DATA_HOME/pod`, else `$HOME/.local/share/pod`.
+    pub fn from_env() -> Result<Self, PodError> {
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+        if let Some(home) = var("POD_HOME") {
+            return Ok(Self::new(home));
+        }
+        if let Some(data) = var("XDG_DATA_HOME") {
+            return Ok(Self::new(PathBuf::from(data).join("pod")));
+        }
+        var("HOME")
+            .map(|home| Self::new(PathBuf::from(home).join(".local/share/pod")))
+            .ok_or(PodError::NoHome)
+    }
+
+    /// The root path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Directory holding every session.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.0.join("sessions")
+    }
+
+    /// Directory of one session.
+    pub fn session_dir(&self, id: Uuid) -> PathBuf {
+        self.sessions_dir().join(id.to_string())
+    }
+
+    /// Log file of one session.
+    pub fn log_path(&self, id: Uuid) -> PathBuf {
+        self.session_dir(id).join(LOG_FILE)
+    }
+
+    /// Creates the directory of a new session (mode 0700).
+    pub fn create_session_dir(&self, id: Uuid) -> Result<PathBuf, PodError> {
+        let dir = self.session_dir(id);
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&dir).map_err(|source| PodError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(dir)
+    }
+
+    /// Ids of every session that has a log, unordered.
+    pub fn session_ids(&self) -> Result<Vec<Uuid>, PodError> {
+        let dir = self.sessions_dir();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => return Err(PodError::Io { path: dir, source }),
+        };
+        Ok(entries
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str().and_then(|n| Uuid::parse_str(n).ok()))
+            .filter(|id| self.log_path(*id).is_file())
+            .collect())
+    }
+}

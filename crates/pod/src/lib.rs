@@ -1,0 +1,52 @@
+//! The Pod: the unit of pod a user runs for hours, kills and resumes.
+//!
+//! A Pod is an actor (a tokio task behind a cloneable [`PodHandle`]) that
+//! owns a [`Worker`](pod_worker::Worker) and its history, the session log on
+//! disk, the [`TodoStore`](pod_tools::TodoStore) and the interceptor that
+//! reminds the model of its plan and delivers notifications. Every committed
+//! item is appended to the log before the turn moves on; [`Pod::resume`]
+//! rebuilds history and todos by replaying that log.
+//!
+//! This crate must not know about front ends (CLI, ACP): they read
+//! [`PodEvent`]s and call the handle.
+//!
+//! ```
+//! # async fn demo() -> Result<(), pod::PodError> {
+//! use pod::{Pod, PodConfig, PodHome};
+//! use pod_llm::{ScriptStep, ScriptedProvider};
+//! use std::sync::Arc;
+//! let home = PodHome::new(std::env::temp_dir().join("pod-doc-example"));
+//! let model = ScriptedProvider::from_steps(vec![ScriptStep::text("Hello!")]);
+//! let pod = Pod::spawn(PodConfig::new(home.clone(), ".", Arc::new(model))).await?;
+//! pod.prompt("Say hello").await?;
+//! let id = pod.session_id();
+//! pod.shutdown().await?;
+//! // Later, or after a crash:
+//! let model = ScriptedProvider::from_steps(vec![]);
+//! let pod = Pod::resume(id, PodConfig::new(home, ".", Arc::new(model))).await?;
+//! assert_eq!(pod.get_history().await?.len(), 2);
+//! # Ok(()) }
+//! # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
+//! ```
+#![deny(missing_docs)]
+
+mod config;
+mod error;
+mod events;
+mod handle;
+mod home;
+mod interceptor;
+pub mod log;
+mod observer;
+mod pod;
+pub mod reminder;
+pub mod replay;
+mod session;
+
+pub use config::{Durability, PodConfig, DEFAULT_SYSTEM_PROMPT};
+pub use error::PodError;
+pub use events::PodEvent;
+pub use handle::PodHandle;
+pub use home::{PodHome, LOG_FILE};
+pub use interceptor::PodInterceptor;
+pub use pod::Pod;

@@ -1,0 +1,11 @@
+//! The session log: append-only JSON Lines, one verified record per line.
+
+mod codec;
+mod reader;
+mod record;
+mod writer;
+
+pub use codec::{decode_line, encode_line, verified_payload, LineError};
+pub use reader::{parse_log, read_log, LogContents, TornTail};
+pub use record::{LogRecord, SessionHeader, LOG_FORMAT_VERSION};
+pub use writer::LogWriter;

@@ -1,0 +1,135 @@
+//! Reading a session log: every line verified, a torn tail told apart from
+//! corruption in the middle.
+
+use super::codec::{decode_line, LineError};
+use super::record::{LogRecord, SessionHeader, LOG_FORMAT_VERSION};
+use crate::error::PodError;
+use std::path::Path;
+
+/// A log as read from disk.
+#[derive(Debug, Default)]
+pub struct LogContents {
+    /// The header, if the first line survived.
+    pub header: Option<SessionHeader>,
+    /// Every record after the header, in order.
+    pub records: Vec<LogRecord>,
+    /// Length of the verified prefix; appends continue from here.
+    pub valid_len: u64,
+    /// The torn last line that was dropped, if any.
+    pub torn_tail: Option<TornTail>,
+}
+
+/// A last line that a crash cut short.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// 1-based line number.
+    pub line: usize,
+    /// Bytes dropped.
+    pub bytes: u64,
+}
+
+/// Reads and verifies a whole log file.
+pub fn read_log(path: &Path) -> Result<LogContents, PodError> {
+    let bytes = std::fs::read(path).map_err(|source| PodError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_log(path, &bytes)
+}
+
+/// Verifies log bytes. `path` is only used in errors.
+pub fn parse_log(path: &Path, bytes: &[u8]) -> Result<LogContents, PodError> {
+    let mut contents = LogContents::default();
+    let mut offset = 0usize;
+    let mut line_no = 0usize;
+    while offset < bytes.len() {
+        line_no += 1;
+        let (line, next, complete) = match memchr_newline(&bytes[offset..]) {
+            Some(n) => (&bytes[offset..offset + n], offset + n + 1, true),
+            None => (&bytes[offset..], bytes.len(), false),
+        };
+        let is_last = next >= bytes.len() || only_zeros(&bytes[next..]);
+        // A line without its newline was never acknowledged.
+        let decoded = if complete {
+            decode_line(line)
+        } else {
+            Err(LineError::Framing)
+        };
+        match decoded {
+            Ok(record) => {
+                accept(&mut contents, record, path, line_no)?;
+                contents.valid_len = next as u64;
+                offset = next;
+            }
+            // A last line that is cut or fails its check is what a crash
+            // mid-append leaves: drop it; the writer truncates it on resume.
+            Err(LineError::Framing | LineError::Checksum { .. }) if is_last => {
+                contents.torn_tail = Some(TornTail {
+                    line: line_no,
+                    bytes: (bytes.len() - offset) as u64,
+                });
+                tracing::warn!(
+                    path = %path.display(),
+                    line = line_no,
+                    "dropping torn last line of session log"
+                );
+                break;
+            }
+            Err(err) => {
+                return Err(PodError::CorruptLog {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    reason: err.to_string(),
+                })
+            }
+        }
+    }
+    Ok(contents)
+}
+
+fn accept(
+    contents: &mut LogContents,
+    record: LogRecord,
+    path: &Path,
+    line: usize,
+) -> Result<(), PodError> {
+    match record {
+        LogRecord::Header(header) if line == 1 => {
+            if header.format_version > LOG_FORMAT_VERSION {
+                return Err(PodError::CorruptLog {
+                    path: path.to_path_buf(),
+                    line,
+                    reason: format!(
+                        "log format version {} is newer than this pod reads ({LOG_FORMAT_VERSION})",
+                        header.format_version
+                    ),
+                });
+            }
+            contents.header = Some(header);
+        }
+        LogRecord::Header(_) => {
+            return Err(PodError::CorruptLog {
+                path: path.to_path_buf(),
+                line,
+                reason: "a header line after the first line".into(),
+            })
+        }
+        _ if line == 1 => {
+            return Err(PodError::CorruptLog {
+                path: path.to_path_buf(),
+                line,
+                reason: "the first line is not a session header".into(),
+            })
+        }
+        record => contents.records.push(record),
+    }
+    Ok(())
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+fn only_zeros(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| b == 0 || b == b'\n')
+}

@@ -1,0 +1,206 @@
+//! The task that owns a session log file.
+//!
+//! Append, sync and shutdown are commands with an acknowledgement, so "on
+//! disk" is a fact the caller waited for. Every append is written to the file
+//! (one `write` of the whole line) before it is acknowledged, so a killed
+//! process loses nothing it was told was committed; `fsync` is what the
+//! durability setting adds, against power loss and kernel crashes.
+
+use super::codec::encode_line;
+use super::record::LogRecord;
+use crate::error::PodError;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+// Appends are awaited one by one by their callers, so the queue stays short;
+// the capacity only absorbs a burst from several handles.
+const QUEUE: usize = 64;
+
+enum Command {
+    Append {
+        line: Vec<u8>,
+        sync: bool,
+        ack: oneshot::Sender<io::Result<()>>,
+    },
+    Sync {
+        ack: oneshot::Sender<io::Result<()>>,
+    },
+    Shutdown {
+        ack: oneshot::Sender<io::Result<()>>,
+    },
+}
+
+/// A handle to the log-writer task of one session.
+#[derive(Clone, Debug)]
+pub struct LogWriter {
+    tx: mpsc::Sender<Command>,
+    path: PathBuf,
+}
+
+impl LogWriter {
+    /// Creates a new log (mode 0600) holding `header`, synced to disk with
+    /// its directory entry.
+    pub fn create(path: &Path, header: &LogRecord) -> Result<Self, PodError> {
+        let io_err = |source| PodError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut options = OpenOptions::new();
+        options.create_new(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(path).map_err(io_err)?;
+        let line = encode_line(header).map_err(|e| PodError::Encode(e.to_string()))?;
+        file.write_all(&line).map_err(io_err)?;
+        file.sync_all().map_err(io_err)?;
+        if let Some(dir) = path.parent() {
+            sync_dir(dir).map_err(io_err)?;
+        }
+        let len = line.len() as u64;
+        Ok(Self::start(file, len, path))
+    }
+
+    /// Opens an existing log for appending after its verified prefix of
+    /// `valid_len` bytes; a torn tail beyond it is cut off.
+    pub fn open(path: &Path, valid_len: u64) -> Result<Self, PodError> {
+        let io_err = |source| PodError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        // Append mode: every write lands at the end, also after a rollback.
+        let file = OpenOptions::new().append(true).open(path).map_err(io_err)?;
+        let len = file.metadata().map_err(io_err)?.len();
+        if len != valid_len {
+            tracing::warn!(
+                path = %path.display(),
+                dropped = len.saturating_sub(valid_len),
+                "repairing session log: cutting its torn tail"
+            );
+            file.set_len(valid_len).map_err(io_err)?;
+            file.sync_all().map_err(io_err)?;
+        }
+        Ok(Self::start(file, valid_len, path))
+    }
+
+    fn start(file: File, len: u64, path: &Path) -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        tokio::spawn(run(Arc::new(file), len, rx));
+        Self {
+            tx,
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends a record; returns once it is written (and synced if `sync`).
+    pub async fn append(&self, record: &LogRecord, sync: bool) -> Result<(), PodError> {
+        let line = encode_line(record).map_err(|e| PodError::Encode(e.to_string()))?;
+        self.request(|ack| Command::Append { line, sync, ack })
+            .await
+    }
+
+    /// Syncs everything appended so far to disk.
+    pub async fn sync(&self) -> Result<(), PodError> {
+        self.request(|ack| Command::Sync { ack }).await
+    }
+
+    /// Syncs and stops the writer task.
+    pub async fn shutdown(&self) -> Result<(), PodError> {
+        self.request(|ack| Command::Shutdown { ack }).await
+    }
+
+    async fn request(
+        &self,
+        command: impl FnOnce(oneshot::Sender<io::Result<()>>) -> Command,
+    ) -> Result<(), PodError> {
+        let (ack, done) = oneshot::channel();
+        self.tx
+            .send(command(ack))
+            .await
+            .map_err(|_| PodError::LogClosed)?;
+        done.await
+            .map_err(|_| PodError::LogClosed)?
+            .map_err(|source| PodError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+async fn run(file: Arc<File>, mut len: u64, mut rx: mpsc::Receiver<Command>) {
+    // Set when a failed append could not be rolled back: appending after a
+    // partial line would put corruption in the middle of the log.
+    let mut broken: Option<String> = None;
+    while let Some(command) = rx.recv().await {
+        match command {
+            Command::Append { line, sync, ack } => {
+                let result = match &broken {
+                    Some(reason) => Err(io::Error::other(reason.clone())),
+                    None => append(&file, &mut len, &line, &mut broken).await,
+                };
+                let result = match result {
+                    Ok(()) if sync => sync_data(&file).await,
+                    other => other,
+                };
+                let _ = ack.send(result);
+            }
+            Command::Sync { ack } => {
+                let _ = ack.send(sync_data(&file).await);
+            }
+            Command::Shutdown { ack } => {
+                let _ = ack.send(sync_data(&file).await);
+                return;
+            }
+        }
+    }
+}
+
+async fn append(
+    file: &File,
+    len: &mut u64,
+    line: &[u8],
+    broken: &mut Option<String>,
+) -> io::Result<()> {
+    match (&*file).write_all(line) {
+        Ok(()) => {
+            *len += line.len() as u64;
+            Ok(())
+        }
+        Err(err) => {
+            // Roll back a partial write so the log stays a clean prefix.
+            if let Err(cut) = file.set_len(*len) {
+                *broken = Some(format!(
+                    "log writer stopped: a failed append ({err}) could not be rolled back ({cut})"
+                ));
+            }
+            Err(err)
+        }
+    }
+}
+
+async fn sync_data(file: &Arc<File>) -> io::Result<()> {
+    // fsync takes milliseconds: keep it off the async worker threads.
+    let file = Arc::clone(file);
+    tokio::task::spawn_blocking(move || file.sync_data())
+        .await
+        .unwrap_or_else(|join| Err(io::Error::other(join.to_string())))
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}

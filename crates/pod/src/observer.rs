@@ -1,0 +1,94 @@
+//! The Pod's turn observer: every committed item goes to the log before the
+//! turn moves on, then out to front ends as events.
+
+use crate::config::Durability;
+use crate::events::PodEvent;
+use crate::log::{LogRecord, LogWriter};
+use crate::replay::TodoTracker;
+use pod_llm::{Item, ItemKind, SystemKind};
+use pod_worker::{PersistError, TurnObserver, WorkerEvent};
+use tokio::sync::broadcast;
+
+/// Persists and announces a turn's items.
+pub struct PodObserver {
+    log: LogWriter,
+    events: broadcast::Sender<PodEvent>,
+    todos: TodoTracker,
+    durability: Durability,
+}
+
+impl PodObserver {
+    /// An observer writing to `log` and announcing on `events`.
+    pub fn new(
+        log: LogWriter,
+        events: broadcast::Sender<PodEvent>,
+        todos: TodoTracker,
+        durability: Durability,
+    ) -> Self {
+        Self {
+            log,
+            events,
+            todos,
+            durability,
+        }
+    }
+
+    fn emit(&self, event: PodEvent) {
+        // No subscriber is fine: events are for display only.
+        let _ = self.events.send(event);
+    }
+}
+
+#[async_trait::async_trait]
+impl TurnObserver for PodObserver {
+    async fn on_history_append(&mut self, item: &Item) -> Result<(), PersistError> {
+        let sync = match self.durability {
+            Durability::Always => true,
+            Durability::Turn => matches!(item.kind, ItemKind::ToolResult { .. }),
+            Durability::Never => false,
+        };
+        self.log
+            .append(&LogRecord::Item(item.clone()), sync)
+            .await
+            .map_err(|e| PersistError(e.to_string()))?;
+        if let Some(todos) = self.todos.observe(item) {
+            self.emit(PodEvent::TodosChanged { todos });
+        }
+        if let ItemKind::System { kind, text } = &item.kind {
+            match kind {
+                SystemKind::Reminder => {
+                    self.emit(PodEvent::ReminderInjected { text: text.clone() })
+                }
+                SystemKind::Notification => {
+                    self.emit(PodEvent::NotificationDelivered { text: text.clone() })
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn on_event(&mut self, event: WorkerEvent) {
+        let event = match event {
+            WorkerEvent::TextDelta(text) => PodEvent::TextDelta { text },
+            WorkerEvent::ReasoningDelta(text) => PodEvent::ReasoningDelta { text },
+            WorkerEvent::ToolCallStarted(call) => PodEvent::ToolCallStarted {
+                call_id: call.id,
+                name: call.name,
+                arguments: call.arguments,
+            },
+            WorkerEvent::ToolCallFinished {
+                call,
+                content,
+                is_error,
+            } => PodEvent::ToolCallFinished {
+                call_id: call.id,
+                name: call.name,
+                content,
+                is_error,
+            },
+            WorkerEvent::RequestStarted { .. } | WorkerEvent::Usage(_) => return,
+        };
+        self.emit(event);
+    }
+}

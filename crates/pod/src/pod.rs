@@ -1,0 +1,336 @@
+//! The Pod actor: a task that owns a Worker, its log and its session state,
+//! reached only through a [`PodHandle`].
+
+use crate::config::PodConfig;
+use crate::error::PodError;
+use crate::events::PodEvent;
+use crate::handle::{Command, PodHandle};
+use crate::interceptor::PodInterceptor;
+use crate::log::{read_log, LogRecord, LogWriter};
+use crate::observer::PodObserver;
+use crate::replay::TodoTracker;
+use crate::session::{self, OpenSession};
+use pod_llm::{Item, ItemKind, SystemKind};
+use pod_tools::{TodoStore, TodoWriteTool};
+use pod_worker::{TurnOutcome, Worker, WorkerConfig, WorkerError};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+// Commands are small and each caller awaits its reply, so a short mailbox is
+// plenty; senders wait (not fail) when it is full.
+const MAILBOX: usize = 32;
+
+/// Starts Pods. See [`PodHandle`] for what a running Pod does.
+pub struct Pod;
+
+impl Pod {
+    /// Starts a new session.
+    pub async fn spawn(config: PodConfig) -> Result<PodHandle, PodError> {
+        let session = session::create(&config)?;
+        Ok(start(config, session))
+    }
+
+    /// Reopens session `id` from its log and starts it.
+    pub async fn resume(id: Uuid, config: PodConfig) -> Result<PodHandle, PodError> {
+        let session = session::resume(id, &config).await?;
+        Ok(start(config, session))
+    }
+}
+
+/// What a turn needs, moved into the turn's task and back.
+struct TurnParts {
+    worker: Worker,
+    interceptor: PodInterceptor,
+    observer: PodObserver,
+}
+
+type TurnResult = (TurnParts, Result<TurnOutcome, WorkerError>);
+
+struct Running {
+    task: JoinHandle<TurnResult>,
+    cancel: CancellationToken,
+    reply: oneshot::Sender<Result<TurnOutcome, PodError>>,
+}
+
+struct Queued {
+    text: Option<String>,
+    reply: oneshot::Sender<Result<TurnOutcome, PodError>>,
+}
+
+struct PodActor {
+    config: PodConfig,
+    log: LogWriter,
+    log_path: PathBuf,
+    store: TodoStore,
+    events: broadcast::Sender<PodEvent>,
+    notifications: mpsc::UnboundedSender<String>,
+    // `None` while a turn runs: the running task owns them.
+    parts: Option<TurnParts>,
+    running: Option<Running>,
+    queue: VecDeque<Queued>,
+    rx: mpsc::Receiver<Command>,
+}
+
+fn start(config: PodConfig, session: OpenSession) -> PodHandle {
+    let (tx, rx) = mpsc::channel(MAILBOX);
+    let (events, _) = broadcast::channel(config.event_capacity.max(1));
+    let log_path = session.log.path().to_path_buf();
+    let handle = PodHandle {
+        tx,
+        events: events.clone(),
+        session_id: session.id,
+        log_path: log_path.clone(),
+    };
+    let store = TodoStore::new();
+    store.replace(session.todos);
+    let (notifications, notification_rx) = mpsc::unbounded_channel();
+    let parts = build_parts(
+        &config,
+        &session.log,
+        &events,
+        &store,
+        session.history,
+        notification_rx,
+    );
+    let actor = PodActor {
+        config,
+        log: session.log,
+        log_path,
+        store,
+        events,
+        notifications,
+        parts: Some(parts),
+        running: None,
+        queue: VecDeque::new(),
+        rx,
+    };
+    tokio::spawn(actor.run());
+    handle
+}
+
+fn build_parts(
+    config: &PodConfig,
+    log: &LogWriter,
+    events: &broadcast::Sender<PodEvent>,
+    store: &TodoStore,
+    history: Vec<Item>,
+    notifications: mpsc::UnboundedReceiver<String>,
+) -> TurnParts {
+    let mut tools = config.tools.clone();
+    tools.register(TodoWriteTool::new(store.clone()));
+    let worker_config = WorkerConfig {
+        system_prompt: config.system_prompt.clone(),
+        max_requests_per_turn: config.max_requests_per_turn,
+        ..WorkerConfig::default()
+    };
+    let mut tracker = TodoTracker::new();
+    for item in &history {
+        tracker.observe(item);
+    }
+    let mut worker = Worker::new(config.provider.clone(), tools, worker_config);
+    worker.set_history(history);
+    TurnParts {
+        worker,
+        interceptor: PodInterceptor::new(store.clone(), config.remind_every, notifications),
+        observer: PodObserver::new(log.clone(), events.clone(), tracker, config.durability),
+    }
+}
+
+impl PodActor {
+    async fn run(mut self) {
+        loop {
+            self.start_next_turn();
+            tokio::select! {
+                command = self.rx.recv() => match command {
+                    Some(Command::Shutdown { reply }) => {
+                        let _ = reply.send(self.shutdown().await);
+                        return;
+                    }
+                    Some(command) => self.handle(command).await,
+                    None => {
+                        if let Err(err) = self.shutdown().await {
+                            tracing::error!(%err, "pod shutdown after last handle dropped");
+                        }
+                        return;
+                    }
+                },
+                joined = wait_for(&mut self.running), if self.running.is_some() => {
+                    self.finish_turn(joined).await;
+                }
+            }
+        }
+    }
+
+    async fn handle(&mut self, command: Command) {
+        match command {
+            Command::Prompt { text, reply } => self.queue.push_back(Queued { text, reply }),
+            Command::Notify { text } => {
+                // The receiver lives as long as the actor; a send cannot fail
+                // while we are here.
+                let _ = self.notifications.send(text);
+            }
+            Command::Cancel => {
+                if let Some(running) = &self.running {
+                    running.cancel.cancel();
+                }
+            }
+            Command::GetHistory { reply } => {
+                let _ = reply.send(self.full_history().await);
+            }
+            Command::GetTodos { reply } => {
+                let _ = reply.send(self.store.snapshot());
+            }
+            Command::Shutdown { .. } => {}
+        }
+    }
+
+    fn start_next_turn(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        let Some(mut parts) = self.parts.take() else {
+            return;
+        };
+        let Some(next) = self.queue.pop_front() else {
+            self.parts = Some(parts);
+            return;
+        };
+        let _ = self.events.send(PodEvent::TurnStarted {
+            prompt: next.text.clone(),
+        });
+        parts
+            .interceptor
+            .begin_turn(last_reminder_unanswered(parts.worker.history()));
+        let cancel = CancellationToken::new();
+        let token = cancel.clone();
+        let prompt = next.text.map(Item::user);
+        let task = tokio::spawn(async move {
+            let TurnParts {
+                worker,
+                interceptor,
+                observer,
+            } = &mut parts;
+            let result = worker.run_turn(prompt, interceptor, observer, &token).await;
+            (parts, result)
+        });
+        self.running = Some(Running {
+            task,
+            cancel,
+            reply: next.reply,
+        });
+    }
+
+    async fn finish_turn(&mut self, joined: Result<TurnResult, tokio::task::JoinError>) {
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        let result = match joined {
+            Ok((parts, result)) => {
+                self.parts = Some(parts);
+                result.map_err(PodError::from)
+            }
+            Err(join) => {
+                // The turn task panicked and took the worker with it: rebuild
+                // everything from the log, the one source of truth.
+                tracing::error!(%join, "turn task failed; rebuilding the pod from its log");
+                match self.rebuild_from_log().await {
+                    Ok(()) => Err(PodError::Closed),
+                    Err(err) => Err(err),
+                }
+            }
+        };
+        if self.config.durability != crate::config::Durability::Never {
+            if let Err(err) = self.log.sync().await {
+                let _ = self.events.send(PodEvent::Error {
+                    message: err.to_string(),
+                });
+            }
+        }
+        match &result {
+            Ok(outcome) => {
+                let _ = self.events.send(PodEvent::TurnEnded {
+                    reason: outcome.reason.clone(),
+                    usage: outcome.usage,
+                    requests: outcome.requests,
+                });
+            }
+            Err(err) => {
+                let _ = self.events.send(PodEvent::Error {
+                    message: err.to_string(),
+                });
+            }
+        }
+        let _ = running.reply.send(result);
+    }
+
+    async fn rebuild_from_log(&mut self) -> Result<(), PodError> {
+        let (history, todos) = session::reload(&self.log).await?;
+        self.store.replace(todos);
+        let (notifications, notification_rx) = mpsc::unbounded_channel();
+        self.notifications = notifications;
+        self.parts = Some(build_parts(
+            &self.config,
+            &self.log,
+            &self.events,
+            &self.store,
+            history,
+            notification_rx,
+        ));
+        Ok(())
+    }
+
+    async fn full_history(&self) -> Result<Vec<Item>, PodError> {
+        let path = self.log_path.clone();
+        let contents = tokio::task::spawn_blocking(move || read_log(&path))
+            .await
+            .map_err(|_| PodError::Closed)??;
+        Ok(contents
+            .records
+            .into_iter()
+            .filter_map(|record| match record {
+                LogRecord::Item(item) => Some(item),
+                LogRecord::Header(_) => None,
+            })
+            .collect())
+    }
+
+    async fn shutdown(&mut self) -> Result<(), PodError> {
+        if let Some(running) = &self.running {
+            running.cancel.cancel();
+        }
+        if let Some(running) = self.running.as_mut() {
+            let joined = (&mut running.task).await;
+            self.finish_turn(joined).await;
+        }
+        for queued in self.queue.drain(..) {
+            let _ = queued.reply.send(Err(PodError::Closed));
+        }
+        self.log.shutdown().await
+    }
+}
+
+async fn wait_for(running: &mut Option<Running>) -> Result<TurnResult, tokio::task::JoinError> {
+    match running {
+        Some(running) => (&mut running.task).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether the history's last reminder has no model response after it.
+fn last_reminder_unanswered(history: &[Item]) -> bool {
+    for item in history.iter().rev() {
+        match &item.kind {
+            ItemKind::Assistant { .. } => return false,
+            ItemKind::System {
+                kind: SystemKind::Reminder,
+                ..
+            } => return true,
+            _ => {}
+        }
+    }
+    false
+}

@@ -1,0 +1,102 @@
+//! Rebuilding a session's state from its log: the history and the todos.
+//!
+//! Todos are not stored anywhere else: the list is the last `todo_write`
+//! call that the tool accepted, decided from the logged result (an error or a
+//! skipped call changed nothing) and from the very same validation the tool
+//! runs, so arguments from an older schema are ignored.
+
+use crate::log::LogRecord;
+use pod_llm::{Item, ItemKind};
+use pod_tools::{parse_todo_write, TodoItem, TODO_WRITE};
+use std::collections::HashMap;
+
+/// The result a resumed session commits for a call that never finished.
+pub const INTERRUPTED_RESULT: &str =
+    "Interrupted: the session stopped before this tool finished. Its effects are unknown; \
+     check the state before you retry.";
+
+/// Follows committed items and reports each accepted `todo_write`.
+#[derive(Debug, Default, Clone)]
+pub struct TodoTracker {
+    // Arguments of todo_write calls whose result has not been seen yet.
+    open_calls: HashMap<String, String>,
+}
+
+impl TodoTracker {
+    /// A tracker that has seen nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Observes one committed item; returns the new list when the item is
+    /// the successful result of a valid `todo_write` call.
+    pub fn observe(&mut self, item: &Item) -> Option<Vec<TodoItem>> {
+        match &item.kind {
+            ItemKind::Assistant { tool_calls, .. } => {
+                for call in tool_calls.iter().filter(|c| c.name == TODO_WRITE) {
+                    self.open_calls
+                        .insert(call.id.clone(), call.arguments.clone());
+                }
+                None
+            }
+            ItemKind::ToolResult {
+                call_id, is_error, ..
+            } => {
+                let arguments = self.open_calls.remove(call_id)?;
+                if *is_error {
+                    return None;
+                }
+                parse_todo_write(&arguments).ok()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// State rebuilt from a log.
+#[derive(Debug, Default)]
+pub struct Replayed {
+    /// Every item in the log, in order.
+    pub history: Vec<Item>,
+    /// The todos after the last accepted `todo_write`.
+    pub todos: Vec<TodoItem>,
+    /// Results to commit for calls the crash left unanswered, in call order.
+    pub interrupted: Vec<Item>,
+}
+
+/// Replays records into history and todos.
+pub fn replay(records: &[LogRecord]) -> Replayed {
+    let mut out = Replayed::default();
+    let mut tracker = TodoTracker::new();
+    for record in records {
+        match record {
+            LogRecord::Item(item) => {
+                if let Some(todos) = tracker.observe(item) {
+                    out.todos = todos;
+                }
+                out.history.push(item.clone());
+            }
+            LogRecord::Header(_) => {}
+        }
+    }
+    out.interrupted = unanswered_calls(&out.history)
+        .into_iter()
+        .map(|id| Item::tool_result(id, INTERRUPTED_RESULT, true))
+        .collect();
+    out
+}
+
+/// Ids of calls without a result, in call order.
+pub fn unanswered_calls(history: &[Item]) -> Vec<String> {
+    let mut open: Vec<String> = Vec::new();
+    for item in history {
+        match &item.kind {
+            ItemKind::Assistant { tool_calls, .. } => {
+                open.extend(tool_calls.iter().map(|c| c.id.clone()))
+            }
+            ItemKind::ToolResult { call_id, .. } => open.retain(|id| id != call_id),
+            _ => {}
+        }
+    }
+    open
+}

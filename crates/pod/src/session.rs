@@ -1,0 +1,81 @@
+//! Opening a session: creating a new log or replaying an existing one.
+
+use crate::config::PodConfig;
+use crate::error::PodError;
+use crate::log::{read_log, LogRecord, LogWriter, SessionHeader};
+use crate::replay::replay;
+use pod_llm::Item;
+use pod_tools::TodoItem;
+use uuid::Uuid;
+
+/// A session ready for a Pod: its log writer and its rebuilt state.
+pub(crate) struct OpenSession {
+    pub id: Uuid,
+    pub log: LogWriter,
+    pub history: Vec<Item>,
+    pub todos: Vec<TodoItem>,
+}
+
+/// Creates a new session with an empty history.
+pub(crate) fn create(config: &PodConfig) -> Result<OpenSession, PodError> {
+    let id = Uuid::new_v4();
+    let dir = config.home.create_session_dir(id)?;
+    let header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
+    let log = LogWriter::create(&dir.join(crate::home::LOG_FILE), &LogRecord::Header(header))?;
+    Ok(OpenSession {
+        id,
+        log,
+        history: Vec::new(),
+        todos: Vec::new(),
+    })
+}
+
+/// Reopens a session from its log: repairs a torn tail, rebuilds history and
+/// todos, and commits an "interrupted" result for every call a crash left
+/// without one.
+pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, PodError> {
+    let path = config.home.log_path(id);
+    if !path.is_file() {
+        return Err(PodError::NoSuchSession {
+            id: id.to_string(),
+            home: config.home.path().to_path_buf(),
+        });
+    }
+    let contents = read_log(&path)?;
+    let log = LogWriter::open(&path, contents.valid_len)?;
+    if contents.header.is_none() {
+        // The crash cut the very first line: the session had nothing else.
+        let header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
+        log.append(&LogRecord::Header(header), true).await?;
+    }
+    let (history, todos) = commit_replay(&log, &contents.records).await?;
+    Ok(OpenSession {
+        id,
+        log,
+        history,
+        todos,
+    })
+}
+
+/// Replays `records` and commits an "interrupted" result for every call
+/// without one, so the history is valid for model APIs.
+async fn commit_replay(
+    log: &LogWriter,
+    records: &[LogRecord],
+) -> Result<(Vec<Item>, Vec<TodoItem>), PodError> {
+    let replayed = replay(records);
+    let mut history = replayed.history;
+    for item in replayed.interrupted {
+        log.append(&LogRecord::Item(item.clone()), false).await?;
+        history.push(item);
+    }
+    log.sync().await?;
+    Ok((history, replayed.todos))
+}
+
+/// Rebuilds history and todos of a session whose writer is already open
+/// (after a turn task died).
+pub(crate) async fn reload(log: &LogWriter) -> Result<(Vec<Item>, Vec<TodoItem>), PodError> {
+    let contents = read_log(log.path())?;
+    commit_replay(log, &contents.records).await
+}

@@ -1,0 +1,6 @@
+//! Integration tests of the Pod, linked as one binary.
+
+mod actor;
+mod reminders;
+mod resume;
+mod support;
