@@ -32,6 +32,12 @@ pub enum PodError {
     /// A record could not be encoded.
     #[error("cannot encode log record: {0}")]
     Encode(String),
+    /// Another process has this session open.
+    #[error("{path}: the session is open in another process")]
+    SessionBusy {
+        /// The log file.
+        path: PathBuf,
+    },
     /// The log writer has stopped.
     #[error("the session log writer has stopped")]
     LogClosed,

@@ -53,6 +53,7 @@ impl LogWriter {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let mut file = options.open(path).map_err(io_err)?;
+        lock(&file, path)?;
         let line = encode_line(header).map_err(|e| PodError::Encode(e.to_string()))?;
         file.write_all(&line).map_err(io_err)?;
         file.sync_all().map_err(io_err)?;
@@ -72,6 +73,7 @@ impl LogWriter {
         };
         // Append mode: every write lands at the end, also after a rollback.
         let file = OpenOptions::new().append(true).open(path).map_err(io_err)?;
+        lock(&file, path)?;
         let len = file.metadata().map_err(io_err)?.len();
         if len != valid_len {
             tracing::warn!(
@@ -155,7 +157,11 @@ async fn run(file: Arc<File>, mut len: u64, mut rx: mpsc::Receiver<Command>) {
                 let _ = ack.send(sync_data(&file).await);
             }
             Command::Shutdown { ack } => {
-                let _ = ack.send(sync_data(&file).await);
+                let result = sync_data(&file).await;
+                // Close the file (and release the session lock) before the
+                // caller hears back, so it may reopen the session at once.
+                drop(file);
+                let _ = ack.send(result);
                 return;
             }
         }
@@ -191,6 +197,32 @@ async fn sync_data(file: &Arc<File>) -> io::Result<()> {
     tokio::task::spawn_blocking(move || file.sync_data())
         .await
         .unwrap_or_else(|join| Err(io::Error::other(join.to_string())))
+}
+
+/// Takes the session's exclusive lock (held until the writer task ends), so
+/// two processes never append to one log.
+fn lock(file: &File, path: &Path) -> Result<(), PodError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(PodError::SessionBusy {
+            path: path.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(PodError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Whether another process holds the session's lock (it is running).
+pub fn is_locked(path: &Path) -> bool {
+    match File::open(path) {
+        Ok(file) => matches!(
+            file.try_lock_shared(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ),
+        Err(_) => false,
+    }
 }
 
 fn sync_dir(dir: &Path) -> io::Result<()> {

@@ -176,3 +176,21 @@ async fn dropping_every_handle_shuts_the_pod_down() {
     assert_eq!(resumed.get_history().await.expect("history").len(), 2);
     resumed.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn a_session_cannot_be_opened_twice() {
+    let test = TestPod::new(vec![ScriptStep::text("hi")]);
+    let pod = test.spawn().await;
+    let err = pod::Pod::resume(pod.session_id(), test.config())
+        .await
+        .expect_err("second open");
+    assert!(matches!(err, PodError::SessionBusy { .. }), "{err}");
+    assert!(pod::log::is_locked(pod.log_path()));
+    pod.shutdown().await.expect("shutdown");
+    assert!(!pod::log::is_locked(pod.log_path()));
+    test.resume(pod.session_id())
+        .await
+        .shutdown()
+        .await
+        .expect("reopen");
+}
