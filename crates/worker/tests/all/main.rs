@@ -1,0 +1,8 @@
+//! Integration tests of pod-worker, built as one binary.
+
+mod call_ids;
+mod concurrency;
+mod hooks;
+mod invariant;
+mod observer;
+mod support;
