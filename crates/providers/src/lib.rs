@@ -26,6 +26,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod anthropic;
 mod drive;
 mod endpoint;
 mod http;
@@ -33,6 +34,7 @@ mod openai;
 mod secret;
 pub mod sse;
 
+pub use anthropic::AnthropicProvider;
 pub use endpoint::Endpoint;
 pub use http::Timeouts;
 pub use openai::OpenAiProvider;

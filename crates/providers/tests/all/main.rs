@@ -1,6 +1,7 @@
 //! Integration tests of pod-providers against a loopback HTTP server; one
 //! binary so the workspace links once.
 
+mod anthropic;
 mod openai;
 mod server;
 mod support;

@@ -1,0 +1,73 @@
+//! Anthropic Messages (`POST {base_url}/v1/messages`).
+
+mod request;
+mod stream;
+
+use crate::drive::drive;
+use crate::endpoint::{http_client, Endpoint};
+use crate::http::SsePost;
+use crate::BuildError;
+use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
+use reqwest::header::{HeaderMap, HeaderValue};
+
+/// The API version this mapping is written against.
+const API_VERSION: &str = "2023-06-01";
+
+/// A provider speaking the Messages API with `stream: true`.
+///
+/// It never retries; wrap it in [`crate::RetryingProvider`] for that.
+#[derive(Debug, Clone)]
+pub struct AnthropicProvider {
+    endpoint: Endpoint,
+    client: reqwest::Client,
+}
+
+impl AnthropicProvider {
+    /// A provider for `endpoint`.
+    pub fn new(endpoint: Endpoint) -> Result<Self, BuildError> {
+        Ok(Self {
+            endpoint,
+            client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
+        })
+    }
+
+    /// The request body this provider would send for `request`.
+    pub fn request_body(&self, request: &ProviderRequest) -> serde_json::Value {
+        request::request_body(request, &self.endpoint)
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for AnthropicProvider {
+    async fn stream(&self, request: ProviderRequest) -> Result<EventStream, ProviderError> {
+        let body = serde_json::to_vec(&self.request_body(&request))
+            .map_err(|e| ProviderError::Malformed(format!("cannot encode request: {e}")))?;
+        let mut headers = HeaderMap::new();
+        headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+        if let Some(key) = &self.endpoint.api_key {
+            let mut value = HeaderValue::from_str(key.expose())
+                .map_err(|_| ProviderError::Transport("API key is not a valid header".into()))?;
+            value.set_sensitive(true);
+            headers.insert("x-api-key", value);
+        }
+        let sse = SsePost {
+            client: &self.client,
+            url: self.endpoint.url("v1/messages"),
+            headers,
+            body,
+            timeouts: self.endpoint.timeouts,
+            key: self.endpoint.api_key.as_ref(),
+        }
+        .send()
+        .await?;
+        Ok(drive(sse, stream::MessageDecoder::default()))
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.endpoint.context_window
+    }
+
+    fn model_name(&self) -> String {
+        self.endpoint.model.clone()
+    }
+}
