@@ -31,6 +31,7 @@ mod drive;
 mod endpoint;
 mod http;
 mod openai;
+mod retry;
 mod secret;
 pub mod sse;
 
@@ -38,6 +39,7 @@ pub use anthropic::AnthropicProvider;
 pub use endpoint::Endpoint;
 pub use http::Timeouts;
 pub use openai::OpenAiProvider;
+pub use retry::{RetryPolicy, RetryingProvider};
 pub use secret::ApiKey;
 
 /// Why a provider could not be built.

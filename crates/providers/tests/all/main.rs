@@ -3,5 +3,6 @@
 
 mod anthropic;
 mod openai;
+mod retry;
 mod server;
 mod support;
