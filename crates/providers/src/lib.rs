@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 mod anthropic;
+pub mod config;
 mod drive;
 mod endpoint;
 mod http;
@@ -36,11 +37,15 @@ mod secret;
 pub mod sse;
 
 pub use anthropic::AnthropicProvider;
+pub use config::{ConfigError, ConfigFile, ProviderConfig, ProviderKind, RawProviderConfig};
 pub use endpoint::Endpoint;
 pub use http::Timeouts;
 pub use openai::OpenAiProvider;
 pub use retry::{RetryPolicy, RetryingProvider};
 pub use secret::ApiKey;
+
+use pod_llm::{Provider, Script, ScriptError, ScriptedProvider};
+use std::sync::Arc;
 
 /// Why a provider could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -48,4 +53,25 @@ pub enum BuildError {
     /// The HTTP client could not be set up (e.g. no TLS roots).
     #[error("cannot set up the HTTP client: {0}")]
     Http(String),
+    /// The scripted provider's script could not be loaded.
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+}
+
+/// The provider `config` describes; HTTP providers come wrapped in their
+/// [`RetryingProvider`].
+pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, BuildError> {
+    Ok(match config {
+        ProviderConfig::OpenAi { endpoint, retry } => Arc::new(RetryingProvider::new(
+            OpenAiProvider::new(endpoint.clone())?,
+            retry.clone(),
+        )),
+        ProviderConfig::Anthropic { endpoint, retry } => Arc::new(RetryingProvider::new(
+            AnthropicProvider::new(endpoint.clone())?,
+            retry.clone(),
+        )),
+        ProviderConfig::Scripted { script } => {
+            Arc::new(ScriptedProvider::new(Script::load(script)?))
+        }
+    })
 }

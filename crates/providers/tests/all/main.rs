@@ -6,3 +6,4 @@ mod openai;
 mod retry;
 mod server;
 mod support;
+mod worker_e2e;

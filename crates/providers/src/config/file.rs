@@ -1,0 +1,78 @@
+//! The TOML config file with named provider profiles.
+//!
+//! ```toml
+//! default_profile = "claude"
+//!
+//! [profiles.claude]
+//! kind = "anthropic"
+//! model = "claude-sonnet-4-5"
+//! context_window = 200000
+//!
+//! [profiles.ollama]
+//! kind = "openai"
+//! base_url = "http://127.0.0.1:11434/v1"
+//! model = "qwen3"
+//! ```
+
+use super::{ConfigError, RawProviderConfig};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The parsed config file.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// The profile used when none is named.
+    #[serde(default)]
+    pub default_profile: Option<String>,
+    /// Profiles by name.
+    #[serde(default)]
+    pub profiles: BTreeMap<String, RawProviderConfig>,
+}
+
+impl ConfigFile {
+    /// `$XDG_CONFIG_HOME/pod/config.toml`, or `~/.config/pod/config.toml`.
+    pub fn default_path() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+        Some(base.join("pod").join("config.toml"))
+    }
+
+    /// Reads and parses `path`; a missing file is an empty config.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text, path),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// Parses `text`; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|err| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        })
+    }
+
+    /// The profile `name`, or the default profile when `name` is `None`
+    /// (empty when the file names none).
+    pub fn profile(&self, name: Option<&str>) -> Result<RawProviderConfig, ConfigError> {
+        let Some(name) = name.or(self.default_profile.as_deref()) else {
+            return Ok(RawProviderConfig::default());
+        };
+        self.profiles
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ConfigError::UnknownProfile {
+                name: name.to_string(),
+                known: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+            })
+    }
+}

@@ -1,0 +1,270 @@
+//! Provider selection: flags, profile file and environment lowered to one
+//! [`RawProviderConfig`], resolved once into a [`ProviderConfig`].
+//!
+//! Precedence is flags over the profile over defaults:
+//! `defaults.merge(profile).merge(flags).resolve()`. API keys are only ever
+//! read from the environment (a named variable per profile, or the usual
+//! `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` / `DEEPSEEK_API_KEY`), never from
+//! flags or the file, so they do not end up in shell history or dotfiles.
+
+mod file;
+
+pub use file::ConfigFile;
+
+use crate::endpoint::Endpoint;
+use crate::http::Timeouts;
+use crate::retry::RetryPolicy;
+use crate::secret::ApiKey;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which wire API a provider speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions.
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+    /// The deterministic scripted model (a JSON script file).
+    Scripted,
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = ConfigError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "openai" => Ok(Self::OpenAi),
+            "anthropic" => Ok(Self::Anthropic),
+            "scripted" => Ok(Self::Scripted),
+            other => Err(ConfigError::Invalid {
+                field: "kind",
+                reason: format!("unknown provider kind {other:?} (openai, anthropic, scripted)"),
+            }),
+        }
+    }
+}
+
+/// Provider settings as given: every field optional, so layers can merge.
+/// It is also the shape of one `[profiles.NAME]` table in the config file.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProviderConfig {
+    /// Wire API.
+    pub kind: Option<ProviderKind>,
+    /// Base URL of the API.
+    pub base_url: Option<String>,
+    /// Model id.
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Context window in tokens.
+    pub context_window: Option<u64>,
+    /// Output token limit per request.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Extended-thinking budget in tokens (Anthropic).
+    pub thinking_budget: Option<u32>,
+    /// Seconds to wait for response headers.
+    pub request_timeout_secs: Option<u64>,
+    /// Seconds of silence allowed in a streaming body.
+    pub idle_timeout_secs: Option<u64>,
+    /// Attempts per request, the first included.
+    pub max_attempts: Option<u32>,
+    /// Script file of the scripted provider.
+    pub script: Option<PathBuf>,
+}
+
+/// A resolved, valid provider configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProviderConfig {
+    /// OpenAI-compatible Chat Completions.
+    OpenAi {
+        /// The endpoint.
+        endpoint: Endpoint,
+        /// The retry policy.
+        retry: RetryPolicy,
+    },
+    /// Anthropic Messages.
+    Anthropic {
+        /// The endpoint.
+        endpoint: Endpoint,
+        /// The retry policy.
+        retry: RetryPolicy,
+    },
+    /// The scripted model.
+    Scripted {
+        /// The script file.
+        script: PathBuf,
+    },
+}
+
+/// Why a configuration could not be loaded or resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The config file is not valid.
+    #[error("invalid config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with line and column.
+        message: String,
+    },
+    /// A profile that the file does not define.
+    #[error("no profile {name:?} in the config file (known: {known})")]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// The names the file defines, comma-separated.
+        known: String,
+    },
+    /// No provider kind anywhere.
+    #[error("no provider kind given (openai, anthropic or scripted)")]
+    MissingKind,
+    /// No model for an HTTP provider.
+    #[error("no model given for the {0} provider")]
+    MissingModel(&'static str),
+    /// The scripted provider without a script.
+    #[error("the scripted provider needs a script file")]
+    MissingScript,
+    /// The API key variable is unset or empty.
+    #[error("environment variable {0} with the API key is not set")]
+    MissingKey(String),
+    /// A value out of range.
+    #[error("invalid {field}: {reason}")]
+    Invalid {
+        /// The setting.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+const OPENAI_URL: &str = "https://api.openai.com/v1";
+const ANTHROPIC_URL: &str = "https://api.anthropic.com";
+
+impl RawProviderConfig {
+    /// `self` with every field that `over` sets replaced by `over`'s.
+    pub fn merge(self, over: RawProviderConfig) -> Self {
+        Self {
+            kind: over.kind.or(self.kind),
+            base_url: over.base_url.or(self.base_url),
+            model: over.model.or(self.model),
+            api_key_env: over.api_key_env.or(self.api_key_env),
+            context_window: over.context_window.or(self.context_window),
+            max_output_tokens: over.max_output_tokens.or(self.max_output_tokens),
+            temperature: over.temperature.or(self.temperature),
+            thinking_budget: over.thinking_budget.or(self.thinking_budget),
+            request_timeout_secs: over.request_timeout_secs.or(self.request_timeout_secs),
+            idle_timeout_secs: over.idle_timeout_secs.or(self.idle_timeout_secs),
+            max_attempts: over.max_attempts.or(self.max_attempts),
+            script: over.script.or(self.script),
+        }
+    }
+
+    /// Resolves against the process environment.
+    pub fn resolve(&self) -> Result<ProviderConfig, ConfigError> {
+        self.resolve_with(|name| std::env::var(name).ok())
+    }
+
+    /// Resolves, reading environment variables through `env`.
+    pub fn resolve_with(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<ProviderConfig, ConfigError> {
+        let kind = self.kind.ok_or(ConfigError::MissingKind)?;
+        let (default_url, kind_name) = match kind {
+            ProviderKind::Scripted => {
+                let script = self.script.clone().ok_or(ConfigError::MissingScript)?;
+                return Ok(ProviderConfig::Scripted { script });
+            }
+            ProviderKind::OpenAi => (OPENAI_URL, "openai"),
+            ProviderKind::Anthropic => (ANTHROPIC_URL, "anthropic"),
+        };
+        let base_url = self.base_url.clone().unwrap_or_else(|| default_url.into());
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(ConfigError::Invalid {
+                field: "base_url",
+                reason: format!("{base_url:?} is not an http(s) URL"),
+            });
+        }
+        let model = self
+            .model
+            .clone()
+            .ok_or(ConfigError::MissingModel(kind_name))?;
+        if let Some(t) = self.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+            return Err(ConfigError::Invalid {
+                field: "temperature",
+                reason: format!("{t} is outside 0..=2"),
+            });
+        }
+        let mut endpoint = Endpoint::new(base_url, model);
+        endpoint.api_key = self.api_key(kind, &endpoint.base_url, env)?;
+        endpoint.context_window = self.context_window;
+        endpoint.max_output_tokens = self.max_output_tokens;
+        endpoint.temperature = self.temperature;
+        endpoint.thinking_budget = self.thinking_budget;
+        let defaults = Timeouts::default();
+        endpoint.timeouts = Timeouts {
+            request: self
+                .request_timeout_secs
+                .map_or(defaults.request, Duration::from_secs),
+            idle: self
+                .idle_timeout_secs
+                .map_or(defaults.idle, Duration::from_secs),
+        };
+        let mut retry = RetryPolicy::default();
+        if let Some(attempts) = self.max_attempts {
+            retry.max_attempts = attempts.max(1);
+        }
+        Ok(match kind {
+            ProviderKind::Anthropic => ProviderConfig::Anthropic { endpoint, retry },
+            _ => ProviderConfig::OpenAi { endpoint, retry },
+        })
+    }
+
+    /// The key from the named variable, else the usual one for the kind
+    /// and host. Hosted APIs need a key; local servers (Ollama, llama.cpp)
+    /// do not, so a missing default variable is an error only for them.
+    fn api_key(
+        &self,
+        kind: ProviderKind,
+        base_url: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<ApiKey>, ConfigError> {
+        let hosted = [
+            "api.openai.com",
+            "api.deepseek.com",
+            "api.anthropic.com",
+            "openrouter.ai",
+        ]
+        .iter()
+        .any(|host| base_url.contains(host));
+        let (name, required) = match (&self.api_key_env, kind) {
+            (Some(name), _) => (name.clone(), true),
+            (None, ProviderKind::Anthropic) => ("ANTHROPIC_API_KEY".into(), true),
+            (None, _) if base_url.contains("deepseek.com") => ("DEEPSEEK_API_KEY".into(), true),
+            (None, _) => ("OPENAI_API_KEY".into(), hosted),
+        };
+        match env(&name).filter(|key| !key.trim().is_empty()) {
+            Some(key) => Ok(Some(ApiKey::new(key.trim()))),
+            None if required => Err(ConfigError::MissingKey(name)),
+            None => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

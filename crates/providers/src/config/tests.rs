@@ -1,0 +1,179 @@
+use super::*;
+use std::path::Path;
+
+const FILE: &str = r#"
+default_profile = "deepseek"
+
+[profiles.deepseek]
+kind = "openai"
+base_url = "https://api.deepseek.com"
+model = "deepseek-chat"
+context_window = 128000
+temperature = 0.2
+
+[profiles.ollama]
+kind = "openai"
+base_url = "http://127.0.0.1:11434/v1"
+model = "qwen3"
+
+[profiles.claude]
+kind = "anthropic"
+model = "claude-sonnet-4-5"
+api_key_env = "WORK_ANTHROPIC_KEY"
+max_output_tokens = 16000
+thinking_budget = 4000
+max_attempts = 3
+"#;
+
+fn file() -> ConfigFile {
+    ConfigFile::parse(FILE, Path::new("config.toml")).unwrap()
+}
+
+fn env(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        vars.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+#[test]
+fn flags_override_the_profile_which_overrides_defaults() {
+    let defaults = RawProviderConfig {
+        idle_timeout_secs: Some(300),
+        temperature: Some(1.0),
+        ..Default::default()
+    };
+    let flags = RawProviderConfig {
+        model: Some("deepseek-reasoner".into()),
+        ..Default::default()
+    };
+    let raw = defaults.merge(file().profile(None).unwrap()).merge(flags);
+    let ProviderConfig::OpenAi { endpoint, retry } = raw
+        .resolve_with(env(&[
+            ("DEEPSEEK_API_KEY", "sk-ds"),
+            ("OPENAI_API_KEY", "sk-oa"),
+        ]))
+        .unwrap()
+    else {
+        panic!("expected openai");
+    };
+    assert_eq!(endpoint.model, "deepseek-reasoner");
+    assert_eq!(endpoint.base_url, "https://api.deepseek.com");
+    assert_eq!(endpoint.temperature, Some(0.2));
+    assert_eq!(endpoint.timeouts.idle, Duration::from_secs(300));
+    assert_eq!(endpoint.context_window, Some(128000));
+    // DeepSeek's own key, not OpenAI's.
+    assert_eq!(endpoint.api_key.as_ref().map(ApiKey::expose), Some("sk-ds"));
+    assert_eq!(retry, RetryPolicy::default());
+}
+
+#[test]
+fn named_key_variable_and_anthropic_settings() {
+    let raw = file().profile(Some("claude")).unwrap();
+    let resolved = raw
+        .resolve_with(env(&[("WORK_ANTHROPIC_KEY", "sk-ant-secret")]))
+        .unwrap();
+    let ProviderConfig::Anthropic { endpoint, retry } = &resolved else {
+        panic!("expected anthropic");
+    };
+    assert_eq!(endpoint.base_url, "https://api.anthropic.com");
+    assert_eq!(endpoint.thinking_budget, Some(4000));
+    assert_eq!(endpoint.max_output_tokens, Some(16000));
+    assert_eq!(retry.max_attempts, 3);
+    let debug = format!("{resolved:?}");
+    assert!(!debug.contains("sk-ant-secret"), "{debug}");
+    assert!(debug.contains("***"));
+    let err = raw.resolve_with(env(&[])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "environment variable WORK_ANTHROPIC_KEY with the API key is not set"
+    );
+}
+
+#[test]
+fn local_servers_need_no_key_but_hosted_ones_do() {
+    let ollama = file().profile(Some("ollama")).unwrap();
+    let ProviderConfig::OpenAi { endpoint, .. } = ollama.resolve_with(env(&[])).unwrap() else {
+        panic!("expected openai");
+    };
+    assert_eq!(endpoint.api_key, None);
+    let openai = RawProviderConfig {
+        kind: Some(ProviderKind::OpenAi),
+        model: Some("gpt-4.1".into()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        openai.resolve_with(env(&[])),
+        Err(ConfigError::MissingKey(var)) if var == "OPENAI_API_KEY"
+    ));
+}
+
+#[test]
+fn errors_name_what_is_missing_or_wrong() {
+    assert!(matches!(
+        RawProviderConfig::default().resolve_with(env(&[])),
+        Err(ConfigError::MissingKind)
+    ));
+    let no_model = RawProviderConfig {
+        kind: Some(ProviderKind::Anthropic),
+        ..Default::default()
+    };
+    assert!(matches!(
+        no_model.resolve_with(env(&[])),
+        Err(ConfigError::MissingModel("anthropic"))
+    ));
+    let hot = RawProviderConfig {
+        kind: Some(ProviderKind::OpenAi),
+        base_url: Some("http://localhost:8080/v1".into()),
+        model: Some("m".into()),
+        temperature: Some(3.0),
+        ..Default::default()
+    };
+    assert!(matches!(
+        hot.resolve_with(env(&[])),
+        Err(ConfigError::Invalid {
+            field: "temperature",
+            ..
+        })
+    ));
+    let unknown = file().profile(Some("gpt")).unwrap_err();
+    assert_eq!(
+        unknown.to_string(),
+        "no profile \"gpt\" in the config file (known: claude, deepseek, ollama)"
+    );
+    let typo = ConfigFile::parse("[profiles.x]\nmodle = \"m\"\n", Path::new("c.toml")).unwrap_err();
+    assert!(typo.to_string().contains("modle"), "{typo}");
+    assert!(matches!(
+        "gemini".parse::<ProviderKind>(),
+        Err(ConfigError::Invalid { field: "kind", .. })
+    ));
+}
+
+#[test]
+fn scripted_kind_needs_a_script() {
+    let raw = RawProviderConfig {
+        kind: Some(ProviderKind::Scripted),
+        ..Default::default()
+    };
+    assert!(matches!(
+        raw.resolve_with(env(&[])),
+        Err(ConfigError::MissingScript)
+    ));
+    let raw = RawProviderConfig {
+        script: Some("demo.json".into()),
+        ..raw
+    };
+    assert_eq!(
+        raw.resolve_with(env(&[])).unwrap(),
+        ProviderConfig::Scripted {
+            script: "demo.json".into()
+        }
+    );
+}
+
+#[test]
+fn missing_file_is_an_empty_config() {
+    let path = std::env::temp_dir().join(format!("pod-no-such-{}.toml", uuid::Uuid::new_v4()));
+    assert_eq!(ConfigFile::load(&path).unwrap(), ConfigFile::default());
+}
