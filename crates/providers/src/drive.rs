@@ -81,3 +81,14 @@ pub(crate) fn drive<D: WireDecoder>(sse: SseStream, decoder: D) -> EventStream {
     })
     .boxed()
 }
+
+/// A malformed-data error quoting at most the start of `data`: enough to
+/// recognise the server's output without flooding logs.
+pub(crate) fn malformed(what: &str, err: &serde_json::Error, data: &str) -> ProviderError {
+    const QUOTED_CHARS: usize = 200;
+    let mut quoted: String = data.chars().take(QUOTED_CHARS).collect();
+    if quoted.len() < data.len() {
+        quoted.push('…');
+    }
+    ProviderError::Malformed(format!("bad {what} ({err}): {quoted}"))
+}

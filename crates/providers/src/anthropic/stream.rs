@@ -250,7 +250,7 @@ impl WireDecoder for MessageDecoder {
             return Ok(Vec::new());
         }
         let parsed: Event = serde_json::from_str(data)
-            .map_err(|err| ProviderError::Malformed(format!("bad event ({err}): {data}")))?;
+            .map_err(|err| crate::drive::malformed("event", &err, data))?;
         self.event(parsed)
     }
 

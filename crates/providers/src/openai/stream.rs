@@ -318,7 +318,7 @@ impl WireDecoder for ChunkDecoder {
             return Ok(Vec::new());
         }
         let chunk: Chunk = serde_json::from_str(data)
-            .map_err(|err| ProviderError::Malformed(format!("bad chunk ({err}): {data}")))?;
+            .map_err(|err| crate::drive::malformed("chunk", &err, data))?;
         self.chunk(chunk)
     }
 
