@@ -303,3 +303,19 @@ async fn request_body_maps_history_one_to_one() {
     complete(&provider, request).await.unwrap();
     insta::assert_json_snapshot!("openai_request_body", server.bodies()[0]);
 }
+
+#[tokio::test]
+async fn context_length_error_is_not_retried_and_keeps_its_message() {
+    let body = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, you requested 130000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+    let server =
+        LoopbackServer::start(vec![Reply::status(400, body), Reply::sse([OPENAI_TEXT])]).await;
+    let inner = OpenAiProvider::new(endpoint(server.url("/v1"))).unwrap();
+    let provider =
+        pod_providers::RetryingProvider::new(inner, pod_providers::RetryPolicy::default());
+    let err = complete(&provider, ask("hi")).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "provider returned HTTP 400: invalid_request_error: This model's maximum context length is 128000 tokens. However, you requested 130000 tokens. Please reduce the length of the messages."
+    );
+    assert_eq!(server.requests().len(), 1);
+}
