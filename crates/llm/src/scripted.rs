@@ -28,6 +28,10 @@ pub struct Script {
     pub context_window: Option<u64>,
     /// One step per request.
     pub steps: Vec<ScriptStep>,
+    /// Steps answering compaction (summary) requests, played by the provider
+    /// [`ScriptedProvider::compactor`] returns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compaction: Vec<ScriptStep>,
 }
 
 fn default_model() -> String {
@@ -219,6 +223,7 @@ impl Script {
             model: default_model(),
             context_window: None,
             steps,
+            compaction: Vec::new(),
         }
     }
 
@@ -282,6 +287,17 @@ impl ScriptedProvider {
     /// Whether the script has no steps.
     pub fn is_empty(&self) -> bool {
         self.script.steps.is_empty()
+    }
+
+    /// A provider playing this script's `compaction` steps, for the compact
+    /// worker; it keeps its own position and request record.
+    pub fn compactor(&self) -> ScriptedProvider {
+        ScriptedProvider::new(Script {
+            model: self.script.model.clone(),
+            context_window: self.script.context_window,
+            steps: self.script.compaction.clone(),
+            compaction: Vec::new(),
+        })
     }
 
     /// Every request received so far, in order.

@@ -1,5 +1,6 @@
 //! What a Pod is started with.
 
+use crate::compact::CompactionConfig;
 use crate::home::PodHome;
 use pod_llm::Provider;
 use pod_worker::ToolRegistry;
@@ -45,6 +46,13 @@ pub struct PodConfig {
     pub max_requests_per_turn: u32,
     /// Events buffered per subscriber before a slow one starts to lag.
     pub event_capacity: usize,
+    /// Until-done mode: continue a turn that ends with unfinished todos, at
+    /// most this many times per prompt.
+    pub until_done: Option<u32>,
+    /// When and how to compact.
+    pub compaction: CompactionConfig,
+    /// The model that writes compaction summaries; the main one when `None`.
+    pub compact_provider: Option<Arc<dyn Provider>>,
 }
 
 /// The system prompt used when none is given.
@@ -67,6 +75,9 @@ impl PodConfig {
             // Enough for a burst of text deltas between two polls of a front
             // end; each slot is allocated up front per Pod, so keep it modest.
             event_capacity: 256,
+            until_done: None,
+            compaction: CompactionConfig::default(),
+            compact_provider: None,
         }
     }
 }

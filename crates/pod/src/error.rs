@@ -47,6 +47,12 @@ pub enum PodError {
     /// A turn failed; the history stays valid and the Pod usable.
     #[error("turn failed: {0}")]
     Turn(#[from] pod_worker::WorkerError),
+    /// A job's task crashed; the Pod rebuilt itself from its log.
+    #[error("the pod's turn crashed and was rebuilt from its log: {0}")]
+    Crashed(String),
+    /// A compaction failed; the history is unchanged.
+    #[error("compaction failed: {0}")]
+    Compaction(String),
     /// The Pod's home directory could not be determined.
     #[error("cannot find a home for sessions: set POD_HOME")]
     NoHome,

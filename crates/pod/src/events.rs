@@ -68,6 +68,22 @@ pub enum PodEvent {
         /// Its text.
         text: String,
     },
+    /// A compaction began (a summary is being written).
+    CompactionStarted,
+    /// The history was compacted.
+    Compacted {
+        /// Estimated tokens before.
+        tokens_before: u64,
+        /// Estimated tokens after.
+        tokens_after: u64,
+        /// Length of the summary in characters.
+        summary_chars: usize,
+    },
+    /// A compaction failed; the history is unchanged.
+    CompactionFailed {
+        /// Why.
+        reason: String,
+    },
     /// A turn or the Pod hit an error.
     Error {
         /// What went wrong.

@@ -18,6 +18,9 @@ pub(crate) enum Command {
     Notify {
         text: String,
     },
+    Compact {
+        reply: oneshot::Sender<Result<crate::compact::CompactionReport, PodError>>,
+    },
     Cancel,
     GetHistory {
         reply: oneshot::Sender<Result<Vec<Item>, PodError>>,
@@ -86,6 +89,15 @@ impl PodHandle {
     /// `TurnEndReason::Cancelled`; the history stays valid.
     pub async fn cancel(&self) -> Result<(), PodError> {
         self.send(Command::Cancel).await
+    }
+
+    /// Compacts the history now (after any running or queued turn): a
+    /// summary, the recent tail and the unfinished plan become the context.
+    /// On failure the history is unchanged.
+    pub async fn compact(&self) -> Result<crate::compact::CompactionReport, PodError> {
+        let (reply, done) = oneshot::channel();
+        self.send(Command::Compact { reply }).await?;
+        done.await.map_err(|_| PodError::Closed)?
     }
 
     /// The full history from the log, reminders and notifications included.

@@ -1,11 +1,26 @@
-//! The Pod's interceptor: todo reminders and notifications, both committed
-//! through `pending_history_appends`.
+//! The Pod's interceptor: todo reminders and notifications (both committed
+//! through `pending_history_appends`), the automatic compaction trigger, and
+//! the until-done continuation.
 
-use crate::reminder::{reminder_text, ReminderCadence};
-use pod_llm::{Item, SystemKind};
+use crate::reminder::{continue_text, reminder_text, ReminderCadence};
+use pod_llm::tokens::estimate_item_tokens;
+use pod_llm::{Item, ItemKind, SystemKind};
 use pod_tools::{TodoStore, TODO_WRITE};
-use pod_worker::{Interceptor, PostToolAction, ToolResultInfo};
+use pod_worker::{Interceptor, PostToolAction, PreRequestAction, ToolResultInfo, TurnEndAction};
 use tokio::sync::mpsc;
+
+/// Automatic compaction stops after this many failures in a row, until the
+/// next prompt, so a broken compact model cannot cause a retry storm.
+pub const MAX_COMPACTION_FAILURES: u32 = 3;
+
+/// When to ask for a compaction.
+#[derive(Debug, Clone, Copy)]
+pub struct CompactionTrigger {
+    /// Compact when the estimated context exceeds this many tokens.
+    pub limit: u64,
+    /// Tokens of the system prompt and tool specs, sent with every request.
+    pub overhead: u64,
+}
 
 /// Steers the Pod's turns.
 pub struct PodInterceptor {
@@ -15,6 +30,13 @@ pub struct PodInterceptor {
     // until the next request; unbounded because `notify` must not block and
     // each message is small and user-initiated.
     notifications: mpsc::UnboundedReceiver<String>,
+    trigger: Option<CompactionTrigger>,
+    compaction_requested: bool,
+    skip_next_check: bool,
+    compaction_failures: u32,
+    until_done: Option<u32>,
+    continuations: u32,
+    tools_ran_since_continue: bool,
 }
 
 impl PodInterceptor {
@@ -28,13 +50,90 @@ impl PodInterceptor {
             todos,
             cadence: ReminderCadence::new(remind_every),
             notifications,
+            trigger: None,
+            compaction_requested: false,
+            skip_next_check: false,
+            compaction_failures: 0,
+            until_done: None,
+            continuations: 0,
+            tools_ran_since_continue: false,
         }
     }
 
-    /// A turn begins; see [`ReminderCadence::begin_turn`].
-    pub fn begin_turn(&mut self, reminder_unanswered: bool) {
-        self.cadence.begin_turn(reminder_unanswered);
+    /// Enables automatic compaction.
+    pub fn with_compaction(mut self, trigger: Option<CompactionTrigger>) -> Self {
+        self.trigger = trigger;
+        self
     }
+
+    /// Enables until-done mode: a turn that ends with unfinished todos is
+    /// continued, at most `max_continuations` times per prompt.
+    pub fn with_until_done(mut self, max_continuations: Option<u32>) -> Self {
+        self.until_done = max_continuations;
+        self
+    }
+
+    /// A turn begins. `reminder_unanswered`: the history's last reminder has
+    /// no model response after it. `user_prompt`: the turn has a new prompt,
+    /// which re-enables automatic compaction after repeated failures.
+    pub fn begin_turn(&mut self, reminder_unanswered: bool, user_prompt: bool) {
+        self.cadence.begin_turn(reminder_unanswered);
+        self.continuations = 0;
+        self.tools_ran_since_continue = false;
+        if user_prompt {
+            self.compaction_failures = 0;
+        }
+    }
+
+    /// Whether the last turn yielded to ask for a compaction (and clears it).
+    pub fn take_compaction_request(&mut self) -> bool {
+        std::mem::take(&mut self.compaction_requested)
+    }
+
+    /// A compaction succeeded; its carry-over item stands in for a reminder.
+    pub fn compaction_succeeded(&mut self) {
+        self.compaction_failures = 0;
+        self.cadence.reminded_now();
+    }
+
+    /// A compaction failed: the next request goes out uncompacted and a later
+    /// one tries again. Returns whether automatic compaction is now paused.
+    pub fn compaction_failed(&mut self) -> bool {
+        self.compaction_failures += 1;
+        self.skip_next_check = true;
+        self.compaction_failures >= MAX_COMPACTION_FAILURES
+    }
+
+    fn wants_compaction(&mut self, request: &[Item]) -> bool {
+        let Some(trigger) = self.trigger else {
+            return false;
+        };
+        if std::mem::take(&mut self.skip_next_check)
+            || self.compaction_failures >= MAX_COMPACTION_FAILURES
+        {
+            return false;
+        }
+        context_estimate(request, trigger.overhead) > trigger.limit
+    }
+}
+
+/// Estimated prompt tokens of a request: the provider's count for the last
+/// response that reported one, plus an estimate of everything after it.
+pub fn context_estimate(request: &[Item], overhead: u64) -> u64 {
+    for (index, item) in request.iter().enumerate().rev() {
+        if let ItemKind::Assistant {
+            usage: Some(usage), ..
+        } = &item.kind
+        {
+            return usage.prompt_tokens
+                + usage.completion_tokens
+                + request[index + 1..]
+                    .iter()
+                    .map(estimate_item_tokens)
+                    .sum::<u64>();
+        }
+    }
+    overhead + request.iter().map(estimate_item_tokens).sum::<u64>()
 }
 
 #[async_trait::async_trait]
@@ -52,10 +151,39 @@ impl Interceptor for PodInterceptor {
         items
     }
 
+    async fn pre_llm_request(&mut self, request: &mut Vec<Item>) -> PreRequestAction {
+        if self.wants_compaction(request) {
+            self.compaction_requested = true;
+            return PreRequestAction::Yield;
+        }
+        PreRequestAction::Continue
+    }
+
     async fn post_tool_call(&mut self, result: &mut ToolResultInfo) -> PostToolAction {
+        self.tools_ran_since_continue = true;
         if result.name == TODO_WRITE {
             self.cadence.saw_todo_write();
         }
         PostToolAction::Continue
+    }
+
+    async fn on_turn_end(&mut self, _turn: &[Item]) -> TurnEndAction {
+        let Some(max) = self.until_done else {
+            return TurnEndAction::Finish;
+        };
+        let todos = self.todos.snapshot();
+        // A continuation answered without any tool call made no progress: the
+        // model is done or blocked, and asking again would loop.
+        let stalled = self.continuations > 0 && !self.tools_ran_since_continue;
+        if !todos.iter().any(|t| t.status.is_unfinished()) || stalled || self.continuations >= max {
+            return TurnEndAction::Finish;
+        }
+        self.continuations += 1;
+        self.tools_ran_since_continue = false;
+        self.cadence.reminded_now();
+        TurnEndAction::ContinueWithMessages(vec![Item::system(
+            SystemKind::Reminder,
+            continue_text(&todos),
+        )])
     }
 }

@@ -30,9 +30,11 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod compact;
 mod config;
 mod error;
 mod events;
+mod fork;
 mod handle;
 mod home;
 mod interceptor;
@@ -42,11 +44,14 @@ mod pod;
 pub mod reminder;
 pub mod replay;
 mod session;
+mod turn;
 
+pub use compact::{CompactionConfig, CompactionReport};
 pub use config::{Durability, PodConfig, DEFAULT_SYSTEM_PROMPT};
 pub use error::PodError;
 pub use events::PodEvent;
+pub use fork::{fork_item_count, fork_session};
 pub use handle::PodHandle;
 pub use home::{PodHome, LOG_FILE};
-pub use interceptor::PodInterceptor;
+pub use interceptor::{context_estimate, PodInterceptor, MAX_COMPACTION_FAILURES};
 pub use pod::Pod;

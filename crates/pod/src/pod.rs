@@ -1,16 +1,19 @@
 //! The Pod actor: a task that owns a Worker, its log and its session state,
 //! reached only through a [`PodHandle`].
 
-use crate::config::PodConfig;
+use crate::compact::CompactionReport;
+use crate::config::{Durability, PodConfig};
 use crate::error::PodError;
 use crate::events::PodEvent;
 use crate::handle::{Command, PodHandle};
-use crate::interceptor::PodInterceptor;
-use crate::log::{read_log, LogRecord, LogWriter};
+use crate::interceptor::{CompactionTrigger, PodInterceptor};
+use crate::log::{read_log, LogWriter};
 use crate::observer::PodObserver;
 use crate::replay::TodoTracker;
 use crate::session::{self, OpenSession};
-use pod_llm::{Item, ItemKind, SystemKind};
+use crate::turn::{CompactionSetup, Job, JobResult, TurnParts};
+use pod_llm::tokens::estimate_request_tokens;
+use pod_llm::{Item, ItemKind, ProviderRequest, SystemKind};
 use pod_tools::{TodoStore, TodoWriteTool};
 use pod_worker::{TurnOutcome, Worker, WorkerConfig, WorkerError};
 use std::collections::VecDeque;
@@ -41,24 +44,23 @@ impl Pod {
     }
 }
 
-/// What a turn needs, moved into the turn's task and back.
-struct TurnParts {
-    worker: Worker,
-    interceptor: PodInterceptor,
-    observer: PodObserver,
+type JobDone = (TurnParts, JobResult);
+
+/// Where a job's answer goes.
+pub(crate) enum JobReply {
+    Turn(oneshot::Sender<Result<TurnOutcome, PodError>>),
+    Compact(oneshot::Sender<Result<CompactionReport, PodError>>),
 }
 
-type TurnResult = (TurnParts, Result<TurnOutcome, WorkerError>);
-
 struct Running {
-    task: JoinHandle<TurnResult>,
+    task: JoinHandle<JobDone>,
     cancel: CancellationToken,
-    reply: oneshot::Sender<Result<TurnOutcome, PodError>>,
+    reply: JobReply,
 }
 
 struct Queued {
-    text: Option<String>,
-    reply: oneshot::Sender<Result<TurnOutcome, PodError>>,
+    job: Job,
+    reply: JobReply,
 }
 
 struct PodActor {
@@ -131,13 +133,42 @@ fn build_parts(
     for item in &history {
         tracker.observe(item);
     }
+    let trigger = context_limit(config).map(|limit| CompactionTrigger {
+        limit,
+        overhead: estimate_request_tokens(&ProviderRequest {
+            system_prompt: config.system_prompt.clone(),
+            history: Vec::new(),
+            tools: tools.specs(),
+        }),
+    });
     let mut worker = Worker::new(config.provider.clone(), tools, worker_config);
     worker.set_history(history);
     TurnParts {
         worker,
-        interceptor: PodInterceptor::new(store.clone(), config.remind_every, notifications),
+        interceptor: PodInterceptor::new(store.clone(), config.remind_every, notifications)
+            .with_compaction(trigger)
+            .with_until_done(config.until_done),
         observer: PodObserver::new(log.clone(), events.clone(), tracker, config.durability),
+        compaction: CompactionSetup {
+            provider: config
+                .compact_provider
+                .clone()
+                .unwrap_or_else(|| config.provider.clone()),
+            config: config.compaction.clone(),
+            todos: store.clone(),
+            log: log.clone(),
+            events: events.clone(),
+        },
     }
+}
+
+/// The context size past which a request triggers compaction, if known.
+fn context_limit(config: &PodConfig) -> Option<u64> {
+    let window = config
+        .compaction
+        .context_window
+        .or_else(|| config.provider.context_window())?;
+    Some((window as f64 * config.compaction.threshold.clamp(0.05, 1.0)) as u64)
 }
 
 impl PodActor {
@@ -167,7 +198,14 @@ impl PodActor {
 
     async fn handle(&mut self, command: Command) {
         match command {
-            Command::Prompt { text, reply } => self.queue.push_back(Queued { text, reply }),
+            Command::Prompt { text, reply } => self.queue.push_back(Queued {
+                job: Job::Prompt(text),
+                reply: JobReply::Turn(reply),
+            }),
+            Command::Compact { reply } => self.queue.push_back(Queued {
+                job: Job::Compact,
+                reply: JobReply::Compact(reply),
+            }),
             Command::Notify { text } => {
                 // The receiver lives as long as the actor; a send cannot fail
                 // while we are here.
@@ -199,22 +237,18 @@ impl PodActor {
             self.parts = Some(parts);
             return;
         };
-        let _ = self.events.send(PodEvent::TurnStarted {
-            prompt: next.text.clone(),
-        });
-        parts
-            .interceptor
-            .begin_turn(last_reminder_unanswered(parts.worker.history()));
+        if let Job::Prompt(text) = &next.job {
+            let _ = self.events.send(PodEvent::TurnStarted {
+                prompt: text.clone(),
+            });
+            let unanswered = last_reminder_unanswered(parts.worker.history());
+            parts.interceptor.begin_turn(unanswered, text.is_some());
+        }
         let cancel = CancellationToken::new();
         let token = cancel.clone();
-        let prompt = next.text.map(Item::user);
+        let job = next.job;
         let task = tokio::spawn(async move {
-            let TurnParts {
-                worker,
-                interceptor,
-                observer,
-            } = &mut parts;
-            let result = worker.run_turn(prompt, interceptor, observer, &token).await;
+            let result = parts.run(job, &token).await;
             (parts, result)
         });
         self.running = Some(Running {
@@ -224,47 +258,75 @@ impl PodActor {
         });
     }
 
-    async fn finish_turn(&mut self, joined: Result<TurnResult, tokio::task::JoinError>) {
+    async fn finish_turn(&mut self, joined: Result<JobDone, tokio::task::JoinError>) {
         let Some(running) = self.running.take() else {
             return;
         };
         let result = match joined {
             Ok((parts, result)) => {
                 self.parts = Some(parts);
-                result.map_err(PodError::from)
+                if let JobResult::Turn(Err(PodError::Turn(WorkerError::Persist(err)))) = &result {
+                    // The log refused an item the worker may hold in memory:
+                    // make memory match the log again.
+                    tracing::error!(%err, "log append failed; rebuilding the pod from its log");
+                    if let Err(err) = self.rebuild_from_log().await {
+                        self.emit(PodEvent::Error {
+                            message: err.to_string(),
+                        });
+                    }
+                }
+                result
             }
             Err(join) => {
-                // The turn task panicked and took the worker with it: rebuild
+                // The job's task panicked and took the worker with it: rebuild
                 // everything from the log, the one source of truth.
-                tracing::error!(%join, "turn task failed; rebuilding the pod from its log");
-                match self.rebuild_from_log().await {
-                    Ok(()) => Err(PodError::Closed),
-                    Err(err) => Err(err),
+                tracing::error!(%join, "pod job failed; rebuilding the pod from its log");
+                let err = match self.rebuild_from_log().await {
+                    Ok(()) => PodError::Crashed(join.to_string()),
+                    Err(err) => err,
+                };
+                match running.reply {
+                    JobReply::Turn(_) => JobResult::Turn(Err(err)),
+                    JobReply::Compact(_) => JobResult::Compact(Err(err)),
                 }
             }
         };
-        if self.config.durability != crate::config::Durability::Never {
+        if self.config.durability != Durability::Never {
             if let Err(err) = self.log.sync().await {
-                let _ = self.events.send(PodEvent::Error {
+                self.emit(PodEvent::Error {
                     message: err.to_string(),
                 });
             }
         }
-        match &result {
-            Ok(outcome) => {
-                let _ = self.events.send(PodEvent::TurnEnded {
-                    reason: outcome.reason.clone(),
-                    usage: outcome.usage,
-                    requests: outcome.requests,
-                });
+        match (running.reply, result) {
+            (JobReply::Turn(reply), JobResult::Turn(result)) => {
+                match &result {
+                    Ok(outcome) => self.emit(PodEvent::TurnEnded {
+                        reason: outcome.reason.clone(),
+                        usage: outcome.usage,
+                        requests: outcome.requests,
+                    }),
+                    Err(err) => self.emit(PodEvent::Error {
+                        message: err.to_string(),
+                    }),
+                }
+                let _ = reply.send(result);
             }
-            Err(err) => {
-                let _ = self.events.send(PodEvent::Error {
-                    message: err.to_string(),
-                });
+            (JobReply::Compact(reply), JobResult::Compact(result)) => {
+                let _ = reply.send(result);
+            }
+            (JobReply::Turn(reply), JobResult::Compact(_)) => {
+                let _ = reply.send(Err(PodError::Closed));
+            }
+            (JobReply::Compact(reply), JobResult::Turn(_)) => {
+                let _ = reply.send(Err(PodError::Closed));
             }
         }
-        let _ = running.reply.send(result);
+    }
+
+    fn emit(&self, event: PodEvent) {
+        // No subscriber is fine: events are for display only.
+        let _ = self.events.send(event);
     }
 
     async fn rebuild_from_log(&mut self) -> Result<(), PodError> {
@@ -288,14 +350,7 @@ impl PodActor {
         let contents = tokio::task::spawn_blocking(move || read_log(&path))
             .await
             .map_err(|_| PodError::Closed)??;
-        Ok(contents
-            .records
-            .into_iter()
-            .filter_map(|record| match record {
-                LogRecord::Item(item) => Some(item),
-                LogRecord::Header(_) => None,
-            })
-            .collect())
+        Ok(crate::replay::full_history(&contents.records))
     }
 
     async fn shutdown(&mut self) -> Result<(), PodError> {
@@ -307,13 +362,20 @@ impl PodActor {
             self.finish_turn(joined).await;
         }
         for queued in self.queue.drain(..) {
-            let _ = queued.reply.send(Err(PodError::Closed));
+            match queued.reply {
+                JobReply::Turn(reply) => {
+                    let _ = reply.send(Err(PodError::Closed));
+                }
+                JobReply::Compact(reply) => {
+                    let _ = reply.send(Err(PodError::Closed));
+                }
+            }
         }
         self.log.shutdown().await
     }
 }
 
-async fn wait_for(running: &mut Option<Running>) -> Result<TurnResult, tokio::task::JoinError> {
+async fn wait_for(running: &mut Option<Running>) -> Result<JobDone, tokio::task::JoinError> {
     match running {
         Some(running) => (&mut running.task).await,
         None => std::future::pending().await,

@@ -42,6 +42,12 @@ impl ReminderCadence {
         self.requests_without_todo_write = 0;
     }
 
+    /// Something else just reminded the model (a continuation or a
+    /// compaction's carry-over): the count restarts.
+    pub fn reminded_now(&mut self) {
+        self.requests_without_todo_write = 0;
+    }
+
     /// A request is about to be sent; returns whether to remind first.
     pub fn before_request(&mut self, has_unfinished: bool) -> bool {
         let due = self.turn_start || self.requests_without_todo_write >= self.every;
@@ -65,6 +71,16 @@ pub fn reminder_text(todos: &[TodoItem]) -> String {
          todo_write: mark the item you are working on in_progress and items completed as soon \
          as they are done. This is a reminder from the runtime, not a message from the user.\n\n\
          {}\n</system-reminder>",
+        render_todos(todos)
+    )
+}
+
+/// The message that continues a turn in until-done mode.
+pub fn continue_text(todos: &[TodoItem]) -> String {
+    format!(
+        "<system-reminder>\nYou ended your turn but your todo list still has unfinished items. \
+         Continue with the next one now. If you cannot go on, explain what blocks you and stop \
+         without calling tools.\n\n{}\n</system-reminder>",
         render_todos(todos)
     )
 }

@@ -56,7 +56,8 @@ impl TodoTracker {
 /// State rebuilt from a log.
 #[derive(Debug, Default)]
 pub struct Replayed {
-    /// Every item in the log, in order.
+    /// The active context: every item since the last compaction boundary
+    /// (starting with that boundary's summary, tail and carry-over).
     pub history: Vec<Item>,
     /// The todos after the last accepted `todo_write`.
     pub todos: Vec<TodoItem>,
@@ -76,6 +77,12 @@ pub fn replay(records: &[LogRecord]) -> Replayed {
                 }
                 out.history.push(item.clone());
             }
+            LogRecord::Compaction(boundary) => {
+                // The active context restarts here; no call spans a boundary.
+                out.history = boundary.context();
+                out.todos = boundary.todos.clone();
+                tracker = TodoTracker::new();
+            }
             LogRecord::Header(_) => {}
         }
     }
@@ -84,6 +91,24 @@ pub fn replay(records: &[LogRecord]) -> Replayed {
         .map(|id| Item::tool_result(id, INTERRUPTED_RESULT, true))
         .collect();
     out
+}
+
+/// The full history for audit and display: every logged item, with each
+/// compaction's summary and carry-over items at its boundary (the kept tail
+/// is not repeated).
+pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
+    let mut items = Vec::new();
+    for record in records {
+        match record {
+            LogRecord::Item(item) => items.push(item.clone()),
+            LogRecord::Compaction(boundary) => {
+                items.push(boundary.summary.clone());
+                items.extend(boundary.carry_over.iter().cloned());
+            }
+            LogRecord::Header(_) => {}
+        }
+    }
+    items
 }
 
 /// Ids of calls without a result, in call order.

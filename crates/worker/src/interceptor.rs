@@ -18,7 +18,9 @@ pub enum PromptAction {
 pub enum PreRequestAction {
     /// Send the (possibly edited) request.
     Continue,
-    /// End the turn as cancelled without sending it.
+    /// End the turn without sending it; it ends as
+    /// [`TurnEndReason::Aborted`](crate::TurnEndReason::Aborted) with this
+    /// reason, and `on_abort` is called.
     Cancel(String),
     /// End the turn without sending it, to be continued later (for example
     /// after the caller compacts the history).

@@ -17,6 +17,37 @@ pub enum LogRecord {
     Header(SessionHeader),
     /// A committed history item.
     Item(Item),
+    /// A compaction boundary: the active context restarts from here.
+    Compaction(CompactionRecord),
+}
+
+/// A compaction boundary. The new context is `summary`, then `tail`, then
+/// `carry_over`; the items before the boundary stay in the log for audit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactionRecord {
+    /// The summary, as the system item the model sees.
+    pub summary: Item,
+    /// The recent items kept verbatim (copies of earlier log items).
+    pub tail: Vec<Item>,
+    /// Items carried over after the tail (the unfinished plan).
+    pub carry_over: Vec<Item>,
+    /// The todo list at the boundary; replay restores it from here.
+    pub todos: Vec<pod_tools::TodoItem>,
+    /// Estimated tokens before.
+    pub tokens_before: u64,
+    /// Estimated tokens after.
+    pub tokens_after: u64,
+}
+
+impl CompactionRecord {
+    /// The active context this boundary starts.
+    pub fn context(&self) -> Vec<Item> {
+        let mut context = Vec::with_capacity(self.tail.len() + self.carry_over.len() + 1);
+        context.push(self.summary.clone());
+        context.extend(self.tail.iter().cloned());
+        context.extend(self.carry_over.iter().cloned());
+        context
+    }
 }
 
 /// The first line of every session log.

@@ -194,3 +194,66 @@ async fn a_session_cannot_be_opened_twice() {
         .await
         .expect("reopen");
 }
+
+fn continuations(history: &[pod_llm::Item]) -> usize {
+    history
+        .iter()
+        .filter(|i| matches!(&i.kind, ItemKind::System { text, .. } if text.contains("You ended your turn")))
+        .count()
+}
+
+#[tokio::test]
+async fn until_done_continues_until_the_list_is_done() {
+    let test = TestPod::new(vec![
+        todo_step(&[("a", "First", "in_progress"), ("b", "Second", "pending")]),
+        ScriptStep::text("Pausing."),
+        todo_step(&[("a", "First", "completed"), ("b", "Second", "in_progress")]),
+        ScriptStep::text("Pausing again."),
+        todo_step(&[("a", "First", "completed"), ("b", "Second", "completed")]),
+        ScriptStep::text("All done."),
+    ]);
+    let mut config = test.config();
+    config.until_done = Some(10);
+    let pod = pod::Pod::spawn(config).await.expect("spawn");
+    let outcome = pod.prompt("Do both").await.expect("turn");
+    assert_eq!(outcome.reason, TurnEndReason::EndTurn);
+    assert_eq!(outcome.requests, 6);
+    let history = pod.get_history().await.expect("history");
+    assert_eq!(continuations(&history), 2);
+    validate_history(&history).expect("valid");
+    pod.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn until_done_stops_at_max_continuations_and_when_the_model_stalls() {
+    let steps = vec![
+        todo_step(&[("a", "Endless", "in_progress")]),
+        ScriptStep::text("Pausing."),
+        ScriptStep::tool_call("echo", json!({"text": "work"})),
+        ScriptStep::text("Pausing again."),
+        ScriptStep::tool_call("echo", json!({"text": "work"})),
+        ScriptStep::text("And again."),
+    ];
+    let test = TestPod::new(steps.clone());
+    let mut config = test.config();
+    config.until_done = Some(2);
+    let pod = pod::Pod::spawn(config).await.expect("spawn");
+    let outcome = pod.prompt("Work forever").await.expect("turn");
+    assert_eq!(outcome.requests, 6, "two continuations, then stop");
+    assert_eq!(continuations(&pod.get_history().await.expect("history")), 2);
+    pod.shutdown().await.expect("shutdown");
+
+    // A continuation answered without tools made no progress: stop there.
+    let test = TestPod::new(vec![
+        todo_step(&[("a", "Blocked item", "in_progress")]),
+        ScriptStep::text("Pausing."),
+        ScriptStep::text("I am blocked: the credentials are missing."),
+        ScriptStep::text("never reached"),
+    ]);
+    let mut config = test.config();
+    config.until_done = Some(10);
+    let pod = pod::Pod::spawn(config).await.expect("spawn");
+    let outcome = pod.prompt("Work").await.expect("turn");
+    assert_eq!(outcome.requests, 3);
+    pod.shutdown().await.expect("shutdown");
+}

@@ -1,6 +1,7 @@
 //! Integration tests of the Pod, linked as one binary.
 
 mod actor;
+mod compaction;
 mod reminders;
 mod resume;
 mod support;

@@ -1,0 +1,216 @@
+//! Compaction: when the context fills, a compact worker summarises the old
+//! part of the history; the summary, a verbatim recent tail and the
+//! carry-over items (the unfinished plan) become the new context.
+
+mod prompt;
+mod split;
+
+pub use prompt::{compact_input, COMPACT_SYSTEM_PROMPT};
+pub use split::tail_start;
+
+use crate::log::{CompactionRecord, LogRecord, LogWriter};
+use pod_llm::tokens::estimate_item_tokens;
+use pod_llm::{Item, ItemKind, Provider, SystemKind};
+use pod_tools::{render_todos, TodoItem, TodoStore};
+use pod_worker::{
+    NoopInterceptor, NullObserver, ToolRegistry, TurnEndReason, Worker, WorkerConfig,
+};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Settings of compaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionConfig {
+    /// Compact before a request once the context would exceed this fraction
+    /// of the context window.
+    pub threshold: f64,
+    /// The model's context window in tokens; when `None`, the provider's.
+    /// Without either, compaction only runs when asked for.
+    pub context_window: Option<u64>,
+    /// Token budget of the recent tail kept verbatim (at most half the
+    /// history, so there is always something to summarise).
+    pub tail_tokens: u64,
+    /// Token budget of the compact worker's input; when `None`, 70% of the
+    /// compact provider's window, else of `context_window`, else 100k.
+    pub input_budget: Option<u64>,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        Self {
+            threshold: 0.8,
+            context_window: None,
+            tail_tokens: 4_000,
+            input_budget: None,
+        }
+    }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactionReport {
+    /// Estimated tokens of the history before.
+    pub tokens_before: u64,
+    /// Estimated tokens of the new context.
+    pub tokens_after: u64,
+    /// Length of the summary in characters.
+    pub summary_chars: usize,
+}
+
+/// Why a compaction did not happen. The history is unchanged in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum CompactionError {
+    /// The history is too short to summarise anything.
+    #[error("nothing to compact: the history fits in the kept tail")]
+    NothingToCompact,
+    /// The compact request failed.
+    #[error("compact request failed: {0}")]
+    Request(#[from] pod_worker::WorkerError),
+    /// The compact model answered with nothing.
+    #[error("the compact model returned an empty summary")]
+    EmptySummary,
+    /// The compact turn did not finish ({0:?}).
+    #[error("the compact request did not finish: {0:?}")]
+    Interrupted(TurnEndReason),
+    /// The boundary could not be written; the old context stays.
+    #[error("could not write the compaction boundary: {0}")]
+    Log(#[from] crate::error::PodError),
+}
+
+/// What a compaction works with.
+pub(crate) struct Compactor<'a> {
+    pub provider: Arc<dyn Provider>,
+    pub config: &'a CompactionConfig,
+    pub todos: &'a TodoStore,
+    pub log: &'a LogWriter,
+}
+
+impl Compactor<'_> {
+    /// Compacts `worker`'s history. The boundary is durable in the log before
+    /// the worker's history is replaced; on any error nothing changes.
+    pub async fn run(
+        &self,
+        worker: &mut Worker,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionReport, CompactionError> {
+        let history = worker.history();
+        let tokens_before: u64 = history.iter().map(estimate_item_tokens).sum();
+        let start = tail_start(history, self.config.tail_tokens.min(tokens_before / 2));
+        if start == 0 {
+            return Err(CompactionError::NothingToCompact);
+        }
+        let snapshot = self.todos.snapshot();
+        let input = compact_input(&history[..start], &snapshot, self.input_budget());
+        let summary = self.summarise(input, cancel).await?;
+
+        let summary_item = Item::system(
+            SystemKind::Summary,
+            format!(
+                "<summary>\nThe earlier part of this session was compacted into this summary.\n\n{summary}\n</summary>"
+            ),
+        );
+        let tail: Vec<Item> = history[start..].iter().map(without_usage).collect();
+        let carry_over = carry_over_items(&snapshot);
+        let mut context = Vec::with_capacity(tail.len() + carry_over.len() + 1);
+        context.push(summary_item.clone());
+        context.extend(tail.iter().cloned());
+        context.extend(carry_over.iter().cloned());
+        let tokens_after: u64 = context.iter().map(estimate_item_tokens).sum();
+
+        let record = CompactionRecord {
+            summary: summary_item,
+            tail,
+            carry_over,
+            todos: snapshot,
+            tokens_before,
+            tokens_after,
+        };
+        self.log
+            .append(&LogRecord::Compaction(record), true)
+            .await?;
+        worker.set_history(context);
+        Ok(CompactionReport {
+            tokens_before,
+            tokens_after,
+            summary_chars: summary.chars().count(),
+        })
+    }
+
+    async fn summarise(
+        &self,
+        input: String,
+        cancel: &CancellationToken,
+    ) -> Result<String, CompactionError> {
+        // A separate worker with no tools: it cannot touch the plan.
+        let config = WorkerConfig {
+            system_prompt: COMPACT_SYSTEM_PROMPT.to_string(),
+            max_requests_per_turn: 1,
+            ..WorkerConfig::default()
+        };
+        let mut worker = Worker::new(self.provider.clone(), ToolRegistry::new(), config);
+        let outcome = worker
+            .run_turn(
+                Some(Item::user(input)),
+                &mut NoopInterceptor,
+                &mut NullObserver,
+                cancel,
+            )
+            .await?;
+        if outcome.reason != TurnEndReason::EndTurn && outcome.reason != TurnEndReason::MaxTokens {
+            return Err(CompactionError::Interrupted(outcome.reason));
+        }
+        let summary = worker
+            .history()
+            .iter()
+            .rev()
+            .find_map(|item| match &item.kind {
+                ItemKind::Assistant { text, .. } => Some(text.trim().to_string()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        if summary.is_empty() {
+            return Err(CompactionError::EmptySummary);
+        }
+        Ok(summary)
+    }
+
+    fn input_budget(&self) -> u64 {
+        self.config.input_budget.unwrap_or_else(|| {
+            let window = self
+                .provider
+                .context_window()
+                .or(self.config.context_window)
+                .unwrap_or(100_000);
+            window * 7 / 10
+        })
+    }
+}
+
+/// The carry-over lane: items placed after the kept tail so the new context
+/// ends on the current state. Today: the unfinished plan.
+pub fn carry_over_items(todos: &[TodoItem]) -> Vec<Item> {
+    let mut items = Vec::new();
+    if todos.iter().any(|t| t.status.is_unfinished()) {
+        items.push(Item::system(
+            SystemKind::CarryOver,
+            format!(
+                "<system-reminder>\nYour todo list, carried over from before the compaction. \
+                 It is still current: continue with the unfinished items and keep it updated \
+                 with todo_write.\n\n{}\n</system-reminder>",
+                render_todos(todos)
+            ),
+        ));
+    }
+    items
+}
+
+/// A copy of a tail item without its token usage: that usage measured the
+/// old, larger context and must not drive the next compaction decision.
+fn without_usage(item: &Item) -> Item {
+    let mut item = item.clone();
+    if let ItemKind::Assistant { usage, .. } = &mut item.kind {
+        *usage = None;
+    }
+    item
+}

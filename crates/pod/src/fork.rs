@@ -1,0 +1,137 @@
+//! Forking a session: a new session whose log starts with a prefix of
+//! another's.
+//!
+//! The fork's log is a copy of the source's records up to its `at`-th item,
+//! under a new header that names the source (`forked_from`). Nothing else is
+//! copied: todos and other tool state are rebuilt by replay like in any
+//! session, so forking from before a plan change brings the older plan back.
+//! The source log is only read, never locked or written, so a running
+//! session can be forked too (its torn tail, if any, is left out).
+//!
+//! A prefix may end between a tool call and its result; the fork then has an
+//! unanswered call, which [`Pod::resume`](crate::Pod::resume) closes with the
+//! usual "interrupted" result.
+
+use crate::error::PodError;
+use crate::home::{PodHome, LOG_FILE};
+use crate::log::{read_log, LogRecord, LogWriter, SessionHeader};
+use uuid::Uuid;
+
+/// Creates a new session from the first `at` history items of session
+/// `source` (all of them when `at` is `None`; an `at` beyond the end takes
+/// all) and returns its id.
+///
+/// Items are counted as [`fork_item_count`] counts them: one per committed
+/// history item, in log order.
+pub async fn fork_session(
+    home: &PodHome,
+    source: Uuid,
+    at: Option<usize>,
+) -> Result<Uuid, PodError> {
+    let path = home.log_path(source);
+    if !path.is_file() {
+        return Err(PodError::NoSuchSession {
+            id: source.to_string(),
+            home: home.path().to_path_buf(),
+        });
+    }
+    let contents = read_log(&path)?;
+    let Some(source_header) = contents.header else {
+        return Err(PodError::CorruptLog {
+            path,
+            line: 1,
+            reason: "the session header is missing; nothing to fork".into(),
+        });
+    };
+    let total = fork_item_count(&contents.records);
+    let take = at.unwrap_or(total).min(total);
+    let prefix = record_prefix(&contents.records, take);
+
+    let id = Uuid::new_v4();
+    let dir = home.create_session_dir(id)?;
+    let header = SessionHeader {
+        forked_from: Some((source, take)),
+        ..SessionHeader::new(id, source_header.model, source_header.workspace)
+    };
+    let log = LogWriter::create(&dir.join(LOG_FILE), &LogRecord::Header(header))?;
+    for record in prefix {
+        log.append(record, false).await?;
+    }
+    // Shutdown syncs the copy: the fork is durable before its id is returned.
+    log.shutdown().await?;
+    Ok(id)
+}
+
+/// The number of history items in `records`, as [`fork_session`]'s `at`
+/// counts them.
+pub fn fork_item_count(records: &[LogRecord]) -> usize {
+    records
+        .iter()
+        .filter(|r| matches!(r, LogRecord::Item(_)))
+        .count()
+}
+
+/// The records up to and including the `take`-th item; records that are not
+/// items (such as compaction boundaries) come along when they precede it.
+fn record_prefix(records: &[LogRecord], take: usize) -> &[LogRecord] {
+    if take == 0 {
+        return &[];
+    }
+    let mut seen = 0;
+    for (index, record) in records.iter().enumerate() {
+        if matches!(record, LogRecord::Item(_)) {
+            seen += 1;
+            if seen == take {
+                return &records[..=index];
+            }
+        }
+    }
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pod_llm::Item;
+
+    #[test]
+    fn prefix_counts_items_only() {
+        let records: Vec<LogRecord> = (0..4)
+            .map(|i| LogRecord::Item(Item::user(format!("{i}"))))
+            .collect();
+        assert_eq!(record_prefix(&records, 0).len(), 0);
+        assert_eq!(record_prefix(&records, 2).len(), 2);
+        assert_eq!(record_prefix(&records, 9).len(), 4);
+        assert_eq!(fork_item_count(&records), 4);
+    }
+
+    #[tokio::test]
+    async fn fork_copies_a_prefix_and_names_its_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = PodHome::new(dir.path());
+        let source = Uuid::new_v4();
+        let source_dir = home.create_session_dir(source).unwrap();
+        let header = SessionHeader::new(source, "m".into(), "/w".into());
+        let log =
+            LogWriter::create(&source_dir.join(LOG_FILE), &LogRecord::Header(header)).unwrap();
+        for i in 0..3 {
+            log.append(&LogRecord::Item(Item::user(format!("{i}"))), false)
+                .await
+                .unwrap();
+        }
+        log.shutdown().await.unwrap();
+        let before = std::fs::read(home.log_path(source)).unwrap();
+
+        let fork = fork_session(&home, source, Some(2)).await.unwrap();
+        let contents = read_log(&home.log_path(fork)).unwrap();
+        let header = contents.header.unwrap();
+        assert_eq!(header.session_id, fork);
+        assert_eq!(header.forked_from, Some((source, 2)));
+        assert_eq!(header.model, "m");
+        assert_eq!(contents.records.len(), 2);
+        assert_eq!(std::fs::read(home.log_path(source)).unwrap(), before);
+
+        let missing = fork_session(&home, Uuid::new_v4(), None).await;
+        assert!(matches!(missing, Err(PodError::NoSuchSession { .. })));
+    }
+}

@@ -1,0 +1,133 @@
+//! One job of the Pod, run in its own task with the parts it needs: a prompt
+//! (a turn, continued through any compactions it asks for) or a manual
+//! compaction.
+
+use crate::compact::{CompactionConfig, CompactionReport, Compactor};
+use crate::error::PodError;
+use crate::events::PodEvent;
+use crate::interceptor::PodInterceptor;
+use crate::log::LogWriter;
+use crate::observer::PodObserver;
+use pod_llm::{Item, Provider};
+use pod_tools::TodoStore;
+use pod_worker::{TurnEndReason, TurnOutcome, Worker};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+/// What a job is.
+pub(crate) enum Job {
+    /// Run a turn, with a new prompt or continuing.
+    Prompt(Option<String>),
+    /// Compact now.
+    Compact,
+}
+
+/// How a job ended.
+pub(crate) enum JobResult {
+    Turn(Result<TurnOutcome, PodError>),
+    Compact(Result<CompactionReport, PodError>),
+}
+
+/// Everything a job needs, moved into its task and back.
+pub(crate) struct TurnParts {
+    pub worker: Worker,
+    pub interceptor: PodInterceptor,
+    pub observer: PodObserver,
+    pub compaction: CompactionSetup,
+}
+
+/// What compaction needs besides the worker.
+pub(crate) struct CompactionSetup {
+    pub provider: Arc<dyn Provider>,
+    pub config: CompactionConfig,
+    pub todos: TodoStore,
+    pub log: LogWriter,
+    pub events: broadcast::Sender<PodEvent>,
+}
+
+impl TurnParts {
+    pub async fn run(&mut self, job: Job, cancel: &CancellationToken) -> JobResult {
+        match job {
+            Job::Prompt(text) => JobResult::Turn(self.run_prompt(text, cancel).await),
+            Job::Compact => JobResult::Compact(self.compact(cancel).await),
+        }
+    }
+
+    async fn run_prompt(
+        &mut self,
+        text: Option<String>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, PodError> {
+        let mut prompt = text.map(Item::user);
+        let mut total = TurnOutcome {
+            reason: TurnEndReason::EndTurn,
+            requests: 0,
+            usage: Default::default(),
+        };
+        loop {
+            let outcome = self
+                .worker
+                .run_turn(
+                    prompt.take(),
+                    &mut self.interceptor,
+                    &mut self.observer,
+                    cancel,
+                )
+                .await?;
+            total.requests += outcome.requests;
+            total.usage.prompt_tokens += outcome.usage.prompt_tokens;
+            total.usage.completion_tokens += outcome.usage.completion_tokens;
+            total.reason = outcome.reason.clone();
+            if outcome.reason != TurnEndReason::Yielded
+                || !self.interceptor.take_compaction_request()
+            {
+                return Ok(total);
+            }
+            // The turn yielded before a request because the context is full:
+            // compact, then go on with the same turn. A failure is reported
+            // and the turn goes on uncompacted.
+            let _ = self.compact(cancel).await;
+            if cancel.is_cancelled() {
+                total.reason = TurnEndReason::Cancelled;
+                return Ok(total);
+            }
+        }
+    }
+
+    async fn compact(&mut self, cancel: &CancellationToken) -> Result<CompactionReport, PodError> {
+        let setup = &self.compaction;
+        let _ = setup.events.send(PodEvent::CompactionStarted);
+        let compactor = Compactor {
+            provider: setup.provider.clone(),
+            config: &setup.config,
+            todos: &setup.todos,
+            log: &setup.log,
+        };
+        match compactor.run(&mut self.worker, cancel).await {
+            Ok(report) => {
+                self.interceptor.compaction_succeeded();
+                let _ = setup.events.send(PodEvent::Compacted {
+                    tokens_before: report.tokens_before,
+                    tokens_after: report.tokens_after,
+                    summary_chars: report.summary_chars,
+                });
+                Ok(report)
+            }
+            Err(err) => {
+                let paused = self.interceptor.compaction_failed();
+                let mut reason = err.to_string();
+                if paused {
+                    reason.push_str(
+                        "; automatic compaction is paused until the next prompt after repeated failures",
+                    );
+                }
+                tracing::warn!(%reason, "compaction failed");
+                let _ = setup.events.send(PodEvent::CompactionFailed {
+                    reason: reason.clone(),
+                });
+                Err(PodError::Compaction(reason))
+            }
+        }
+    }
+}
