@@ -58,6 +58,10 @@ pub enum ItemKind {
         /// Whether the call failed.
         #[serde(default)]
         is_error: bool,
+        /// Structured data the tool records for replay (for example the hash
+        /// of a file it read). Never sent to the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        meta: Option<serde_json::Value>,
     },
     /// A message injected by the runtime, never typed by the user.
     System {
@@ -153,6 +157,7 @@ impl Item {
             call_id: call_id.into(),
             content: content.into(),
             is_error,
+            meta: None,
         })
     }
 
@@ -254,6 +259,7 @@ mod tests {
                 call_id: "c1".into(),
                 content: "ok".into(),
                 is_error: false,
+                meta: None,
             },
         };
         assert_eq!(

@@ -9,7 +9,7 @@ use crate::tool::{ToolContext, ToolOutput, ToolRegistry};
 use crate::worker::{CallsStop, Worker};
 use futures_util::future::join_all;
 use futures_util::FutureExt;
-use pod_llm::{Item, ToolCall};
+use pod_llm::{Item, ItemKind, ToolCall};
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -82,6 +82,7 @@ impl Worker {
                     arguments: call.arguments.clone(),
                     content: output.content,
                     is_error: output.is_error,
+                    meta: output.meta,
                 };
                 if let Planned::Run(info) = plan {
                     result.arguments = info.arguments;
@@ -94,7 +95,12 @@ impl Worker {
                     content: result.content.clone(),
                     is_error: result.is_error,
                 });
-                let item = Item::tool_result(call.id, result.content, result.is_error);
+                let item = Item::new(ItemKind::ToolResult {
+                    call_id: call.id,
+                    content: result.content,
+                    is_error: result.is_error,
+                    meta: result.meta,
+                });
                 self.commit(item, observer).await?;
             }
             if stop.is_none() && cancel.is_cancelled() {

@@ -94,6 +94,8 @@ pub struct ToolResultInfo {
     pub content: String,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Replay data the tool attached (kept in the log, not shown to the model).
+    pub meta: Option<serde_json::Value>,
 }
 
 /// Hooks into a turn, called in this order:

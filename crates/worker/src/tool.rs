@@ -13,6 +13,8 @@ pub struct ToolOutput {
     pub content: String,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Structured data kept in the log for replay, never shown to the model.
+    pub meta: Option<serde_json::Value>,
 }
 
 impl ToolOutput {
@@ -21,7 +23,14 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            meta: None,
         }
+    }
+
+    /// Attaches replay data to the result.
+    pub fn with_meta(mut self, meta: serde_json::Value) -> Self {
+        self.meta = Some(meta);
+        self
     }
 
     /// A failed result; say what failed and what to do instead.
@@ -29,6 +38,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            meta: None,
         }
     }
 }

@@ -111,6 +111,7 @@ fn render_item(item: &Item, cut: bool) -> String {
             call_id,
             content,
             is_error,
+            ..
         } => {
             let label = if *is_error {
                 "tool error"

@@ -166,6 +166,7 @@ async fn resume_after_every_crash_point() {
                     call_id: call_id.clone(),
                     content: INTERRUPTED_RESULT.into(),
                     is_error: true,
+                    meta: None,
                 },
                 "interrupted result at byte {cut}"
             );

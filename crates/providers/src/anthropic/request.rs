@@ -102,6 +102,7 @@ fn blocks(item: &Item) -> (Role, Vec<Value>) {
             call_id,
             content,
             is_error,
+            ..
         } => {
             let mut block = json!({
                 "type": "tool_result",

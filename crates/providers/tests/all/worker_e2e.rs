@@ -203,6 +203,7 @@ fn summary(history: &[Item]) -> Vec<String> {
                 call_id,
                 content,
                 is_error,
+                ..
             } => format!(
                 "result {call_id} error={is_error}: {}",
                 content.chars().take(30).collect::<String>()

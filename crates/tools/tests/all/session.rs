@@ -81,6 +81,7 @@ fn transcript(items: &[Item]) -> String {
                 call_id,
                 content,
                 is_error,
+                ..
             } => {
                 format!("result {call_id} (error: {is_error}):\n{content}")
             }
@@ -157,6 +158,7 @@ async fn the_model_plans_works_updates_the_plan_and_finishes() {
                       [ ] rewrite: Rewrite the mocks"
                 .into(),
             is_error: false,
+            meta: None,
         }
     );
     // The last request saw the whole session.

@@ -448,6 +448,7 @@ pub fn result_of(history: &[Item], call_id: &str) -> (String, bool) {
                 call_id: id,
                 content,
                 is_error,
+                ..
             } if id == call_id => Some((content.clone(), *is_error)),
             _ => None,
         })
