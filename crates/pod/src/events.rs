@@ -33,6 +33,14 @@ pub enum PodEvent {
         /// The text.
         text: String,
     },
+    /// A request's stream dropped midway and the request is sent again; text
+    /// shown from the failed attempt is void.
+    RequestRetried {
+        /// Retry number (1 for the first retry).
+        attempt: u32,
+        /// Why the stream failed.
+        error: String,
+    },
     /// A tool call starts.
     ToolCallStarted {
         /// Call id.

@@ -87,6 +87,9 @@ impl TurnObserver for PodObserver {
                 content,
                 is_error,
             },
+            WorkerEvent::RequestRetried { attempt, error } => {
+                PodEvent::RequestRetried { attempt, error }
+            }
             WorkerEvent::RequestStarted { .. } | WorkerEvent::Usage(_) => return,
         };
         self.emit(event);

@@ -31,6 +31,14 @@ pub enum WorkerEvent {
     },
     /// Usage reported for one request.
     Usage(Usage),
+    /// A request's stream failed after it started and is sent again; what
+    /// was streamed of the failed attempt is void.
+    RequestRetried {
+        /// Retry number (1 for the first retry).
+        attempt: u32,
+        /// Why the stream failed.
+        error: String,
+    },
 }
 
 /// Watches a turn. `on_history_append` is awaited before the turn moves on,

@@ -25,6 +25,13 @@ pub struct WorkerConfig {
     /// How long a cancelled tool may take to stop by itself before it is
     /// dropped (dropping kills what it spawned with `kill_on_drop`).
     pub cancel_grace: Duration,
+    /// How many times a request whose stream failed with a retryable error
+    /// after it started (a dropped connection) is sent again. Providers retry
+    /// by themselves only before the first event; past that point only the
+    /// worker can, because it discards the partial response.
+    pub stream_retries: u32,
+    /// Wait before the first such retry, doubled for each later one.
+    pub stream_retry_delay: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -33,6 +40,8 @@ impl Default for WorkerConfig {
             system_prompt: String::new(),
             max_requests_per_turn: 100,
             cancel_grace: Duration::from_secs(2),
+            stream_retries: 2,
+            stream_retry_delay: Duration::from_millis(500),
         }
     }
 }
@@ -86,6 +95,12 @@ pub struct Worker {
 enum Streamed {
     Complete(AssembledResponse),
     Cancelled(String),
+}
+
+/// A failed stream: before any event arrived, or midway through.
+enum StreamFailure {
+    Start(pod_llm::ProviderError),
+    Midway(pod_llm::ProviderError),
 }
 
 pub(crate) enum CallsStop {
@@ -200,7 +215,7 @@ impl Worker {
                 history: request_items,
                 tools: self.tools.specs(),
             };
-            let response = match self.stream_response(request, observer, cancel).await? {
+            let response = match self.stream_with_retries(request, observer, cancel).await? {
                 Streamed::Complete(response) => response,
                 Streamed::Cancelled(partial_text) => {
                     if !partial_text.is_empty() {
@@ -266,18 +281,58 @@ impl Worker {
         }
     }
 
-    async fn stream_response(
+    /// Streams a response, sending the request again when its stream fails
+    /// with a retryable error. Nothing of a failed attempt is kept; front
+    /// ends are told to drop what they showed of it.
+    async fn stream_with_retries(
         &self,
         request: ProviderRequest,
         observer: &mut dyn TurnObserver,
         cancel: &CancellationToken,
     ) -> Result<Streamed, WorkerError> {
+        let mut attempt = 0;
+        loop {
+            let error = match self
+                .stream_response(request.clone(), observer, cancel)
+                .await
+            {
+                Err(StreamFailure::Midway(error))
+                    if error.is_retryable() && attempt < self.config.stream_retries =>
+                {
+                    error
+                }
+                Err(StreamFailure::Midway(error) | StreamFailure::Start(error)) => {
+                    return Err(error.into())
+                }
+                Ok(streamed) => return Ok(streamed),
+            };
+            attempt += 1;
+            tracing::warn!(%error, attempt, "model stream failed; sending the request again");
+            observer.on_event(WorkerEvent::RequestRetried {
+                attempt,
+                error: error.to_string(),
+            });
+            let delay = self.config.stream_retry_delay * 2u32.saturating_pow(attempt - 1);
+            tokio::select! {
+                _ = cancel.cancelled() => return Ok(Streamed::Cancelled(String::new())),
+                _ = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    async fn stream_response(
+        &self,
+        request: ProviderRequest,
+        observer: &mut dyn TurnObserver,
+        cancel: &CancellationToken,
+    ) -> Result<Streamed, StreamFailure> {
         let mut stream = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Ok(Streamed::Cancelled(String::new())),
-            stream = self.provider.stream(request) => stream?,
+            stream = self.provider.stream(request) => stream.map_err(StreamFailure::Start)?,
         };
         let mut assembler = ResponseAssembler::new();
+        let mut started = false;
         loop {
             let next = tokio::select! {
                 biased;
@@ -287,7 +342,14 @@ impl Worker {
                 next = stream.next() => next,
             };
             let Some(event) = next else { break };
-            let event = event?;
+            // Before the first event the provider's own retry layer decides;
+            // after it, only the worker can start over.
+            let fail = |error| match started {
+                true => StreamFailure::Midway(error),
+                false => StreamFailure::Start(error),
+            };
+            let event = event.map_err(fail)?;
+            started = true;
             match &event {
                 pod_llm::StreamEvent::TextDelta { text } => {
                     observer.on_event(WorkerEvent::TextDelta(text.clone()))
@@ -297,7 +359,7 @@ impl Worker {
                 }
                 _ => {}
             }
-            assembler.push(event)?;
+            assembler.push(event).map_err(StreamFailure::Midway)?;
         }
         Ok(Streamed::Complete(assembler.finish()))
     }

@@ -210,13 +210,21 @@ async fn a_provider_error_returns_the_error_and_keeps_history_valid() {
     t.assert_valid(&seen);
 }
 
-#[tokio::test]
-async fn a_failure_mid_stream_commits_nothing_of_that_response() {
+fn dropped_midway() -> ScriptStep {
     let mut failing = ScriptStep::http_error(502, "connection reset");
     failing.fail_mid_stream = true;
     failing.text = "I will call a tool".into();
     failing.tool_calls = ScriptStep::tool_call("echo", json!({"text": "x"})).tool_calls;
-    let mut t = TestWorker::new(vec![failing]);
+    failing
+}
+
+#[tokio::test]
+async fn a_failure_mid_stream_commits_nothing_of_that_response() {
+    let config = WorkerConfig {
+        stream_retries: 0,
+        ..WorkerConfig::default()
+    };
+    let mut t = TestWorker::with_config(vec![dropped_midway()], config);
     let mut seen = Observed::default();
     let err = t
         .turn(Some("go"), &mut Recorder::new(), &mut seen)
@@ -231,6 +239,60 @@ async fn a_failure_mid_stream_commits_nothing_of_that_response() {
         .events
         .iter()
         .any(|e| matches!(e, pod_worker::WorkerEvent::TextDelta(_))));
+    assert_eq!(shape(t.history()), ["user:go"]);
+    assert_eq!(t.echo.runs.load(Ordering::SeqCst), 0);
+    t.assert_valid(&seen);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_dropped_midway_is_retried_and_its_tool_runs_once() {
+    let mut t = TestWorker::new(vec![
+        dropped_midway(),
+        ScriptStep::tool_call("echo", json!({"text": "x"})),
+        ScriptStep::text("done"),
+    ]);
+    let mut seen = Observed::default();
+    let outcome = t
+        .turn(Some("go"), &mut Recorder::new(), &mut seen)
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.requests, 2,
+        "a retry is the same request, not a new one"
+    );
+    assert_eq!(
+        shape(t.history()),
+        [
+            "user:go",
+            "assistant:[\"call_1_0\"]",
+            "result:call_1_0",
+            "assistant:done[]"
+        ]
+    );
+    assert_eq!(t.echo.runs.load(Ordering::SeqCst), 1);
+    assert!(seen.events.iter().any(|e| matches!(
+        e,
+        pod_worker::WorkerEvent::RequestRetried { attempt: 1, .. }
+    )));
+    // The retry sent exactly what the failed attempt sent.
+    let requests = t.provider.requests();
+    assert_eq!(requests[0], requests[1]);
+    t.assert_valid(&seen);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_keeps_dropping_fails_the_turn_after_the_retries() {
+    let mut t = TestWorker::new(vec![dropped_midway(), dropped_midway(), dropped_midway()]);
+    let mut seen = Observed::default();
+    let err = t
+        .turn(Some("go"), &mut Recorder::new(), &mut seen)
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        WorkerError::Provider(ProviderError::Http { status: 502, .. })
+    ));
+    assert_eq!(t.provider.requests().len(), 3);
     assert_eq!(shape(t.history()), ["user:go"]);
     assert_eq!(t.echo.runs.load(Ordering::SeqCst), 0);
     t.assert_valid(&seen);
