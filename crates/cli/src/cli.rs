@@ -1,0 +1,229 @@
+//! The command line: every flag and subcommand, with the help text users read.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Examples:
+  pod demo                                   # see a Pod plan, crash, resume and finish (no key needed)
+  pod run --provider scripted --script s.json \"Tidy the tests\"
+  pod run --profile claude --until-done \"Port the parser to nom\"
+  pod sessions                               # what ran here, and how it ended
+  pod show 3f2a                              # history and todos (an id prefix is enough)
+  pod resume 3f2a                            # continue the unfinished plan after a crash
+  pod fork 3f2a --at 12                      # branch off before item 12
+
+Sessions live in $POD_HOME (default $XDG_DATA_HOME/pod, then ~/.local/share/pod).
+Exit codes: 0 done, 1 error, 2 usage, 130 interrupted (Ctrl-C).";
+
+/// Run long-lived LLM agents whose sessions survive crashes.
+///
+/// Every session is an append-only log; its todo plan is rebuilt from that
+/// log, so a killed run resumes where it stopped.
+#[derive(Debug, Parser)]
+#[command(name = "pod", version, after_help = AFTER_HELP, propagate_version = true)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Logging and output options shared by every command.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// More diagnostics on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Write diagnostics to this file instead of stderr.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub log_file: Option<PathBuf>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Watch a scripted agent plan, get killed, resume from its log and finish.
+    ///
+    /// Needs no key and no network: the model is the embedded scripted one.
+    /// The session is kept in $POD_HOME, so `pod show ID` works afterwards.
+    Demo(DemoArgs),
+    /// Start a new session on a task.
+    #[command(after_help = "Examples:
+  pod run --provider scripted --script plan.json \"Add a --json flag\"
+  pod run --profile ollama --workspace ~/src/app \"Fix the failing test\"
+  pod run --until-done --max-turns 20 --json \"Migrate the config\" | jq .event")]
+    Run(RunArgs),
+    /// Continue a session, after a crash too.
+    ///
+    /// Without TEXT the model continues its unfinished plan; with TEXT it
+    /// gets new instructions.
+    #[command(after_help = "Examples:
+  pod resume 3f2a --provider scripted --script plan.json
+  pod resume 3f2a --until-done \"Also update the changelog\"")]
+    Resume(ResumeArgs),
+    /// List sessions with their status and todo progress.
+    ///
+    /// Status is one of: running (another process has it open), done (the
+    /// model answered and every todo is completed), idle (the model answered;
+    /// todos may remain), interrupted (it stopped mid-turn: crash, Ctrl-C or
+    /// an error; `pod resume` continues it).
+    Sessions(SessionsArgs),
+    /// Print a session's history and its current todos.
+    ///
+    /// Reminders, notifications and compaction boundaries are marked. Read
+    /// only: works on running sessions too.
+    Show(ShowArgs),
+    /// Start a new session from the first N items of another.
+    ///
+    /// Its todos are what replaying those items gives, so forking from
+    /// before a plan change brings the older plan back. The source is
+    /// untouched.
+    Fork(ForkArgs),
+}
+
+/// `pod demo` (no options: it always plays the same story).
+#[derive(Debug, Args)]
+pub struct DemoArgs {}
+
+/// Which model answers.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ModelArgs {
+    /// A named profile from $XDG_CONFIG_HOME/pod/config.toml.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// The provider kind (overrides the profile's).
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub provider: Option<ProviderKindArg>,
+    /// Script of the scripted model (with --provider scripted); see README.
+    #[arg(long, value_name = "FILE.json")]
+    pub script: Option<PathBuf>,
+    /// Base URL of an HTTP provider (overrides the profile's).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model id (overrides the profile's).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+}
+
+/// Provider kinds on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderKindArg {
+    /// The deterministic scripted model: needs --script FILE.json.
+    Scripted,
+    /// An OpenAI-compatible Chat Completions API.
+    Openai,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+/// How a session is driven: shared by `run` and `resume`.
+#[derive(Debug, Clone, Args)]
+pub struct DriveArgs {
+    /// Print NDJSON events on stdout (one PodEvent per line) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep going while todos are unfinished (autonomous mode).
+    #[arg(long)]
+    pub until_done: bool,
+    /// With --until-done: at most this many continuations.
+    #[arg(long, default_value_t = 50, value_name = "N", requires = "until_done",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: u32,
+    /// When the log is fsynced: every item, at tool results and turn ends, or never.
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Turn)]
+    pub durability: DurabilityArg,
+}
+
+/// `--durability` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DurabilityArg {
+    /// fsync after every item.
+    Always,
+    /// fsync after tool results and at turn ends.
+    Turn,
+    /// Leave it to the OS.
+    Never,
+}
+
+impl From<DurabilityArg> for pod::Durability {
+    fn from(arg: DurabilityArg) -> Self {
+        match arg {
+            DurabilityArg::Always => pod::Durability::Always,
+            DurabilityArg::Turn => pod::Durability::Turn,
+            DurabilityArg::Never => pod::Durability::Never,
+        }
+    }
+}
+
+/// `pod run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task.
+    #[arg(value_name = "TASK", required = true)]
+    pub task: String,
+    /// The directory the agent works in.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// How to drive it.
+    #[command(flatten)]
+    pub drive: DriveArgs,
+}
+
+/// `pod resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// Session id (a unique prefix is enough).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// New instructions; without them the model continues its plan.
+    #[arg(value_name = "TEXT")]
+    pub text: Option<String>,
+    /// The directory the agent works in (default: the session's).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// How to drive it.
+    #[command(flatten)]
+    pub drive: DriveArgs,
+}
+
+/// `pod sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// One JSON array on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `pod show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Session id (a unique prefix is enough).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// One JSON document on stdout: the session, its todos and full history.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `pod fork`.
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// Session id (a unique prefix is enough).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Keep the first N history items (default: all); `pod show` numbers them.
+    #[arg(long, value_name = "N")]
+    pub at: Option<usize>,
+    /// Print the new session as JSON.
+    #[arg(long)]
+    pub json: bool,
+}

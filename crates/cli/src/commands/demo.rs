@@ -1,0 +1,286 @@
+//! `pod demo`: a scripted agent plans, works, is killed with SIGKILL,
+//! resumes from its log with its plan intact, passes through a compaction
+//! and finishes, narrated one line per stage.
+//!
+//! The agent runs as real child processes of this binary (`pod run --json`,
+//! then `pod resume --json`) on the embedded script, in a temporary
+//! workspace; the session itself goes to the real POD_HOME so `pod show`
+//! works afterwards. The script's step after the kill point waits for ten
+//! minutes before answering, so the kill always lands while the model is
+//! "thinking"; the resume plays the same script without that wait.
+
+use crate::cli::DemoArgs;
+use crate::error::Outcome;
+use crate::render;
+use crate::session::{self, Status};
+use crate::style::Style;
+use anyhow::{bail, ensure, Context, Result};
+use pod_llm::Script;
+use pod_tools::{TodoItem, TodoStatus};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use uuid::Uuid;
+
+/// The demo's model: a script of todo updates and answers, with a
+/// `compaction` step for the summary.
+const DEMO_SCRIPT: &str = include_str!("demo.json");
+
+/// The task the scripted agent is given.
+const TASK: &str = "Add a --json flag to the `report` tool";
+
+/// Todo updates the first run makes before it is killed.
+const KILL_AFTER_UPDATES: usize = 3;
+
+/// Runs the demo.
+pub fn run(_args: DemoArgs) -> Result<Outcome> {
+    let home = super::home()?;
+    let say = Narrator::new(Style::for_stdout());
+    let dir = tempfile::Builder::new()
+        .prefix("pod-demo-")
+        .tempdir()
+        .context("cannot create the demo's temporary directory")?;
+    let files = DemoFiles::write(dir.path())?;
+    say.stage(&format!(
+        "a scripted agent (no key, no network) starts on \"{TASK}\" in {}",
+        files.workspace.display()
+    ));
+
+    let (id, before_kill) = first_run(&files, &say)?;
+    let loaded = session::load(&home, id)?;
+    ensure!(
+        loaded.summary.status == Status::Interrupted,
+        "after the kill the session should be interrupted, not {}",
+        loaded.summary.status.as_str()
+    );
+    ensure!(
+        loaded.todos == before_kill,
+        "the replayed plan differs from the one the agent had when it was killed"
+    );
+    say.stage(&format!(
+        "its log replays to the same plan: {} — the todos survived the crash",
+        plan_gist(&loaded.todos)
+    ));
+
+    resume(&files, id, &say)?;
+    let loaded = session::load(&home, id)?;
+    ensure!(
+        loaded.summary.status == Status::Done,
+        "the resumed session should be done, not {}",
+        loaded.summary.status.as_str()
+    );
+    say.stage(&format!(
+        "finished: {} of {} todos completed",
+        loaded.summary.todos.completed, loaded.summary.todos.total
+    ));
+    println!("{}", render::checklist(&loaded.todos, say.style));
+    println!();
+    println!("session {id}");
+    println!("log     {}", loaded.summary.log_path.display());
+    println!("see it: pod show {id}");
+    Ok(Outcome::Done)
+}
+
+/// The scripts and workspace in the temporary directory.
+struct DemoFiles {
+    workspace: PathBuf,
+    run_script: PathBuf,
+    resume_script: PathBuf,
+    stderr: PathBuf,
+}
+
+impl DemoFiles {
+    fn write(dir: &Path) -> Result<Self> {
+        let script: Script =
+            serde_json::from_str(DEMO_SCRIPT).context("the embedded demo script is invalid")?;
+        let workspace = dir.join("workspace");
+        std::fs::create_dir(&workspace).context("cannot create the demo workspace")?;
+        let run_script = dir.join("run.json");
+        write_json(&run_script, &script)?;
+        // The resumed model answers at once where the first one hung.
+        let mut resumed = script;
+        for step in &mut resumed.steps {
+            step.delay_ms = None;
+        }
+        let resume_script = dir.join("resume.json");
+        write_json(&resume_script, &resumed)?;
+        Ok(Self {
+            workspace,
+            run_script,
+            resume_script,
+            stderr: dir.join("stderr.log"),
+        })
+    }
+
+    /// `pod ARGS --json --until-done --provider scripted --script SCRIPT`,
+    /// stdout piped, stderr to a file shown if something fails.
+    fn child(&self, args: &[&str], script: &Path) -> Result<Child> {
+        let exe = std::env::current_exe().context("cannot find the pod binary")?;
+        let stderr = std::fs::File::create(&self.stderr).context("cannot create stderr log")?;
+        Command::new(exe)
+            .args(args)
+            .args([
+                "--json",
+                "--until-done",
+                "--provider",
+                "scripted",
+                "--script",
+            ])
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .context("cannot start the agent process")
+    }
+
+    fn child_stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+}
+
+/// Runs the agent until its `KILL_AFTER_UPDATES`-th todo update, then kills
+/// it with SIGKILL. Returns the session id and the plan at the kill.
+fn first_run(files: &DemoFiles, say: &Narrator) -> Result<(Uuid, Vec<TodoItem>)> {
+    let workspace = files.workspace.to_string_lossy().into_owned();
+    let mut child = files.child(&["run", "--workspace", &workspace, TASK], &files.run_script)?;
+    let stdout = child.stdout.take().context("no stdout from the agent")?;
+    let mut id = None;
+    let mut updates = 0;
+    let mut plan = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let event = parse_event(&line.context("cannot read the agent's output")?)?;
+        match event["event"].as_str().unwrap_or_default() {
+            "session_started" => {
+                let started = session_id(&event)?;
+                say.stage(&format!("session {started} started (pid {})", child.id()));
+                id = Some(started);
+            }
+            "todos_changed" => {
+                updates += 1;
+                plan = serde_json::from_value(event["todos"].clone())
+                    .context("a todos_changed event without todos")?;
+                if updates == 1 {
+                    say.stage(&format!(
+                        "it plans {} steps with todo_write: {}",
+                        plan.len(),
+                        plan_gist(&plan)
+                    ));
+                } else {
+                    say.stage(&format!("it works through the plan: {}", plan_gist(&plan)));
+                }
+                if updates == KILL_AFTER_UPDATES {
+                    break;
+                }
+            }
+            "reminder_injected" => say.stage(
+                "it ends a turn with work left; the runtime reminds it of the plan and it goes on",
+            ),
+            _ => {}
+        }
+    }
+    if updates < KILL_AFTER_UPDATES {
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!(
+            "the agent stopped before its {KILL_AFTER_UPDATES}th todo update: {}",
+            files.child_stderr().trim()
+        );
+    }
+    // On unix this is SIGKILL: no cleanup, no flush, like a crash.
+    child.kill().context("cannot kill the agent")?;
+    child.wait().context("cannot reap the agent")?;
+    let id = id.context("the agent never said its session id")?;
+    say.stage(&format!(
+        "kill -9 while the model is answering: the process is gone mid-task ({})",
+        progress_words(&plan)
+    ));
+    Ok((id, plan))
+}
+
+/// `pod resume ID` with no text: it continues the unfinished plan.
+fn resume(files: &DemoFiles, id: Uuid, say: &Narrator) -> Result<()> {
+    let id_text = id.to_string();
+    say.stage(&format!(
+        "pod resume {id_text}: the log is replayed and the agent goes on"
+    ));
+    let mut child = files.child(&["resume", &id_text], &files.resume_script)?;
+    let stdout = child.stdout.take().context("no stdout from the agent")?;
+    let mut compacted = false;
+    for line in BufReader::new(stdout).lines() {
+        let event = parse_event(&line.context("cannot read the agent's output")?)?;
+        match event["event"].as_str().unwrap_or_default() {
+            "compacted" => {
+                compacted = true;
+                say.stage(&format!(
+                    "its context nears the model's window: compacted ~{} → ~{} tokens, \
+                     the unfinished plan carried over",
+                    event["tokens_before"], event["tokens_after"]
+                ));
+            }
+            "compaction_failed" => say.stage(&format!(
+                "compaction failed ({}); the history is kept",
+                event["reason"].as_str().unwrap_or_default()
+            )),
+            "todos_changed" => {
+                let plan: Vec<TodoItem> = serde_json::from_value(event["todos"].clone())
+                    .context("a todos_changed event without todos")?;
+                say.stage(&format!("it works through the plan: {}", plan_gist(&plan)));
+            }
+            _ => {}
+        }
+    }
+    let status = child.wait().context("cannot wait for the agent")?;
+    ensure!(
+        status.success(),
+        "the resumed agent failed ({status}): {}",
+        files.child_stderr().trim()
+    );
+    ensure!(compacted, "the resumed agent never compacted its context");
+    Ok(())
+}
+
+/// One line per stage.
+struct Narrator {
+    style: Style,
+}
+
+impl Narrator {
+    fn new(style: Style) -> Self {
+        Self { style }
+    }
+
+    fn stage(&self, text: &str) {
+        println!("{} {text}", self.style.cyan("▸"));
+    }
+}
+
+fn write_json(path: &Path, script: &Script) -> Result<()> {
+    let json = serde_json::to_vec_pretty(script).context("cannot encode the demo script")?;
+    std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn parse_event(line: &str) -> Result<Value> {
+    serde_json::from_str(line).with_context(|| format!("the agent printed a non-JSON line: {line}"))
+}
+
+fn session_id(event: &Value) -> Result<Uuid> {
+    let text = event["session_id"].as_str().unwrap_or_default();
+    Uuid::parse_str(text).with_context(|| format!("bad session id {text:?}"))
+}
+
+/// "2 of 5 done, now: Add a --json flag".
+fn plan_gist(plan: &[TodoItem]) -> String {
+    let current = plan
+        .iter()
+        .find(|t| t.status == TodoStatus::InProgress)
+        .map(|t| format!(", now: {}", t.content))
+        .unwrap_or_default();
+    format!("{}{current}", progress_words(plan))
+}
+
+fn progress_words(plan: &[TodoItem]) -> String {
+    let p = session::progress(plan);
+    format!("{} of {} done", p.completed, p.total)
+}

@@ -1,0 +1,37 @@
+//! `pod fork`: a new session from a prefix of another.
+
+use crate::cli::ForkArgs;
+use crate::error::{Failure, Outcome};
+use crate::session;
+use anyhow::{bail, Context, Result};
+
+/// Forks a session and prints the new id.
+pub async fn run(args: ForkArgs) -> Result<Outcome> {
+    let home = super::home()?;
+    let source = session::resolve(&home, &args.id)?;
+    let loaded = session::load(&home, source)?;
+    let total = loaded.summary.items;
+    if let Some(at) = args.at.filter(|at| *at > total) {
+        bail!(Failure::new(
+            format!("--at {at} is past the end: session {source} has {total} items"),
+            "`pod show ID` numbers the items; --at takes 0 to that number"
+        ));
+    }
+    let id = pod::fork_session(&home, source, args.at)
+        .await
+        .with_context(|| format!("cannot fork session {source}"))?;
+    let fork = session::load(&home, id)?;
+    if args.json {
+        let json =
+            serde_json::to_string_pretty(&fork.summary).context("cannot encode the session")?;
+        println!("{json}");
+    } else {
+        println!(
+            "forked {source} at item {} -> {id} ({} todos)",
+            fork.summary.items,
+            crate::render::progress(&fork.todos)
+        );
+        println!("  continue with: pod resume {id}");
+    }
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,67 @@
+//! `pod sessions`: every session with its status and todo progress.
+
+use crate::cli::SessionsArgs;
+use crate::error::Outcome;
+use crate::session::{self, Summary};
+use crate::style::Style;
+use anyhow::{Context, Result};
+
+/// Lists sessions, most recently updated first.
+pub fn run(args: SessionsArgs) -> Result<Outcome> {
+    let home = super::home()?;
+    let mut summaries = Vec::new();
+    for id in home.session_ids()? {
+        match session::load(&home, id) {
+            Ok(loaded) => summaries.push(loaded.summary),
+            // One damaged log must not hide the others.
+            Err(err) => eprintln!("warning: skipping session {id}: {err:#}"),
+        }
+    }
+    summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
+    if args.json {
+        let json = serde_json::to_string_pretty(&summaries).context("cannot encode sessions")?;
+        println!("{json}");
+    } else if summaries.is_empty() {
+        println!(
+            "no sessions under {} (try `pod demo`)",
+            home.path().display()
+        );
+    } else {
+        print!("{}", table(&summaries, Style::for_stdout()));
+    }
+    Ok(Outcome::Done)
+}
+
+/// The human table: one session per line.
+fn table(summaries: &[Summary], style: Style) -> String {
+    let mut out = style.bold(&format!(
+        "{:<8}  {:<11}  {:<5}  {:<16}  {:<16}  {}\n",
+        "ID", "STATUS", "TODOS", "UPDATED", "MODEL", "WORKSPACE"
+    ));
+    for s in summaries {
+        let id = s.id.to_string();
+        let status = format!("{:<11}", s.status.as_str());
+        let status = match s.status {
+            session::Status::Running => style.yellow(&status),
+            session::Status::Done => style.green(&status),
+            session::Status::Interrupted => style.red(&status),
+            session::Status::Idle => status,
+        };
+        let todos = if s.todos.total == 0 {
+            "-".to_string()
+        } else {
+            format!("{}/{}", s.todos.completed, s.todos.total)
+        };
+        out.push_str(&format!(
+            "{:<8}  {status}  {:<5}  {:<16}  {:<16}  {}\n",
+            &id[..8],
+            todos,
+            s.updated_at
+                .with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M"),
+            crate::render::shorten(&s.model, 16),
+            s.workspace.display()
+        ));
+    }
+    out
+}

@@ -1,0 +1,77 @@
+//! `pod show`: a session's history and current todos, read from its log.
+
+use crate::cli::ShowArgs;
+use crate::error::Outcome;
+use crate::render;
+use crate::session::{self, Loaded, Summary};
+use crate::style::Style;
+use anyhow::{Context, Result};
+use pod_llm::Item;
+use pod_tools::TodoItem;
+use serde::Serialize;
+
+/// `pod show --json`: one document.
+#[derive(Serialize)]
+struct ShowJson<'a> {
+    session: &'a Summary,
+    todos: &'a [TodoItem],
+    /// The full history, as `PodHandle::get_history` returns it.
+    history: Vec<Item>,
+}
+
+/// Prints one session.
+pub fn run(args: ShowArgs) -> Result<Outcome> {
+    let home = super::home()?;
+    let id = session::resolve(&home, &args.id)?;
+    let loaded = session::load(&home, id)?;
+    if args.json {
+        let doc = ShowJson {
+            session: &loaded.summary,
+            todos: &loaded.todos,
+            history: loaded.full_history(),
+        };
+        let json = serde_json::to_string_pretty(&doc).context("cannot encode the session")?;
+        println!("{json}");
+    } else {
+        print!("{}", human(&loaded, Style::for_stdout()));
+    }
+    Ok(Outcome::Done)
+}
+
+/// The human form: a head, the numbered history, the todos.
+fn human(loaded: &Loaded, style: Style) -> String {
+    let s = &loaded.summary;
+    let mut out = format!(
+        "{} {}  {}\n",
+        style.bold("session"),
+        s.id,
+        style.bold(s.status.as_str())
+    );
+    out.push_str(&format!("  model      {}\n", s.model));
+    out.push_str(&format!("  workspace  {}\n", s.workspace.display()));
+    out.push_str(&format!(
+        "  created    {}\n  updated    {}\n",
+        s.created_at
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d %H:%M:%S"),
+        s.updated_at
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d %H:%M:%S")
+    ));
+    if let Some(fork) = &s.forked_from {
+        out.push_str(&format!(
+            "  forked     from {} at item {}\n",
+            fork.id, fork.at
+        ));
+    }
+    out.push_str(&format!("  log        {}\n\n", s.log_path.display()));
+    out.push_str(&render::history::history(&loaded.records, style));
+    out.push('\n');
+    if loaded.todos.is_empty() {
+        out.push_str("  No todo list.\n");
+    } else {
+        out.push_str(&render::checklist(&loaded.todos, style));
+        out.push('\n');
+    }
+    out
+}

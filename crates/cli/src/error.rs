@@ -1,0 +1,114 @@
+//! Exit codes and how errors reach the user: one line, then a hint.
+
+use crate::style::Style;
+use std::fmt;
+use std::process::ExitCode;
+
+/// The command did what it was asked.
+pub const EXIT_OK: u8 = 0;
+/// Something failed.
+pub const EXIT_ERROR: u8 = 1;
+/// Ctrl-C stopped it (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// How a command ended when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Finished.
+    Done,
+    /// Stopped by Ctrl-C; the session can be resumed.
+    Interrupted,
+}
+
+impl From<Outcome> for ExitCode {
+    fn from(outcome: Outcome) -> Self {
+        ExitCode::from(match outcome {
+            Outcome::Done => EXIT_OK,
+            Outcome::Interrupted => EXIT_INTERRUPTED,
+        })
+    }
+}
+
+/// An error the user can act on: what went wrong and what to do instead.
+#[derive(Debug)]
+pub struct Failure {
+    message: String,
+    hint: String,
+}
+
+impl Failure {
+    /// A failure with a hint.
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// Prints `error: <cause chain in one line>` and a hint on stderr.
+pub fn report(err: &anyhow::Error) -> ExitCode {
+    let style = Style::for_stderr();
+    let message = format!("{err:#}").replace('\n', " ");
+    eprintln!("{} {message}", style.red("error:"));
+    if let Some(hint) = hint_for(err) {
+        eprintln!("{} {hint}", style.bold("hint:"));
+    }
+    ExitCode::from(EXIT_ERROR)
+}
+
+fn hint_for(err: &anyhow::Error) -> Option<String> {
+    for cause in err.chain() {
+        if let Some(failure) = cause.downcast_ref::<Failure>() {
+            return Some(failure.hint.clone());
+        }
+        if let Some(err) = cause.downcast_ref::<pod::PodError>() {
+            return Some(pod_hint(err).to_string());
+        }
+        if let Some(err) = cause.downcast_ref::<pod_providers::ConfigError>() {
+            return Some(config_hint(err));
+        }
+    }
+    None
+}
+
+fn pod_hint(err: &pod::PodError) -> &'static str {
+    use pod::PodError;
+    match err {
+        PodError::NoSuchSession { .. } => "run `pod sessions` to list sessions",
+        PodError::SessionBusy { .. } => {
+            "another `pod` process has this session open: wait for it, or `pod fork` the session"
+        }
+        PodError::CorruptLog { .. } => {
+            "the log is damaged in the middle; `pod fork ID --at N` can save the items before the damage"
+        }
+        PodError::NoHome => "set POD_HOME to a directory for sessions",
+        PodError::Turn(_) => "the session is saved; `pod resume ID` retries from where it stopped",
+        _ => "rerun with -v for details",
+    }
+}
+
+fn config_hint(err: &pod_providers::ConfigError) -> String {
+    use pod_providers::ConfigError;
+    let file = pod_providers::ConfigFile::default_path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "$XDG_CONFIG_HOME/pod/config.toml".into());
+    match err {
+        ConfigError::MissingKey(var) => {
+            format!("export {var}=... (keys are read from the environment only)")
+        }
+        ConfigError::UnknownProfile { .. } | ConfigError::Parse { .. } => {
+            format!("profiles live in {file}; README's \"Real models\" section shows the format")
+        }
+        ConfigError::MissingModel(_) => "pass --model MODEL or set `model` in the profile".into(),
+        _ => format!("check the flags and {file}"),
+    }
+}

@@ -1,0 +1,40 @@
+//! `pod`: run, resume, inspect and fork sessions of the pod agent runtime.
+//!
+//! The binary only translates: flags become a `PodConfig`, `PodEvent`s
+//! become text or NDJSON, session logs become tables. It must not know how
+//! turns, logs or tools work inside.
+
+mod cli;
+mod commands;
+mod drive;
+mod error;
+mod model;
+mod output;
+mod render;
+mod session;
+mod style;
+mod tracing_setup;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // Usage errors print clap's message and exit 2 from here.
+    let cli = cli::Cli::parse();
+    if let Err(err) = tracing_setup::init(&cli.global) {
+        return error::report(&err);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        // Turns are IO-bound; two workers keep the Pod and the output apart.
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => return error::report(&anyhow::Error::new(err).context("cannot start tokio")),
+    };
+    match runtime.block_on(commands::dispatch(cli.command)) {
+        Ok(outcome) => outcome.into(),
+        Err(err) => error::report(&err),
+    }
+}

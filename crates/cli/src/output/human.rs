@@ -1,0 +1,210 @@
+//! Text for people: streamed answers, one line per tool call, a live todo
+//! checklist. On a terminal the checklist is redrawn in place while nothing
+//! else was printed after it; elsewhere it is printed again in full.
+
+use super::{Finished, Output, Started};
+use crate::render;
+use crate::style::Style;
+use anyhow::{Context, Result};
+use pod::PodEvent;
+use pod_tools::TODO_WRITE;
+use pod_worker::TurnEndReason;
+use std::io::Write;
+
+/// Human-readable output on stdout.
+pub struct HumanOutput {
+    style: Style,
+    // Whether the cursor is at the start of a line.
+    at_line_start: bool,
+    // Lines of the checklist that is the last thing on screen (0: none).
+    checklist_lines: usize,
+}
+
+impl HumanOutput {
+    /// Output decorated with `style`; cursor movement only when it allows
+    /// colours (a terminal).
+    pub fn new(style: Style) -> Self {
+        Self {
+            style,
+            at_line_start: true,
+            checklist_lines: 0,
+        }
+    }
+
+    fn write(&mut self, text: &str) -> Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .context("cannot write to stdout")?;
+        self.at_line_start = text.ends_with('\n');
+        self.checklist_lines = 0;
+        Ok(())
+    }
+
+    /// Writes whole lines, starting on a fresh line.
+    fn lines(&mut self, text: &str) -> Result<()> {
+        let lead = if self.at_line_start { "" } else { "\n" };
+        self.write(&format!("{lead}{text}\n"))
+    }
+
+    fn checklist(&mut self, todos: &[pod_tools::TodoItem]) -> Result<()> {
+        let text = render::checklist(todos, self.style);
+        let redraw = if self.style.ansi && self.checklist_lines > 0 {
+            // Up to the first line of the previous checklist, clear below.
+            format!("\x1b[{}F\x1b[J", self.checklist_lines)
+        } else {
+            String::new()
+        };
+        let lead = if self.at_line_start { "" } else { "\n" };
+        self.write(&format!("{redraw}{lead}{text}\n"))?;
+        self.checklist_lines = text.lines().count();
+        Ok(())
+    }
+
+    fn turn_ended(&mut self, reason: &TurnEndReason) -> Result<()> {
+        let note = match reason {
+            TurnEndReason::EndTurn => None,
+            TurnEndReason::Cancelled => Some("turn cancelled".to_string()),
+            TurnEndReason::MaxTokens => Some("the answer hit the output token limit".into()),
+            TurnEndReason::Refusal => Some("the provider refused the answer".into()),
+            TurnEndReason::MaxRequests => Some("the turn hit its request limit".into()),
+            TurnEndReason::Aborted(why) => Some(format!("turn aborted: {why}")),
+            TurnEndReason::Paused(why) => Some(format!("turn paused: {why}")),
+            TurnEndReason::Yielded => Some("turn yielded".into()),
+            TurnEndReason::Rejected(why) => Some(format!("prompt rejected: {why}")),
+        };
+        match note {
+            Some(note) => self.lines(&self.style.yellow(&format!("({note})"))),
+            None if !self.at_line_start => self.write("\n"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Output for HumanOutput {
+    fn started(&mut self, started: &Started) -> Result<()> {
+        let verb = if started.resumed {
+            "resumed"
+        } else {
+            "session"
+        };
+        self.lines(&format!(
+            "{} {} {}",
+            self.style.bold(verb),
+            started.session_id,
+            self.style.dim(&format!("({})", started.model))
+        ))
+    }
+
+    fn event(&mut self, event: &PodEvent) -> Result<()> {
+        let s = self.style;
+        match event {
+            PodEvent::TurnStarted { .. } => Ok(()),
+            PodEvent::TextDelta { text } => self.write(text),
+            PodEvent::ReasoningDelta { text } => self.write(&s.dim(text)),
+            PodEvent::ToolCallStarted {
+                name, arguments, ..
+            } => self.lines(&s.dim(&format!("  → {}", render::tool_call(name, arguments)))),
+            PodEvent::ToolCallFinished {
+                name,
+                content,
+                is_error,
+                ..
+            } => {
+                if *is_error {
+                    let line = format!("  ✗ {name}: {}", render::first_line(content, 100));
+                    self.lines(&s.red(&line))
+                } else if name == TODO_WRITE {
+                    // The checklist that follows says it all.
+                    Ok(())
+                } else {
+                    let line = format!("  ✓ {}", render::first_line(content, 100));
+                    self.lines(&s.dim(&line))
+                }
+            }
+            PodEvent::TodosChanged { todos } => self.checklist(todos),
+            PodEvent::ReminderInjected { text } => {
+                let line = format!("  ⏰ reminder: {}", reminder_gist(text));
+                self.lines(&s.cyan(&line))
+            }
+            PodEvent::NotificationDelivered { text } => {
+                let line = format!("  ✉ notification: {}", render::first_line(text, 100));
+                self.lines(&s.cyan(&line))
+            }
+            PodEvent::TurnEnded { reason, .. } => self.turn_ended(reason),
+            PodEvent::CompactionStarted => self.lines(&s.cyan("  ⇣ compacting the context…")),
+            PodEvent::Compacted {
+                tokens_before,
+                tokens_after,
+                summary_chars,
+            } => self.lines(&s.cyan(&format!(
+                "  ⇣ compacted: ~{tokens_before} → ~{tokens_after} tokens \
+                 (summary of {summary_chars} chars; the plan is carried over)"
+            ))),
+            PodEvent::CompactionFailed { reason } => self.lines(&s.yellow(&format!(
+                "  compaction failed, history kept: {}",
+                render::first_line(reason, 120)
+            ))),
+            PodEvent::Error { message } => {
+                self.lines(&s.red(&format!("  error: {}", render::first_line(message, 200))))
+            }
+            // Events newer than this front end are shown in --json only.
+            #[allow(unreachable_patterns)]
+            _ => Ok(()),
+        }
+    }
+
+    fn lagged(&mut self, count: u64) -> Result<()> {
+        self.lines(&self.style.dim(&format!("  ({count} events not shown)")))
+    }
+
+    fn note(&mut self, text: &str) -> Result<()> {
+        self.lines(&self.style.yellow(text))
+    }
+
+    fn finished(&mut self, finished: &Finished) -> Result<()> {
+        let s = self.style;
+        let todos = &finished.todos;
+        let mut state = if finished.interrupted {
+            "interrupted".to_string()
+        } else {
+            format!("{} model request(s)", finished.requests)
+        };
+        if todos.total > 0 {
+            state.push_str(&format!(
+                ", {} of {} todos completed",
+                todos.completed, todos.total
+            ));
+        }
+        let mut text = format!(
+            "{} {} {}\n  log: {}",
+            s.bold("session"),
+            finished.session_id,
+            s.dim(&format!("({state})")),
+            finished.log_path.display()
+        );
+        if finished.interrupted || todos.completed < todos.total {
+            text.push_str(&format!(
+                "\n  continue with: pod resume {}",
+                finished.session_id
+            ));
+        }
+        self.lines(&text)
+    }
+}
+
+/// A reminder in a few words: how much of the plan is left.
+fn reminder_gist(text: &str) -> String {
+    let unfinished = text
+        .lines()
+        .filter(|l| l.starts_with("[>]") || l.starts_with("[ ]"))
+        .count();
+    if unfinished > 0 {
+        format!("{unfinished} todo(s) unfinished")
+    } else {
+        render::first_line(text, 80)
+    }
+}

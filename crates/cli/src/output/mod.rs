@@ -1,0 +1,68 @@
+//! Where `run` and `resume` report: human text or NDJSON on stdout.
+
+mod human;
+mod json;
+
+pub use human::HumanOutput;
+pub use json::JsonOutput;
+
+use crate::session::Progress;
+use anyhow::Result;
+use pod::PodEvent;
+use pod_worker::TurnEndReason;
+use serde::Serialize;
+use std::path::PathBuf;
+use uuid::Uuid;
+
+/// A session is being driven.
+#[derive(Debug, Clone, Serialize)]
+pub struct Started {
+    /// Session id.
+    pub session_id: Uuid,
+    /// Its log.
+    pub log_path: PathBuf,
+    /// Whether it was resumed (else it is new).
+    pub resumed: bool,
+    /// The model's name.
+    pub model: String,
+}
+
+/// Driving ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finished {
+    /// Session id.
+    pub session_id: Uuid,
+    /// Its log.
+    pub log_path: PathBuf,
+    /// How the last turn ended (none when it failed).
+    pub reason: Option<TurnEndReason>,
+    /// Model requests made.
+    pub requests: u32,
+    /// Todo progress at the end.
+    pub todos: Progress,
+    /// Whether Ctrl-C stopped it.
+    pub interrupted: bool,
+}
+
+/// A front end for one driven session.
+pub trait Output: Send {
+    /// The session id is known.
+    fn started(&mut self, started: &Started) -> Result<()>;
+    /// Something happened in the Pod.
+    fn event(&mut self, event: &PodEvent) -> Result<()>;
+    /// The front end missed `count` events (it fell behind).
+    fn lagged(&mut self, count: u64) -> Result<()>;
+    /// A message from the CLI itself (e.g. "cancelling").
+    fn note(&mut self, text: &str) -> Result<()>;
+    /// Driving is over.
+    fn finished(&mut self, finished: &Finished) -> Result<()>;
+}
+
+/// The output `--json` selects.
+pub fn for_flags(json: bool) -> Box<dyn Output> {
+    if json {
+        Box::new(JsonOutput::new())
+    } else {
+        Box::new(HumanOutput::new(crate::style::Style::for_stdout()))
+    }
+}

@@ -1,0 +1,170 @@
+//! A session's history for `pod show`: numbered items (the numbers `pod fork
+//! --at` takes), with reminders, notifications and compaction boundaries
+//! marked.
+
+use super::{first_line, tool_call};
+use crate::style::Style;
+use pod::log::{CompactionRecord, LogRecord};
+use pod_llm::{Item, ItemKind, SystemKind};
+
+/// Renders every record after the header.
+pub fn history(records: &[LogRecord], style: Style) -> String {
+    let mut out = String::new();
+    let mut number = 0usize;
+    for record in records {
+        match record {
+            LogRecord::Item(item) => {
+                number += 1;
+                out.push_str(&item_lines(number, item, style));
+            }
+            LogRecord::Compaction(boundary) => out.push_str(&boundary_lines(boundary, style)),
+            LogRecord::Header(_) => {}
+        }
+    }
+    out
+}
+
+/// A compaction boundary: what it saved and the summary the model now sees.
+fn boundary_lines(boundary: &CompactionRecord, style: Style) -> String {
+    let summary = match &boundary.summary.kind {
+        ItemKind::System { text, .. } => text.as_str(),
+        _ => "",
+    };
+    let mut out = style.cyan(&format!(
+        "  ──── compacted: ~{} → ~{} tokens; {} recent item(s) kept, {} carried over ────\n",
+        boundary.tokens_before,
+        boundary.tokens_after,
+        boundary.tail.len(),
+        boundary.carry_over.len()
+    ));
+    out.push_str(&style.cyan(&format!(
+        "        summary: {}\n",
+        first_line(gist(summary), 100)
+    )));
+    out
+}
+
+fn item_lines(number: usize, item: &Item, style: Style) -> String {
+    let tag = |label: &str| format!("{:>4}  {:<13} ", number, label);
+    match &item.kind {
+        ItemKind::User { text } => {
+            format!("{}{}\n", style.bold(&tag("user")), indent(text))
+        }
+        ItemKind::Assistant {
+            text,
+            reasoning,
+            tool_calls,
+            ..
+        } => {
+            let mut out = style.bold(&tag("assistant"));
+            let mut first = true;
+            if let Some(reasoning) = reasoning.as_ref().filter(|r| !r.text.is_empty()) {
+                out.push_str(
+                    &style.dim(&format!("(thinking) {}", first_line(&reasoning.text, 80))),
+                );
+                out.push('\n');
+                first = false;
+            }
+            if !text.is_empty() {
+                if !first {
+                    out.push_str(&" ".repeat(20));
+                }
+                out.push_str(&indent(text));
+                out.push('\n');
+                first = false;
+            }
+            for call in tool_calls {
+                if !first {
+                    out.push_str(&" ".repeat(20));
+                }
+                out.push_str(&style.dim(&format!("→ {}", tool_call(&call.name, &call.arguments))));
+                out.push('\n');
+                first = false;
+            }
+            if first {
+                out.push('\n');
+            }
+            out
+        }
+        ItemKind::ToolResult {
+            content, is_error, ..
+        } => {
+            let (label, line) = if *is_error {
+                ("tool error", style.red(&first_line(content, 100)))
+            } else {
+                ("tool result", style.dim(&first_line(content, 100)))
+            };
+            format!("{}{line}\n", tag(label))
+        }
+        ItemKind::System { kind, text } => {
+            let label = match kind {
+                SystemKind::Reminder => "⏰ reminder",
+                SystemKind::Notification => "✉ notification",
+                SystemKind::Summary => "⇣ summary",
+                SystemKind::CarryOver => "⇣ carry-over",
+                SystemKind::Other => "system",
+            };
+            let body = first_line(gist(text), 100);
+            style.cyan(&format!("{}{body}\n", tag(label)))
+        }
+    }
+}
+
+/// At most [`MAX_LINES`] lines, continuation lines aligned under the first.
+fn indent(text: &str) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let mut out = lines
+        .iter()
+        .take(MAX_LINES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(&format!("\n{}", " ".repeat(20)));
+    if lines.len() > MAX_LINES {
+        out.push_str(&format!(" (+{} lines)", lines.len() - MAX_LINES));
+    }
+    out
+}
+
+/// Lines of a message shown before the rest is counted, not printed.
+const MAX_LINES: usize = 6;
+
+/// The first line that says something: XML-ish wrapper tags are skipped.
+fn gist(text: &str) -> &str {
+    let text = text.trim();
+    let start = text
+        .lines()
+        .position(|l| {
+            let l = l.trim();
+            let tag = l.starts_with('<') && l.ends_with('>');
+            !l.is_empty() && !tag
+        })
+        .unwrap_or(0);
+    let offset: usize = text.lines().take(start).map(|l| l.len() + 1).sum();
+    &text[offset.min(text.len())..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gist_skips_wrapper_tags() {
+        assert_eq!(
+            gist("<summary>\nDone: a\n</summary>"),
+            "Done: a\n</summary>"
+        );
+        assert_eq!(gist("plain"), "plain");
+        assert_eq!(gist("<only>"), "<only>");
+    }
+
+    #[test]
+    fn long_messages_are_cut() {
+        let text = (0..10)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let shown = indent(&text);
+        assert_eq!(shown.lines().count(), MAX_LINES);
+        assert!(shown.ends_with("5 (+4 lines)"), "{shown}");
+    }
+}

@@ -1,0 +1,128 @@
+//! What people read: the todo checklist, tool calls in one line, history.
+//!
+//! Everything here returns strings and does no IO, so it can be snapshot.
+
+pub mod history;
+
+use crate::style::Style;
+use pod_tools::{render_todos, TodoItem, TodoStatus, TODO_WRITE};
+
+/// The todo checklist in the readback form the model also sees
+/// (`[x]` completed, `[>]` in progress, `[ ]` pending, "n of m completed"),
+/// indented by two spaces; on a terminal the item in progress is
+/// highlighted and completed items are dimmed.
+pub fn checklist(todos: &[TodoItem], style: Style) -> String {
+    let plain = render_todos(todos);
+    let mut lines = plain.lines();
+    let mut out = String::new();
+    if let Some(title) = lines.next() {
+        out.push_str("  ");
+        out.push_str(&style.bold(title));
+    }
+    for (line, todo) in lines.zip(todos) {
+        out.push_str("\n  ");
+        let styled = match todo.status {
+            TodoStatus::InProgress => style.yellow(line),
+            TodoStatus::Completed => style.green(line),
+            TodoStatus::Pending => line.to_string(),
+        };
+        out.push_str(&styled);
+    }
+    out
+}
+
+/// "2 of 5" style progress, or "-" without a list.
+pub fn progress(todos: &[TodoItem]) -> String {
+    if todos.is_empty() {
+        return "-".to_string();
+    }
+    let done = todos
+        .iter()
+        .filter(|t| t.status == TodoStatus::Completed)
+        .count();
+    format!("{done}/{}", todos.len())
+}
+
+/// A tool call in one line: `name(arguments)`, arguments shortened; a
+/// `todo_write` call is summarized by its item count.
+pub fn tool_call(name: &str, arguments: &str) -> String {
+    if name == TODO_WRITE {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) {
+            if let Some(todos) = value.get("todos").and_then(|t| t.as_array()) {
+                return format!("{name}({} items)", todos.len());
+            }
+        }
+    }
+    format!("{name}({})", shorten(arguments.trim(), 60))
+}
+
+/// The first line of `text`, at most `max` characters, with a marker when
+/// something was left out.
+pub fn first_line(text: &str, max: usize) -> String {
+    let mut lines = text.trim().lines();
+    let first = lines.next().unwrap_or_default();
+    let rest = lines.count();
+    let line = shorten(first, max);
+    if rest > 0 {
+        format!("{line} (+{rest} lines)")
+    } else {
+        line
+    }
+}
+
+/// `text` cut to at most `max` characters, ending in `…` when cut.
+pub fn shorten(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn todo(id: &str, status: TodoStatus) -> TodoItem {
+        TodoItem {
+            id: id.into(),
+            content: format!("Do {id}"),
+            status,
+        }
+    }
+
+    #[test]
+    fn checklist_marks_each_status_and_counts() {
+        let todos = [
+            todo("a", TodoStatus::Completed),
+            todo("b", TodoStatus::InProgress),
+            todo("c", TodoStatus::Pending),
+        ];
+        assert_eq!(
+            checklist(&todos, Style::PLAIN),
+            "  Todo list (1 of 3 completed):\n  [x] a: Do a\n  [>] b: Do b\n  [ ] c: Do c"
+        );
+        let coloured = checklist(&todos, Style { ansi: true });
+        assert!(coloured.contains("\x1b[1;33m[>] b: Do b\x1b[0m"));
+        assert_eq!(progress(&todos), "1/3");
+        assert_eq!(progress(&[]), "-");
+    }
+
+    #[test]
+    fn tool_calls_are_one_short_line() {
+        assert_eq!(
+            tool_call("todo_write", r#"{"todos":[{},{}]}"#),
+            "todo_write(2 items)"
+        );
+        let long = format!("{{\"path\":\"{}\"}}", "x".repeat(100));
+        let line = tool_call("read_file", &long);
+        assert!(line.ends_with("…)"), "{line}");
+        assert_eq!(line.chars().count(), "read_file()".len() + 60);
+        assert_eq!(first_line("one\ntwo\nthree", 80), "one (+2 lines)");
+    }
+}

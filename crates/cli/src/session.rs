@@ -1,0 +1,284 @@
+//! A session as read from its log, without opening it: what `sessions`,
+//! `show`, `fork` and `resume` need to know. Reading never takes the
+//! session's lock, so running sessions can be inspected too.
+
+use anyhow::{bail, Context, Result};
+use chrono::{DateTime, Utc};
+use pod::log::{is_locked, read_log, LogRecord, SessionHeader};
+use pod::replay::{replay, unanswered_calls};
+use pod::PodHome;
+use pod_llm::{Item, ItemKind, SystemKind};
+use pod_tools::{TodoItem, TodoStatus};
+use serde::Serialize;
+use std::path::PathBuf;
+use uuid::Uuid;
+
+/// Where a session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Another process holds the session's lock.
+    Running,
+    /// The model answered; the plan is empty or has unfinished items.
+    Idle,
+    /// The model answered and every todo of a non-empty plan is completed.
+    Done,
+    /// It stopped mid-turn (crash, kill, Ctrl-C, error): the last item is
+    /// not a final answer, or a tool call has no result.
+    Interrupted,
+}
+
+impl Status {
+    /// The name shown in tables and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Idle => "idle",
+            Status::Done => "done",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Todo progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    /// Completed items.
+    pub completed: usize,
+    /// All items.
+    pub total: usize,
+}
+
+/// The session a fork started from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ForkedFrom {
+    /// The source session.
+    pub id: Uuid,
+    /// Items taken from it.
+    pub at: usize,
+}
+
+/// One line of `pod sessions`, and the head of `pod show`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Session id.
+    pub id: Uuid,
+    /// When it was created (from the log header).
+    pub created_at: DateTime<Utc>,
+    /// When its log was last written (the file's mtime).
+    pub updated_at: DateTime<Utc>,
+    /// The agent's workspace.
+    pub workspace: PathBuf,
+    /// The model it started with.
+    pub model: String,
+    /// Where it stands.
+    pub status: Status,
+    /// Todo progress.
+    pub todos: Progress,
+    /// History items in the log.
+    pub items: usize,
+    /// The log file.
+    pub log_path: PathBuf,
+    /// The session it was forked from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// A session read from its log.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The summary.
+    pub summary: Summary,
+    /// The log header.
+    pub header: SessionHeader,
+    /// Every record after the header.
+    pub records: Vec<LogRecord>,
+    /// The current todos (replayed).
+    pub todos: Vec<TodoItem>,
+}
+
+impl Loaded {
+    /// The full history, as `PodHandle::get_history` returns it.
+    pub fn full_history(&self) -> Vec<Item> {
+        full_history(&self.records)
+    }
+
+    /// Assistant items in the full history: the scripted model's next step
+    /// after a resume.
+    pub fn assistant_items(&self) -> usize {
+        self.full_history()
+            .iter()
+            .filter(|item| matches!(item.kind, ItemKind::Assistant { .. }))
+            .count()
+    }
+}
+
+/// Every logged history item, with each compaction's summary and carried
+/// over items at its boundary.
+pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
+    pod::replay::full_history(records)
+}
+
+/// Reads session `id` from `home`.
+pub fn load(home: &PodHome, id: Uuid) -> Result<Loaded> {
+    let path = home.log_path(id);
+    let contents = read_log(&path)?;
+    let Some(header) = contents.header else {
+        bail!("{}: the session log has no header", path.display());
+    };
+    let updated_at = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .map(DateTime::<Utc>::from)
+        .with_context(|| format!("cannot stat {}", path.display()))?;
+    let replayed = replay(&contents.records);
+    let items = pod::fork_item_count(&contents.records);
+    let status = if is_locked(&path) {
+        Status::Running
+    } else {
+        status_of(&replayed.history, &replayed.todos)
+    };
+    let summary = Summary {
+        id,
+        created_at: header.created_at,
+        updated_at,
+        workspace: header.workspace.clone(),
+        model: header.model.clone(),
+        status,
+        todos: progress(&replayed.todos),
+        items,
+        log_path: path,
+        forked_from: header.forked_from.map(|(id, at)| ForkedFrom { id, at }),
+    };
+    Ok(Loaded {
+        summary,
+        header,
+        records: contents.records,
+        todos: replayed.todos,
+    })
+}
+
+/// Completed and total todos.
+pub fn progress(todos: &[TodoItem]) -> Progress {
+    Progress {
+        completed: todos
+            .iter()
+            .filter(|t| t.status == TodoStatus::Completed)
+            .count(),
+        total: todos.len(),
+    }
+}
+
+/// The status of a session nobody has open, from its active history.
+pub fn status_of(history: &[Item], todos: &[TodoItem]) -> Status {
+    // Summaries and carried-over state close a compaction; they say nothing
+    // about whether the model had answered.
+    let last = history.iter().rev().find(|item| {
+        !matches!(
+            item.kind,
+            ItemKind::System {
+                kind: SystemKind::Summary | SystemKind::CarryOver,
+                ..
+            }
+        )
+    });
+    let answered = match last {
+        None => true,
+        Some(item) => {
+            matches!(&item.kind, ItemKind::Assistant { tool_calls, .. } if tool_calls.is_empty())
+        }
+    };
+    if !answered || !unanswered_calls(history).is_empty() {
+        Status::Interrupted
+    } else if !todos.is_empty() && todos.iter().all(|t| t.status == TodoStatus::Completed) {
+        Status::Done
+    } else {
+        Status::Idle
+    }
+}
+
+/// Finds the session `text` names: a full id, or a prefix of exactly one.
+pub fn resolve(home: &PodHome, text: &str) -> Result<Uuid> {
+    let wanted = text.trim().to_ascii_lowercase();
+    if wanted.is_empty() {
+        bail!(crate::error::Failure::new(
+            "the session id is empty",
+            "run `pod sessions` to list sessions"
+        ));
+    }
+    let ids = home.session_ids()?;
+    let matches: Vec<Uuid> = ids
+        .into_iter()
+        .filter(|id| id.to_string().starts_with(&wanted))
+        .collect();
+    match matches.as_slice() {
+        [id] => Ok(*id),
+        [] => bail!(crate::error::Failure::new(
+            format!("no session {text} under {}", home.path().display()),
+            "run `pod sessions` to list sessions (POD_HOME selects another home)"
+        )),
+        many => bail!(crate::error::Failure::new(
+            format!("{text} names {} sessions", many.len()),
+            format!(
+                "give more of the id: {}",
+                many.iter()
+                    .map(|id| id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pod_llm::ToolCall;
+
+    fn assistant(calls: &[&str]) -> Item {
+        Item::new(ItemKind::Assistant {
+            text: "t".into(),
+            reasoning: None,
+            tool_calls: calls
+                .iter()
+                .map(|id| ToolCall {
+                    id: (*id).into(),
+                    name: "x".into(),
+                    arguments: "{}".into(),
+                })
+                .collect(),
+            usage: None,
+        })
+    }
+
+    fn todo(status: TodoStatus) -> TodoItem {
+        TodoItem {
+            id: "a".into(),
+            content: "A".into(),
+            status,
+        }
+    }
+
+    #[test]
+    fn status_follows_the_last_item_and_the_plan() {
+        let done = [todo(TodoStatus::Completed)];
+        let open = [todo(TodoStatus::Pending)];
+        let answered = vec![Item::user("go"), assistant(&[])];
+        assert_eq!(status_of(&answered, &done), Status::Done);
+        assert_eq!(status_of(&answered, &open), Status::Idle);
+        assert_eq!(status_of(&answered, &[]), Status::Idle);
+        assert_eq!(status_of(&[], &[]), Status::Idle);
+        let calling = vec![Item::user("go"), assistant(&["c1"])];
+        assert_eq!(status_of(&calling, &done), Status::Interrupted);
+        let mut answered_call = calling.clone();
+        answered_call.push(Item::tool_result("c1", "ok", false));
+        assert_eq!(status_of(&answered_call, &done), Status::Interrupted);
+        let prompt_only = vec![Item::user("go")];
+        assert_eq!(status_of(&prompt_only, &[]), Status::Interrupted);
+        let mut compacted = answered.clone();
+        compacted.push(Item::system(SystemKind::CarryOver, "plan"));
+        assert_eq!(status_of(&compacted, &done), Status::Done);
+        let mut reminded = answered;
+        reminded.push(Item::system(SystemKind::Reminder, "plan"));
+        assert_eq!(status_of(&reminded, &done), Status::Interrupted);
+    }
+}

@@ -1,0 +1,115 @@
+//! `run` and `resume` on the scripted model, a kill -9 in between.
+
+use crate::support::*;
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+#[test]
+fn run_json_streams_pod_events_framed_by_the_session() {
+    let env = TestEnv::new();
+    let script = env.script(
+        "s.json",
+        &script(vec![write_todos(&plan(0)), say("Planned.")]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--script"])
+        .arg(&script)
+        .arg("Plan it")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = ndjson(&out.stdout);
+    let id = session_id(&lines);
+    assert_eq!(events(&lines, "todos_changed").len(), 1);
+    assert_eq!(
+        events(&lines, "turn_ended")[0]["reason"]["kind"],
+        "end_turn"
+    );
+    let last = lines.last().unwrap();
+    assert_eq!(last["event"], "session_finished");
+    assert_eq!(last["session_id"], id.as_str());
+    assert_eq!(last["todos"], json!({"completed": 0, "total": 3}));
+}
+
+#[test]
+fn kill_9_then_resume_keeps_the_todos() {
+    let env = TestEnv::new();
+    // The third request hangs, so the kill lands at a known point.
+    let mut hanging = say("never seen");
+    hanging["delay_ms"] = json!(600_000);
+    let steps = vec![
+        write_todos(&plan(0)),
+        write_todos(&plan(1)),
+        hanging,
+        write_todos(&plan(3)),
+        say("All done."),
+    ];
+    let run_script = env.script("run.json", &script(steps.clone()));
+    let mut resume_steps = steps;
+    resume_steps[2] = write_todos(&plan(2));
+    let resume_script = env.script("resume.json", &script(resume_steps));
+
+    let mut child = env
+        .pod_process()
+        .args(["run", "--json", "--script"])
+        .arg(&run_script)
+        .arg("Do a, b and c")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut id = None;
+    let mut updates = 0;
+    for line in BufReader::new(stdout).lines() {
+        let event: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "session_started" {
+            id = event["session_id"].as_str().map(String::from);
+        }
+        if event["event"] == "todos_changed" {
+            updates += 1;
+            if updates == 2 {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let id = id.expect("session id");
+
+    let shown = env.show_json(&id);
+    assert_eq!(shown["session"]["status"], "interrupted");
+    assert_eq!(
+        statuses(&shown["todos"]),
+        ["completed", "in_progress", "pending"]
+    );
+
+    let out = env
+        .pod()
+        .args(["resume", &id, "--json", "--script"])
+        .arg(&resume_script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = ndjson(&out.stdout);
+    assert_eq!(lines[0]["resumed"], true);
+    // The resumed turn starts from the replayed plan: its reminder names it.
+    let reminders = events(&lines, "reminder_injected");
+    assert!(reminders[0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("[x] a: Step a\n[>] b: Step b\n[ ] c: Step c"));
+    let shown = env.show_json(&id);
+    assert_eq!(shown["session"]["status"], "done");
+    assert_eq!(statuses(&shown["todos"]), ["completed"; 3]);
+}
