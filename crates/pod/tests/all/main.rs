@@ -2,6 +2,7 @@
 
 mod actor;
 mod compaction;
+mod properties;
 mod reminders;
 mod resume;
 mod support;
