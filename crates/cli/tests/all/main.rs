@@ -3,6 +3,11 @@
 
 mod support;
 
+mod checklist;
+mod ctrl_c;
+mod demo;
 mod errors;
+mod fork;
 mod run_resume;
 mod sessions_show;
+mod until_done;

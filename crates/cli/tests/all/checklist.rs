@@ -1,0 +1,45 @@
+//! The checklist people read, snapshot as `pod run` prints it off a
+//! terminal (plain text, printed again on every change).
+
+use crate::support::*;
+
+#[test]
+fn run_prints_the_checklist_on_every_change() {
+    let env = TestEnv::new();
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            {
+                let mut step = write_todos(&plan(0));
+                step["text"] = "Planning first.".into();
+                step
+            },
+            write_todos(&plan(1)),
+            write_todos(&plan(3)),
+            say("All three done."),
+        ]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--script"])
+        .arg(&script)
+        .arg("Do a, b and c")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(!stdout.contains('\x1b'), "no escape codes off a terminal");
+    let id = stdout
+        .split_whitespace()
+        .nth(1)
+        .expect("the session id comes first")
+        .to_string();
+    let stable = stdout
+        .replace(&id, "<ID>")
+        .replace(env.pod_home().to_str().unwrap(), "<POD_HOME>");
+    insta::assert_snapshot!(stable);
+}
