@@ -135,6 +135,10 @@ impl Output for HumanOutput {
                 self.lines(&s.cyan(&line))
             }
             PodEvent::TurnEnded { reason, .. } => self.turn_ended(reason),
+            PodEvent::RequestRetried { attempt, error } => self.lines(&s.yellow(&format!(
+                "  ↻ the model's stream broke ({}); retry {attempt}, the text above is void",
+                render::first_line(error, 80)
+            ))),
             PodEvent::CompactionStarted => self.lines(&s.cyan("  ⇣ compacting the context…")),
             PodEvent::Compacted {
                 tokens_before,

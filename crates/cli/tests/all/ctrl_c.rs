@@ -33,6 +33,9 @@ fn ctrl_c_cancels_the_turn_and_exits_130_with_a_resumable_session() {
             break;
         }
     }
+    // While it runs, the session is listed as running (it holds the lock).
+    let listed = env.sessions_json();
+    assert_eq!(listed[0]["status"], "running");
     let killed = std::process::Command::new("kill")
         .args(["-s", "INT", &child.id().to_string()])
         .status()

@@ -76,3 +76,24 @@ fn help_teaches_with_examples() {
         .stdout(predicate::str::contains("pod demo"))
         .stdout(predicate::str::contains("130 interrupted"));
 }
+
+#[test]
+fn diagnostics_go_to_the_log_file_not_stdout() {
+    let env = TestEnv::new();
+    let log = env.pod_home().join("diagnostics.log");
+    let out = env
+        .pod()
+        .args(["sessions", "--json", "-vvv", "--log-file"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let sessions: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sessions, serde_json::json!([]));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(log.is_file());
+}
