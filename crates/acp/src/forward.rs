@@ -1,0 +1,175 @@
+//! One task per session turns the Pod's events into `session/update`s and
+//! answers the session's prompts, so that every update of a turn reaches the
+//! client before the turn's answer.
+
+use crate::translate;
+use crate::updates::Updates;
+use agent_client_protocol::v1::schema::{
+    ContentChunk, PromptResponse, SessionUpdate, StopReason, ToolCallStatus,
+};
+use agent_client_protocol::v1::Responder;
+use pod::{PodEvent, PodHandle};
+use std::collections::HashSet;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::{broadcast, mpsc};
+
+/// Commands a session's forwarder takes besides Pod events.
+pub enum Control {
+    /// A prompt's turn is over: answer it after every event emitted before.
+    Finish {
+        /// The stop reason, or the error to answer with.
+        answer: Result<StopReason, agent_client_protocol::Error>,
+        /// Where the answer goes.
+        responder: Responder<PromptResponse>,
+    },
+}
+
+/// What the forwarder remembers between events.
+struct Forwarder {
+    updates: Updates,
+    handle: PodHandle,
+    // Calls announced with a `tool_call` whose result has not been sent.
+    open_calls: HashSet<String>,
+}
+
+/// Runs until the session's control channel closes (the session was
+/// removed and its Pod stopped).
+pub async fn run(
+    updates: Updates,
+    handle: PodHandle,
+    mut events: broadcast::Receiver<PodEvent>,
+    mut control: mpsc::Receiver<Control>,
+) {
+    let mut forwarder = Forwarder {
+        updates,
+        handle,
+        open_calls: HashSet::new(),
+    };
+    loop {
+        tokio::select! {
+            // Events first: a command waits until what came before it is out.
+            biased;
+            event = events.recv() => match event {
+                Ok(event) => forwarder.forward(event),
+                Err(RecvError::Lagged(missed)) => forwarder.lagged(missed).await,
+                Err(RecvError::Closed) => break,
+            },
+            command = control.recv() => match command {
+                Some(command) => {
+                    forwarder.drain(&mut events).await;
+                    forwarder.command(command);
+                }
+                None => break,
+            },
+        }
+    }
+    forwarder.drain(&mut events).await;
+}
+
+impl Forwarder {
+    /// Forwards every event already emitted. Events a Pod emits before it
+    /// answers a handle call are in the channel by the time the caller acts
+    /// on the answer, so this puts them ahead of what the caller sends next.
+    async fn drain(&mut self, events: &mut broadcast::Receiver<PodEvent>) {
+        loop {
+            match events.try_recv() {
+                Ok(event) => self.forward(event),
+                Err(TryRecvError::Lagged(missed)) => self.lagged(missed).await,
+                Err(TryRecvError::Empty | TryRecvError::Closed) => return,
+            }
+        }
+    }
+
+    fn command(&mut self, command: Control) {
+        match command {
+            Control::Finish { answer, responder } => {
+                let sent = match answer {
+                    Ok(reason) => responder.respond(PromptResponse::new(reason)),
+                    Err(err) => responder.respond_with_error(err),
+                };
+                if let Err(err) = sent {
+                    tracing::debug!(%err, "prompt answer not sent: the connection is closing");
+                }
+            }
+        }
+    }
+
+    fn forward(&mut self, event: PodEvent) {
+        let update = match event {
+            PodEvent::TextDelta { text } => {
+                SessionUpdate::AgentMessageChunk(ContentChunk::new(translate::text(&text)))
+            }
+            PodEvent::ReasoningDelta { text } => {
+                SessionUpdate::AgentThoughtChunk(ContentChunk::new(translate::text(&text)))
+            }
+            PodEvent::ToolCallStarted {
+                call_id,
+                name,
+                arguments,
+            } => self.call_started(call_id, &name, &arguments),
+            PodEvent::ToolCallFinished {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => {
+                if !self.open_calls.remove(&call_id) {
+                    // It never started (skipped, cancelled): announce it so
+                    // the result has a call to update.
+                    self.updates
+                        .send(SessionUpdate::ToolCall(translate::tool_call(
+                            &call_id,
+                            &name,
+                            "{}",
+                            ToolCallStatus::Pending,
+                        )));
+                }
+                SessionUpdate::ToolCallUpdate(translate::tool_result(&call_id, &content, is_error))
+            }
+            PodEvent::TodosChanged { todos } => SessionUpdate::Plan(translate::plan(&todos)),
+            PodEvent::RequestRetried { attempt, error } => {
+                // ACP cannot take back streamed text: say that what follows
+                // replaces it.
+                tracing::warn!(attempt, %error, "model stream retried");
+                SessionUpdate::AgentMessageChunk(ContentChunk::new(translate::text(&format!(
+                    "\n\n[the model's stream broke ({error}); retrying, the answer starts over]\n\n"
+                ))))
+            }
+            PodEvent::Error { message } => {
+                tracing::warn!(%message, "pod error");
+                return;
+            }
+            other => {
+                tracing::trace!(?other, "pod event not shown over ACP");
+                return;
+            }
+        };
+        self.updates.send(update);
+    }
+
+    /// A call starts running: announce it, or move an already announced
+    /// one (it waited for permission) to `in_progress`.
+    fn call_started(&mut self, call_id: String, name: &str, arguments: &str) -> SessionUpdate {
+        if self.open_calls.contains(&call_id) {
+            return SessionUpdate::ToolCallUpdate(translate::tool_status(
+                &call_id,
+                ToolCallStatus::InProgress,
+            ));
+        }
+        let call = translate::tool_call(&call_id, name, arguments, ToolCallStatus::InProgress);
+        self.open_calls.insert(call_id);
+        SessionUpdate::ToolCall(call)
+    }
+
+    /// Some events were lost (the client reads too slowly). Text is gone,
+    /// but the plan is state: send it again so the client's copy is right.
+    async fn lagged(&mut self, missed: u64) {
+        tracing::warn!(missed, "ACP session fell behind its pod's events");
+        match self.handle.get_todos().await {
+            Ok(todos) => self
+                .updates
+                .send(SessionUpdate::Plan(translate::plan(&todos))),
+            Err(err) => tracing::warn!(%err, "cannot resend the plan"),
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! `pod acp`: an [Agent Client Protocol](https://agentclientprotocol.com)
+//! server, so editors such as Zed drive Pods and show each Pod's todo list as
+//! their native plan.
+//!
+//! [`serve`] speaks ACP v1 (newline-delimited JSON-RPC 2.0) over any byte
+//! stream pair, stdio in production. Each `session/new` spawns a Pod in the
+//! client's `cwd`; `session/prompt` runs a turn and streams its
+//! [`PodEvent`](pod::PodEvent)s as `session/update` notifications; every
+//! todo change becomes a `plan` update; `session/load` resumes a Pod from its
+//! log and replays the conversation first. The mapping lives in
+//! `tickets/acp.md`.
+//!
+//! This crate translates and nothing more: it must not know how providers
+//! are configured (the caller supplies a [`PodFactory`]), nor how turns, logs
+//! or tools work inside a Pod. Core crates never see its types.
+//!
+//! ```
+//! use pod::{PodConfig, PodHome};
+//! use pod_acp::{serve, FactoryError, PodFactory};
+//! use pod_llm::ScriptedProvider;
+//! use std::{path::Path, sync::Arc};
+//! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+//!
+//! struct Scripted;
+//! impl PodFactory for Scripted {
+//!     fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
+//!         let model = ScriptedProvider::from_steps(vec![]);
+//!         Ok(PodConfig::new(PodHome::from_env()?, workspace, Arc::new(model)))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! // In production: serve(factory, tokio::io::stdin(), tokio::io::stdout()).
+//! let (editor, agent) = tokio::io::duplex(64 * 1024);
+//! let (agent_in, agent_out) = tokio::io::split(agent);
+//! let server = tokio::spawn(serve(Scripted, agent_in, agent_out));
+//! let (editor_in, mut editor_out) = tokio::io::split(editor);
+//! editor_out
+//!     .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n")
+//!     .await?;
+//! let answer = BufReader::new(editor_in).lines().next_line().await?.unwrap();
+//! assert!(answer.contains(r#""loadSession":true"#));
+//! drop(editor_out); // EOF: every Pod is shut down and `serve` returns.
+//! server.await.unwrap().unwrap();
+//! # Ok::<(), std::io::Error>(()) }).unwrap();
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod factory;
+mod forward;
+mod prompt;
+mod replay;
+mod server;
+mod session;
+mod sessions;
+mod translate;
+mod turn;
+mod updates;
+
+pub use error::AcpError;
+pub use factory::{FactoryError, PodFactory};
+pub use server::{serve, AGENT_NAME};

@@ -1,0 +1,101 @@
+//! An ACP server on in-memory pipes, with a scripted model and a temporary
+//! POD_HOME, and the client that drives it.
+
+use crate::client::AcpClient;
+use pod::{PodConfig, PodHome};
+use pod_acp::{serve, AcpError, FactoryError, PodFactory};
+use pod_llm::{Script, ScriptedProvider};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+// Room for a whole turn's updates in the pipe, so the server never waits
+// on a test that reads only after it wrote.
+const PIPE_BYTES: usize = 1 << 20;
+
+/// Pods on a scripted model in a temporary home.
+pub struct ScriptedFactory {
+    home: PodHome,
+    script: Script,
+}
+
+impl PodFactory for ScriptedFactory {
+    fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
+        let provider = ScriptedProvider::new(self.script.clone());
+        let mut config = PodConfig::new(self.home.clone(), workspace, Arc::new(provider.clone()));
+        config.compact_provider = Some(Arc::new(provider.compactor()));
+        Ok(config)
+    }
+
+    fn resume_session(&self, id: Uuid, workspace: &Path) -> Result<PodConfig, FactoryError> {
+        let _ = id;
+        self.new_session(workspace)
+    }
+}
+
+/// A temporary POD_HOME and workspace shared by servers of one test.
+pub struct TestHome {
+    dir: tempfile::TempDir,
+}
+
+impl TestHome {
+    /// A fresh home.
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The POD_HOME.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// A workspace directory.
+    pub fn workspace(&self) -> PathBuf {
+        let dir = self.dir.path().join("workspace");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.canonicalize().unwrap()
+    }
+
+    /// Starts a server playing `script` (a `Script` as JSON).
+    pub fn server(&self, script: Value) -> TestServer {
+        let script: Script = serde_json::from_value(script).unwrap();
+        let factory = ScriptedFactory {
+            home: PodHome::new(self.home()),
+            script,
+        };
+        let (client_side, server_side) = tokio::io::duplex(PIPE_BYTES);
+        let (server_read, server_write) = tokio::io::split(server_side);
+        let task = tokio::spawn(serve(factory, server_read, server_write));
+        let (client_read, client_write) = tokio::io::split(client_side);
+        TestServer {
+            client: AcpClient::new(client_read, client_write),
+            task,
+        }
+    }
+}
+
+/// A running in-process server and its client.
+pub struct TestServer {
+    /// The client side.
+    pub client: AcpClient<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
+    task: JoinHandle<Result<(), AcpError>>,
+}
+
+impl TestServer {
+    /// Closes the server's input (EOF) and waits until it has shut down.
+    pub async fn close(self) {
+        let TestServer { client, task } = self;
+        drop(client);
+        task.await.unwrap().unwrap();
+    }
+}
+
+/// A script of these steps.
+pub fn script(steps: Value) -> Value {
+    serde_json::json!({"steps": steps})
+}
