@@ -82,6 +82,11 @@ pub enum Command {
     /// before a plan change brings the older plan back. The source is
     /// untouched.
     Fork(ForkArgs),
+    /// Serve the Agent Client Protocol on stdio, for editors such as Zed.
+    ///
+    /// Each editor session is a Pod in the editor's project directory; its
+    /// todo list shows as the editor's plan. Takes the model flags of `run`.
+    Acp(crate::commands::acp::AcpArgs),
 }
 
 /// `pod demo` (no options: it always plays the same story).

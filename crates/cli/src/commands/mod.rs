@@ -1,6 +1,7 @@
 //! One module per subcommand, each with a `run` function taking its
 //! arguments; `dispatch` is one line per command.
 
+pub mod acp;
 mod demo;
 mod fork;
 mod resume;
@@ -15,6 +16,7 @@ use anyhow::Result;
 /// Runs the chosen command.
 pub async fn dispatch(command: Command) -> Result<Outcome> {
     match command {
+        Command::Acp(args) => acp::run(args).await,
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(args).await,
         Command::Resume(args) => resume::run(args).await,

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod acp;
 mod checklist;
 mod ctrl_c;
 mod demo;

@@ -1,0 +1,160 @@
+//! `pod acp` as an editor runs it: a child process spoken to over its real
+//! stdio with newline-delimited JSON-RPC.
+
+// The same client drives pod-acp's in-process tests.
+#[path = "../../../acp/tests/all/client.rs"]
+mod client;
+
+use crate::support::TestEnv;
+use client::{join_chunks, AcpClient};
+use serde_json::{json, Value};
+use std::process::Stdio;
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+/// A running `pod acp` and the client on its stdio.
+struct Agent {
+    child: Child,
+    client: AcpClient<ChildStdout, ChildStdin>,
+}
+
+impl Agent {
+    /// Starts `pod acp` on the scripted model playing `script`.
+    fn start(env: &TestEnv, script: &Value) -> Self {
+        let path = env.script("acp-script.json", script);
+        let mut command = tokio::process::Command::from(env.pod_process());
+        command
+            .arg("acp")
+            .args(["--provider", "scripted", "--script"])
+            .arg(path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = command.spawn().expect("spawn pod acp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        Self {
+            child,
+            client: AcpClient::new(stdout, stdin),
+        }
+    }
+
+    /// Closes stdin and waits for a clean exit.
+    async fn finish(self) {
+        let Agent { mut child, client } = self;
+        drop(client);
+        let status = child.wait().await.expect("wait");
+        assert!(status.success(), "pod acp exited with {status}");
+    }
+}
+
+fn plan(status_read: &str, status_port: &str) -> Value {
+    json!({"todos": [
+        {"id": "read", "content": "Read the parser", "status": status_read},
+        {"id": "port", "content": "Port it", "status": status_port},
+    ]})
+}
+
+fn planning_script() -> Value {
+    json!({"steps": [
+        {"text": "Planning.", "tool_calls": [{"name": "todo_write", "arguments": plan("in_progress", "pending")}]},
+        {"tool_calls": [{"name": "todo_write", "arguments": plan("in_progress", "in_progress")}]},
+        {"tool_calls": [{"name": "todo_write", "arguments": plan("completed", "in_progress")}]},
+        {"text": "All set."},
+    ]})
+}
+
+#[tokio::test]
+async fn an_editor_plans_a_turn_then_reloads_it_in_a_new_process() {
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    let mut agent = Agent::start(&env, &planning_script());
+    let init = agent.client.initialize().await;
+    assert_eq!(init["agentCapabilities"]["loadSession"], true);
+    let session = agent.client.new_session(&workspace).await;
+    let reply = agent.client.prompt(&session, "Port the parser").await;
+    assert_eq!(reply.result(), &json!({"stopReason": "end_turn"}));
+    assert_eq!(
+        join_chunks(reply.summary()),
+        [
+            "message Planning.",
+            "tool_call call_0_0 Update plan (2 items) think in_progress",
+            "tool_call_update call_0_0 completed",
+            "plan [in_progress:Read the parser, pending:Port it]",
+            "tool_call call_1_0 Update plan (2 items) think in_progress",
+            "tool_call_update call_1_0 failed",
+            "tool_call call_2_0 Update plan (2 items) think in_progress",
+            "tool_call_update call_2_0 completed",
+            "plan [completed:Read the parser, in_progress:Port it]",
+            "message All set.",
+        ]
+    );
+    // Bad input on the way does not end the server.
+    agent.client.send_line("not json at all").await;
+    assert_eq!(agent.client.next().await.unwrap()["error"]["code"], -32700);
+    let unknown = agent.client.call("session/fly", json!({})).await;
+    assert_eq!(unknown.error()["code"], -32601);
+    agent.finish().await;
+
+    // The session is on disk, complete: `pod show` and a new `pod acp` see it.
+    let shown = env.show_json(&session);
+    assert_eq!(shown["todos"][0]["status"], "completed");
+    // A resumed scripted model goes on after the steps already answered.
+    let mut script = planning_script();
+    script["steps"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"text": "Resumed."}));
+    let mut agent = Agent::start(&env, &script);
+    agent.client.initialize().await;
+    let load = agent
+        .client
+        .call(
+            "session/load",
+            json!({"sessionId": session, "cwd": workspace, "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(load.result(), &json!({}));
+    let replay = join_chunks(load.summary());
+    assert_eq!(
+        replay.first().map(String::as_str),
+        Some("user Port the parser")
+    );
+    assert_eq!(
+        replay.last().map(String::as_str),
+        Some("plan [completed:Read the parser, in_progress:Port it]")
+    );
+    let next = agent.client.prompt(&session, "Go on").await;
+    assert_eq!(join_chunks(next.summary()), ["message Resumed."]);
+    agent.finish().await;
+}
+
+#[tokio::test]
+async fn cancel_ends_a_waiting_turn_with_cancelled() {
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    let script = json!({"steps": [
+        {"tool_calls": [{"name": "todo_write", "arguments": plan("in_progress", "pending")}]},
+        // Far longer than any test: only the cancel ends it.
+        {"text": "never", "delay_ms": 3_600_000},
+    ]});
+    let mut agent = Agent::start(&env, &script);
+    agent.client.initialize().await;
+    let session = agent.client.new_session(&workspace).await;
+    let id = agent.client.send_prompt(&session, "Slowly").await;
+    loop {
+        let message = agent.client.next().await.unwrap();
+        if message.pointer("/params/update/sessionUpdate") == Some(&json!("plan")) {
+            break;
+        }
+    }
+    agent
+        .client
+        .notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let reply = agent.client.reply_to(id).await;
+    assert_eq!(reply.result(), &json!({"stopReason": "cancelled"}));
+    agent.finish().await;
+    let shown = env.show_json(&session);
+    assert_eq!(shown["todos"][0]["status"], "in_progress");
+}
