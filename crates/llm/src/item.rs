@@ -14,7 +14,11 @@ use uuid::Uuid;
 pub const ITEM_FORMAT_VERSION: u32 = 1;
 
 /// One committed entry of a conversation.
+///
+/// Deserialized through [`ItemRepr`] in one pass: serde's `flatten` would
+/// buffer every field first, and reading logs is on the resume path.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ItemRepr")]
 pub struct Item {
     /// Unique id of this item.
     pub id: Uuid,
@@ -71,6 +75,80 @@ pub enum ItemKind {
         /// The text the model sees.
         text: String,
     },
+}
+
+/// The flat JSON shape of an [`Item`], as read from a log.
+#[derive(Deserialize)]
+struct ItemRepr {
+    id: Uuid,
+    at: DateTime<Utc>,
+    #[serde(rename = "type")]
+    ty: ItemType,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    reasoning: Option<Reasoning>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    meta: Option<serde_json::Value>,
+    #[serde(default)]
+    kind: SystemKind,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ItemType {
+    User,
+    Assistant,
+    ToolResult,
+    System,
+}
+
+impl TryFrom<ItemRepr> for Item {
+    type Error = String;
+
+    fn try_from(repr: ItemRepr) -> Result<Self, Self::Error> {
+        let missing = |field: &str, ty: &str| format!("a {ty} item needs `{field}`");
+        let kind = match repr.ty {
+            ItemType::User => ItemKind::User {
+                text: repr.text.ok_or_else(|| missing("text", "user"))?,
+            },
+            ItemType::Assistant => ItemKind::Assistant {
+                text: repr.text.unwrap_or_default(),
+                reasoning: repr.reasoning,
+                tool_calls: repr.tool_calls,
+                usage: repr.usage,
+            },
+            ItemType::ToolResult => ItemKind::ToolResult {
+                call_id: repr
+                    .call_id
+                    .ok_or_else(|| missing("call_id", "tool_result"))?,
+                content: repr
+                    .content
+                    .ok_or_else(|| missing("content", "tool_result"))?,
+                is_error: repr.is_error,
+                meta: repr.meta,
+            },
+            ItemType::System => ItemKind::System {
+                kind: repr.kind,
+                text: repr.text.ok_or_else(|| missing("text", "system"))?,
+            },
+        };
+        Ok(Item {
+            id: repr.id,
+            at: repr.at,
+            kind,
+        })
+    }
 }
 
 /// Why the runtime injected a system item.
@@ -282,6 +360,27 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn every_kind_round_trips_and_missing_fields_are_named() {
+        let items = vec![
+            Item::user("hi"),
+            Item::system(SystemKind::CarryOver, "carried"),
+            Item::tool_result("c", "out", true),
+            assistant_calling(&["a", "b"]),
+        ];
+        for item in items {
+            let json = serde_json::to_string(&item).unwrap();
+            assert_eq!(serde_json::from_str::<Item>(&json).unwrap(), item);
+        }
+        let no_text = r#"{"id":"00000000-0000-0000-0000-000000000000","at":"2026-01-02T03:04:05Z","type":"user"}"#;
+        let err = serde_json::from_str::<Item>(no_text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a user item needs `text`"), "{err}");
+        let unknown = r#"{"id":"00000000-0000-0000-0000-000000000000","at":"2026-01-02T03:04:05Z","type":"video"}"#;
+        assert!(serde_json::from_str::<Item>(unknown).is_err());
     }
 
     #[test]

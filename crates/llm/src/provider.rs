@@ -108,7 +108,7 @@ pub type EventStream = BoxStream<'static, Result<StreamEvent, ProviderError>>;
 #[async_trait::async_trait]
 pub trait Provider: Send + Sync {
     /// Starts a request and returns its event stream.
-    async fn stream(&self, request: ProviderRequest) -> Result<EventStream, ProviderError>;
+    async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError>;
 
     /// The model's context window in tokens, when known.
     fn context_window(&self) -> Option<u64> {

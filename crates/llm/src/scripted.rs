@@ -240,10 +240,22 @@ impl Script {
     }
 }
 
-#[derive(Default)]
 struct State {
     next_step: usize,
     requests: Vec<ProviderRequest>,
+    // Benchmarks turn recording off: copying every request would dominate
+    // the runtime overhead they measure.
+    record: bool,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            next_step: 0,
+            requests: Vec::new(),
+            record: true,
+        }
+    }
 }
 
 /// A provider that plays a [`Script`]. Clones share the script position and
@@ -267,6 +279,12 @@ impl ScriptedProvider {
     /// A provider playing these steps.
     pub fn from_steps(steps: Vec<ScriptStep>) -> Self {
         Self::new(Script::new(steps))
+    }
+
+    /// Stops recording requests (for benchmarks); `requests()` stays empty.
+    pub fn without_recording(self) -> Self {
+        self.state.lock().record = false;
+        self
     }
 
     /// Moves the script to step `index` (e.g. to continue after a resume).
@@ -308,14 +326,16 @@ impl ScriptedProvider {
 
 #[async_trait::async_trait]
 impl Provider for ScriptedProvider {
-    async fn stream(&self, request: ProviderRequest) -> Result<EventStream, ProviderError> {
+    async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
         let usage = Usage {
-            prompt_tokens: estimate_request_tokens(&request),
+            prompt_tokens: estimate_request_tokens(request),
             completion_tokens: 0,
         };
         let (index, step) = {
             let mut state = self.state.lock();
-            state.requests.push(request);
+            if state.record {
+                state.requests.push(request.clone());
+            }
             let index = state.next_step;
             state.next_step += 1;
             (index, self.script.steps.get(index).cloned())

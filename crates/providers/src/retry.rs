@@ -103,11 +103,11 @@ impl<P: Provider> RetryingProvider<P> {
 
 #[async_trait::async_trait]
 impl<P: Provider> Provider for RetryingProvider<P> {
-    async fn stream(&self, request: ProviderRequest) -> Result<EventStream, ProviderError> {
+    async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let failure = match self.inner.stream(request.clone()).await {
+            let failure = match self.inner.stream(request).await {
                 Err(err) => err,
                 // Wait for the first event: until it is yielded, a failure
                 // can still be retried without the caller seeing anything.

@@ -292,10 +292,7 @@ impl Worker {
     ) -> Result<Streamed, WorkerError> {
         let mut attempt = 0;
         loop {
-            let error = match self
-                .stream_response(request.clone(), observer, cancel)
-                .await
-            {
+            let error = match self.stream_response(&request, observer, cancel).await {
                 Err(StreamFailure::Midway(error))
                     if error.is_retryable() && attempt < self.config.stream_retries =>
                 {
@@ -322,7 +319,7 @@ impl Worker {
 
     async fn stream_response(
         &self,
-        request: ProviderRequest,
+        request: &ProviderRequest,
         observer: &mut dyn TurnObserver,
         cancel: &CancellationToken,
     ) -> Result<Streamed, StreamFailure> {

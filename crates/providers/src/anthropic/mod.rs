@@ -39,8 +39,8 @@ impl AnthropicProvider {
 
 #[async_trait::async_trait]
 impl Provider for AnthropicProvider {
-    async fn stream(&self, request: ProviderRequest) -> Result<EventStream, ProviderError> {
-        let body = serde_json::to_vec(&self.request_body(&request))
+    async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
+        let body = serde_json::to_vec(&self.request_body(request))
             .map_err(|e| ProviderError::Malformed(format!("cannot encode request: {e}")))?;
         let mut headers = HeaderMap::new();
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));

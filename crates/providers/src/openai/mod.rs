@@ -38,8 +38,8 @@ impl OpenAiProvider {
 
 #[async_trait::async_trait]
 impl Provider for OpenAiProvider {
-    async fn stream(&self, request: ProviderRequest) -> Result<EventStream, ProviderError> {
-        let body = serde_json::to_vec(&self.request_body(&request))
+    async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
+        let body = serde_json::to_vec(&self.request_body(request))
             .map_err(|e| ProviderError::Malformed(format!("cannot encode request: {e}")))?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.endpoint.api_key {

@@ -153,7 +153,7 @@ struct Flaky {
 
 #[async_trait::async_trait]
 impl Provider for Flaky {
-    async fn stream(&self, _request: ProviderRequest) -> Result<EventStream, ProviderError> {
+    async fn stream(&self, _request: &ProviderRequest) -> Result<EventStream, ProviderError> {
         let next = {
             let mut failures = self.failures.lock();
             (!failures.is_empty()).then(|| failures.remove(0))

@@ -26,7 +26,7 @@ pub async fn events(
     provider: &dyn Provider,
     request: ProviderRequest,
 ) -> Result<Vec<StreamEvent>, ProviderError> {
-    let mut stream = provider.stream(request).await?;
+    let mut stream = provider.stream(&request).await?;
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         events.push(event?);

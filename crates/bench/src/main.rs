@@ -1,0 +1,59 @@
+//! `pod-bench`: measures the runtime on this machine and prints Markdown
+//! tables for BENCHMARKS.md.
+//!
+//! ```text
+//! cargo run --release -p pod-bench -- [all|resume|turns|idle|fleet|reminders] [--quick]
+//! ```
+//! `--quick` runs smaller sizes (a smoke run, not for the published table).
+
+mod fleet;
+mod idle;
+mod reminders;
+mod resume;
+mod support;
+mod turns;
+
+use std::process::ExitCode;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let which = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .unwrap_or("all");
+    let run = |name: &str| which == "all" || which == name;
+    if !["all", "resume", "turns", "idle", "fleet", "reminders"].contains(&which) {
+        eprintln!("unknown benchmark `{which}`; use all, resume, turns, idle, fleet or reminders");
+        return ExitCode::from(2);
+    }
+    println!("{}", support::machine_line());
+    let result = async {
+        if run("resume") {
+            resume::run(quick).await?;
+        }
+        if run("turns") {
+            turns::run(quick).await?;
+        }
+        if run("reminders") {
+            reminders::run(quick).await?;
+        }
+        if run("idle") {
+            idle::run(quick).await?;
+        }
+        if run("fleet") {
+            fleet::run(quick).await?;
+        }
+        Ok::<(), Box<dyn std::error::Error>>(())
+    }
+    .await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("pod-bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

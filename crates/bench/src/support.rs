@@ -1,0 +1,92 @@
+//! Shared pieces: an instant echo tool, timing and memory readings.
+
+use pod_worker::{Tool, ToolContext, ToolOutput};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// Returns its `text` argument at once.
+pub struct Echo;
+
+#[async_trait::async_trait]
+impl Tool for Echo {
+    type Args = Value;
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> String {
+        "Returns its text argument.".into()
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}})
+    }
+    fn concurrency_safe(&self) -> bool {
+        true
+    }
+    async fn call(&self, args: Value, _ctx: ToolContext) -> ToolOutput {
+        ToolOutput::ok(args["text"].as_str().unwrap_or_default().to_string())
+    }
+}
+
+/// Median of `runs` timings of `f`.
+pub async fn median<F, Fut>(runs: usize, mut f: F) -> Result<Duration, Box<dyn std::error::Error>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>,
+{
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        f().await?;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    Ok(times[times.len() / 2])
+}
+
+/// Resident memory of this process in bytes (Linux), or 0 elsewhere.
+pub fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// One line describing the machine, for the report.
+pub fn machine_line() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .next()
+                .map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_string())
+        })
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024 / 1024);
+    format!("Machine: {cpu}, {cores} cores, {mem} GiB RAM")
+}
+
+/// Formats a duration in the most readable unit.
+pub fn fmt_duration(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1_000.0 {
+        format!("{us:.1} µs")
+    } else if us < 1_000_000.0 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}

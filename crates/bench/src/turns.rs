@@ -1,0 +1,51 @@
+//! Runtime overhead per turn with an instant scripted model.
+
+use crate::support::{fmt_duration, Echo};
+use pod::{Durability, Pod, PodConfig, PodHome};
+use pod_llm::{ScriptStep, ScriptedProvider};
+use pod_worker::ToolRegistry;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Prints per-turn time and append throughput for each durability setting.
+pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
+    let turns = if quick { 200 } else { 2_000 };
+    println!("\n### Per-turn overhead (instant scripted model, one tool call per turn)\n");
+    println!("| durability | turns | per turn | items appended / s |");
+    println!("|---|---:|---:|---:|");
+    for durability in [Durability::Never, Durability::Turn, Durability::Always] {
+        let dir = tempfile::tempdir()?;
+        let steps: Vec<ScriptStep> = (0..turns)
+            .flat_map(|i| {
+                [
+                    ScriptStep::tool_call("echo", json!({"text": format!("step {i}")})),
+                    ScriptStep::text("ok"),
+                ]
+            })
+            .collect();
+        let mut config = PodConfig::new(
+            PodHome::new(dir.path()),
+            dir.path(),
+            Arc::new(ScriptedProvider::from_steps(steps).without_recording()),
+        );
+        let mut tools = ToolRegistry::new();
+        tools.register(Echo);
+        config.tools = tools;
+        config.durability = durability;
+        let pod = Pod::spawn(config).await?;
+        let start = Instant::now();
+        for i in 0..turns {
+            pod.prompt(format!("turn {i}")).await?;
+        }
+        let elapsed = start.elapsed();
+        let items = pod.get_history().await?.len();
+        pod.shutdown().await?;
+        println!(
+            "| {durability:?} | {turns} | {} | {:.0} |",
+            fmt_duration(elapsed / turns as u32),
+            items as f64 / elapsed.as_secs_f64()
+        );
+    }
+    Ok(())
+}
