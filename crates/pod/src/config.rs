@@ -1,5 +1,6 @@
 //! What a Pod is started with.
 
+use crate::approval::{ApprovalPolicy, Approver};
 use crate::compact::CompactionConfig;
 use crate::home::PodHome;
 use pod_llm::Provider;
@@ -36,8 +37,17 @@ pub struct PodConfig {
     pub provider: Arc<dyn Provider>,
     /// The system prompt.
     pub system_prompt: String,
-    /// Tools besides the builtin `todo_write`.
+    /// Tools besides the builtin `todo_write` and the workspace tools.
     pub tools: ToolRegistry,
+    /// Register the workspace tools (`read_file`, `write_file`, `edit_file`,
+    /// `list_dir`, `glob`, `grep`, `bash`), confined to `workspace`, with the
+    /// session's file tracker.
+    pub workspace_tools: bool,
+    /// Which tools run, ask or are refused.
+    pub approval: ApprovalPolicy,
+    /// Who answers `ask`; without one, `ask` tools are refused with a message
+    /// saying the user must allow them.
+    pub approver: Option<Arc<dyn Approver>>,
     /// When the log is fsynced.
     pub durability: Durability,
     /// Remind again after this many requests without `todo_write`.
@@ -69,6 +79,9 @@ impl PodConfig {
             provider,
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
             tools: ToolRegistry::new(),
+            workspace_tools: true,
+            approval: ApprovalPolicy::default(),
+            approver: None,
             durability: Durability::default(),
             remind_every: 5,
             max_requests_per_turn: 100,

@@ -1,12 +1,17 @@
 //! The Pod's interceptor: todo reminders and notifications (both committed
-//! through `pending_history_appends`), the automatic compaction trigger, and
-//! the until-done continuation.
+//! through `pending_history_appends`), the approval policy (in
+//! `pre_tool_call`), the automatic compaction trigger, and the until-done
+//! continuation.
 
+use crate::approval::{ApprovalGate, ApprovalPolicy};
 use crate::reminder::{continue_text, reminder_text, ReminderCadence};
 use pod_llm::tokens::estimate_item_tokens;
 use pod_llm::{Item, ItemKind, SystemKind};
 use pod_tools::{TodoStore, TODO_WRITE};
-use pod_worker::{Interceptor, PostToolAction, PreRequestAction, ToolResultInfo, TurnEndAction};
+use pod_worker::{
+    Interceptor, PostToolAction, PreRequestAction, PreToolAction, ToolCallInfo, ToolResultInfo,
+    TurnEndAction,
+};
 use tokio::sync::mpsc;
 
 /// Automatic compaction stops after this many failures in a row, until the
@@ -37,6 +42,7 @@ pub struct PodInterceptor {
     until_done: Option<u32>,
     continuations: u32,
     tools_ran_since_continue: bool,
+    approval: ApprovalGate,
 }
 
 impl PodInterceptor {
@@ -57,7 +63,18 @@ impl PodInterceptor {
             until_done: None,
             continuations: 0,
             tools_ran_since_continue: false,
+            // Every tool allowed until the Pod installs its policy.
+            approval: ApprovalGate::new(
+                ApprovalPolicy::all(crate::approval::ToolPolicy::Allow),
+                None,
+            ),
         }
+    }
+
+    /// Applies an approval policy to every tool call.
+    pub fn with_approval(mut self, approval: ApprovalGate) -> Self {
+        self.approval = approval;
+        self
     }
 
     /// Enables automatic compaction.
@@ -157,6 +174,12 @@ impl Interceptor for PodInterceptor {
             return PreRequestAction::Yield;
         }
         PreRequestAction::Continue
+    }
+
+    async fn pre_tool_call(&mut self, call: &mut ToolCallInfo) -> PreToolAction {
+        self.approval
+            .check(&call.call_id, &call.name, &call.arguments)
+            .await
     }
 
     async fn post_tool_call(&mut self, result: &mut ToolResultInfo) -> PostToolAction {

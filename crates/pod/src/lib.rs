@@ -2,10 +2,12 @@
 //!
 //! A Pod is an actor (a tokio task behind a cloneable [`PodHandle`]) that
 //! owns a [`Worker`](pod_worker::Worker) and its history, the session log on
-//! disk, the [`TodoStore`](pod_tools::TodoStore) and the interceptor that
-//! reminds the model of its plan and delivers notifications. Every committed
-//! item is appended to the log before the turn moves on; [`Pod::resume`]
-//! rebuilds history and todos by replaying that log.
+//! disk, the [`TodoStore`](pod_tools::TodoStore), the workspace tools'
+//! [`FileTracker`](pod_tools::FileTracker) and the interceptor that reminds
+//! the model of its plan, delivers notifications and applies the
+//! [`ApprovalPolicy`]. Every committed item is appended to the log before the
+//! turn moves on; [`Pod::resume`] rebuilds history, todos and the file
+//! tracker by replaying that log.
 //!
 //! This crate must not know about front ends (CLI, ACP): they read
 //! [`PodEvent`]s and call the handle.
@@ -30,6 +32,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod approval;
 pub mod compact;
 mod config;
 mod error;
@@ -46,6 +49,10 @@ pub mod replay;
 mod session;
 mod turn;
 
+pub use approval::{
+    ApprovalDecision, ApprovalFlags, ApprovalGate, ApprovalPolicy, ApprovalRequest, Approver,
+    ToolPolicy,
+};
 pub use compact::{CompactionConfig, CompactionReport};
 pub use config::{Durability, PodConfig, DEFAULT_SYSTEM_PROMPT};
 pub use error::PodError;

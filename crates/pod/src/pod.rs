@@ -1,6 +1,7 @@
 //! The Pod actor: a task that owns a Worker, its log and its session state,
 //! reached only through a [`PodHandle`].
 
+use crate::approval::ApprovalGate;
 use crate::compact::CompactionReport;
 use crate::config::{Durability, PodConfig};
 use crate::error::PodError;
@@ -14,7 +15,7 @@ use crate::session::{self, OpenSession};
 use crate::turn::{CompactionSetup, Job, JobResult, TurnParts};
 use pod_llm::tokens::estimate_request_tokens;
 use pod_llm::{Item, ItemKind, ProviderRequest, SystemKind};
-use pod_tools::{TodoStore, TodoWriteTool};
+use pod_tools::{TodoStore, TodoWriteTool, Workspace};
 use pod_worker::{TurnOutcome, Worker, WorkerConfig, WorkerError};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -34,13 +35,13 @@ impl Pod {
     /// Starts a new session.
     pub async fn spawn(config: PodConfig) -> Result<PodHandle, PodError> {
         let session = session::create(&config)?;
-        Ok(start(config, session))
+        start(config, session)
     }
 
     /// Reopens session `id` from its log and starts it.
     pub async fn resume(id: Uuid, config: PodConfig) -> Result<PodHandle, PodError> {
         let session = session::resume(id, &config).await?;
-        Ok(start(config, session))
+        start(config, session)
     }
 }
 
@@ -68,6 +69,8 @@ struct PodActor {
     log: LogWriter,
     log_path: PathBuf,
     store: TodoStore,
+    // The workspace tools' root and file tracker, when they are registered.
+    workspace: Option<Workspace>,
     events: broadcast::Sender<PodEvent>,
     notifications: mpsc::UnboundedSender<String>,
     // `None` while a turn runs: the running task owns them.
@@ -77,7 +80,17 @@ struct PodActor {
     rx: mpsc::Receiver<Command>,
 }
 
-fn start(config: PodConfig, session: OpenSession) -> PodHandle {
+fn start(config: PodConfig, session: OpenSession) -> Result<PodHandle, PodError> {
+    let workspace = if config.workspace_tools {
+        let workspace =
+            Workspace::new(&config.workspace, session.files).map_err(|source| PodError::Io {
+                path: config.workspace.clone(),
+                source,
+            })?;
+        Some(workspace)
+    } else {
+        None
+    };
     let (tx, rx) = mpsc::channel(MAILBOX);
     let (events, _) = broadcast::channel(config.event_capacity.max(1));
     let log_path = session.log.path().to_path_buf();
@@ -95,6 +108,7 @@ fn start(config: PodConfig, session: OpenSession) -> PodHandle {
         &session.log,
         &events,
         &store,
+        workspace.as_ref(),
         session.history,
         notification_rx,
     );
@@ -103,6 +117,7 @@ fn start(config: PodConfig, session: OpenSession) -> PodHandle {
         log: session.log,
         log_path,
         store,
+        workspace,
         events,
         notifications,
         parts: Some(parts),
@@ -111,7 +126,7 @@ fn start(config: PodConfig, session: OpenSession) -> PodHandle {
         rx,
     };
     tokio::spawn(actor.run());
-    handle
+    Ok(handle)
 }
 
 fn build_parts(
@@ -119,11 +134,15 @@ fn build_parts(
     log: &LogWriter,
     events: &broadcast::Sender<PodEvent>,
     store: &TodoStore,
+    workspace: Option<&Workspace>,
     history: Vec<Item>,
     notifications: mpsc::UnboundedReceiver<String>,
 ) -> TurnParts {
     let mut tools = config.tools.clone();
     tools.register(TodoWriteTool::new(store.clone()));
+    if let Some(workspace) = workspace {
+        workspace.register(&mut tools);
+    }
     let worker_config = WorkerConfig {
         system_prompt: config.system_prompt.clone(),
         max_requests_per_turn: config.max_requests_per_turn,
@@ -147,7 +166,11 @@ fn build_parts(
         worker,
         interceptor: PodInterceptor::new(store.clone(), config.remind_every, notifications)
             .with_compaction(trigger)
-            .with_until_done(config.until_done),
+            .with_until_done(config.until_done)
+            .with_approval(ApprovalGate::new(
+                config.approval.clone(),
+                config.approver.clone(),
+            )),
         observer: PodObserver::new(log.clone(), events.clone(), tracker, config.durability),
         compaction: CompactionSetup {
             provider: config
@@ -156,6 +179,7 @@ fn build_parts(
                 .unwrap_or_else(|| config.provider.clone()),
             config: config.compaction.clone(),
             todos: store.clone(),
+            files: workspace.map(|w| w.tracker().clone()),
             log: log.clone(),
             events: events.clone(),
         },
@@ -330,8 +354,12 @@ impl PodActor {
     }
 
     async fn rebuild_from_log(&mut self) -> Result<(), PodError> {
-        let (history, todos) = session::reload(&self.log).await?;
-        self.store.replace(todos);
+        let replayed = session::reload(&self.log).await?;
+        self.store.replace(replayed.todos);
+        self.workspace = self
+            .workspace
+            .as_ref()
+            .map(|w| w.with_tracker(replayed.files));
         let (notifications, notification_rx) = mpsc::unbounded_channel();
         self.notifications = notifications;
         self.parts = Some(build_parts(
@@ -339,7 +367,8 @@ impl PodActor {
             &self.log,
             &self.events,
             &self.store,
-            history,
+            self.workspace.as_ref(),
+            replayed.history,
             notification_rx,
         ));
         Ok(())

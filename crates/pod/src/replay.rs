@@ -1,13 +1,19 @@
-//! Rebuilding a session's state from its log: the history and the todos.
+//! Rebuilding a session's state from its log: the history, the todos and
+//! the workspace tools' file tracker.
 //!
 //! Todos are not stored anywhere else: the list is the last `todo_write`
 //! call that the tool accepted, decided from the logged result (an error or a
 //! skipped call changed nothing) and from the very same validation the tool
 //! runs, so arguments from an older schema are ignored.
+//!
+//! The [`FileTracker`] is rebuilt the same way, from the stamps the file
+//! tools attach to successful results (`FileTracker::observe`); a
+//! compaction boundary marks every known file "read required", as the live
+//! compaction did.
 
 use crate::log::LogRecord;
 use pod_llm::{Item, ItemKind};
-use pod_tools::{parse_todo_write, TodoItem, TODO_WRITE};
+use pod_tools::{parse_todo_write, FileTracker, TodoItem, TODO_WRITE};
 use std::collections::HashMap;
 
 /// The result a resumed session commits for a call that never finished.
@@ -61,6 +67,8 @@ pub struct Replayed {
     pub history: Vec<Item>,
     /// The todos after the last accepted `todo_write`.
     pub todos: Vec<TodoItem>,
+    /// The files the model has read or written, as it knows them.
+    pub files: FileTracker,
     /// Results to commit for calls the crash left unanswered, in call order.
     pub interrupted: Vec<Item>,
 }
@@ -75,6 +83,7 @@ pub fn replay(records: &[LogRecord]) -> Replayed {
                 if let Some(todos) = tracker.observe(item) {
                     out.todos = todos;
                 }
+                out.files.observe(item);
                 out.history.push(item.clone());
             }
             LogRecord::Compaction(boundary) => {
@@ -82,6 +91,7 @@ pub fn replay(records: &[LogRecord]) -> Replayed {
                 out.history = boundary.context();
                 out.todos = boundary.todos.clone();
                 tracker = TodoTracker::new();
+                out.files.mark_read_required();
             }
             LogRecord::Header(_) => {}
         }

@@ -3,9 +3,9 @@
 use crate::config::PodConfig;
 use crate::error::PodError;
 use crate::log::{read_log, LogRecord, LogWriter, SessionHeader};
-use crate::replay::replay;
+use crate::replay::{replay, Replayed};
 use pod_llm::Item;
-use pod_tools::TodoItem;
+use pod_tools::{FileTracker, TodoItem};
 use uuid::Uuid;
 
 /// A session ready for a Pod: its log writer and its rebuilt state.
@@ -14,6 +14,7 @@ pub(crate) struct OpenSession {
     pub log: LogWriter,
     pub history: Vec<Item>,
     pub todos: Vec<TodoItem>,
+    pub files: FileTracker,
 }
 
 /// Creates a new session with an empty history.
@@ -27,6 +28,7 @@ pub(crate) fn create(config: &PodConfig) -> Result<OpenSession, PodError> {
         log,
         history: Vec::new(),
         todos: Vec::new(),
+        files: FileTracker::new(),
     })
 }
 
@@ -48,34 +50,32 @@ pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, 
         let header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
         log.append(&LogRecord::Header(header), true).await?;
     }
-    let (history, todos) = commit_replay(&log, &contents.records).await?;
+    let replayed = commit_replay(&log, &contents.records).await?;
     Ok(OpenSession {
         id,
         log,
-        history,
-        todos,
+        history: replayed.history,
+        todos: replayed.todos,
+        files: replayed.files,
     })
 }
 
 /// Replays `records` and commits an "interrupted" result for every call
-/// without one, so the history is valid for model APIs.
-async fn commit_replay(
-    log: &LogWriter,
-    records: &[LogRecord],
-) -> Result<(Vec<Item>, Vec<TodoItem>), PodError> {
-    let replayed = replay(records);
-    let mut history = replayed.history;
-    for item in replayed.interrupted {
+/// without one, so the history is valid for model APIs. The returned
+/// history includes those results; `interrupted` is drained.
+async fn commit_replay(log: &LogWriter, records: &[LogRecord]) -> Result<Replayed, PodError> {
+    let mut replayed = replay(records);
+    for item in std::mem::take(&mut replayed.interrupted) {
         log.append(&LogRecord::Item(item.clone()), false).await?;
-        history.push(item);
+        replayed.history.push(item);
     }
     log.sync().await?;
-    Ok((history, replayed.todos))
+    Ok(replayed)
 }
 
-/// Rebuilds history and todos of a session whose writer is already open
-/// (after a turn task died).
-pub(crate) async fn reload(log: &LogWriter) -> Result<(Vec<Item>, Vec<TodoItem>), PodError> {
+/// Rebuilds the state of a session whose writer is already open (after a
+/// turn task died).
+pub(crate) async fn reload(log: &LogWriter) -> Result<Replayed, PodError> {
     let contents = read_log(log.path())?;
     commit_replay(log, &contents.records).await
 }

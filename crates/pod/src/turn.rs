@@ -9,7 +9,7 @@ use crate::interceptor::PodInterceptor;
 use crate::log::LogWriter;
 use crate::observer::PodObserver;
 use pod_llm::{Item, Provider};
-use pod_tools::TodoStore;
+use pod_tools::{FileTracker, TodoStore};
 use pod_worker::{TurnEndReason, TurnOutcome, Worker};
 use std::sync::Arc;
 use tokio::sync::broadcast;
@@ -42,6 +42,8 @@ pub(crate) struct CompactionSetup {
     pub provider: Arc<dyn Provider>,
     pub config: CompactionConfig,
     pub todos: TodoStore,
+    /// The workspace tools' tracker, when they are registered.
+    pub files: Option<FileTracker>,
     pub log: LogWriter,
     pub events: broadcast::Sender<PodEvent>,
 }
@@ -102,6 +104,7 @@ impl TurnParts {
             provider: setup.provider.clone(),
             config: &setup.config,
             todos: &setup.todos,
+            files: setup.files.as_ref(),
             log: &setup.log,
         };
         match compactor.run(&mut self.worker, cancel).await {

@@ -1,6 +1,7 @@
 //! Compaction: when the context fills, a compact worker summarises the old
 //! part of the history; the summary, a verbatim recent tail and the
-//! carry-over items (the unfinished plan) become the new context.
+//! carry-over items (the unfinished plan, the files to re-read) become the
+//! new context.
 
 mod prompt;
 mod split;
@@ -11,7 +12,7 @@ pub use split::tail_start;
 use crate::log::{CompactionRecord, LogRecord, LogWriter};
 use pod_llm::tokens::estimate_item_tokens;
 use pod_llm::{Item, ItemKind, Provider, SystemKind};
-use pod_tools::{render_todos, TodoItem, TodoStore};
+use pod_tools::{render_todos, FileTracker, TodoItem, TodoStore};
 use pod_worker::{
     NoopInterceptor, NullObserver, ToolRegistry, TurnEndReason, Worker, WorkerConfig,
 };
@@ -83,6 +84,8 @@ pub(crate) struct Compactor<'a> {
     pub provider: Arc<dyn Provider>,
     pub config: &'a CompactionConfig,
     pub todos: &'a TodoStore,
+    /// The workspace tools' tracker, when they are registered.
+    pub files: Option<&'a FileTracker>,
     pub log: &'a LogWriter,
 }
 
@@ -111,7 +114,10 @@ impl Compactor<'_> {
             ),
         );
         let tail: Vec<Item> = history[start..].iter().map(without_usage).collect();
-        let carry_over = carry_over_items(&snapshot);
+        // Every file the model knew is out of view once the summary replaces
+        // the reads: it must read them again before editing.
+        let reread = self.files.map(FileTracker::known).unwrap_or_default();
+        let carry_over = carry_over_items(&snapshot, &reread);
         let mut context = Vec::with_capacity(tail.len() + carry_over.len() + 1);
         context.push(summary_item.clone());
         context.extend(tail.iter().cloned());
@@ -129,6 +135,9 @@ impl Compactor<'_> {
         self.log
             .append(&LogRecord::Compaction(record), true)
             .await?;
+        if let Some(files) = self.files {
+            files.mark_read_required();
+        }
         worker.set_history(context);
         Ok(CompactionReport {
             tokens_before,
@@ -188,8 +197,9 @@ impl Compactor<'_> {
 }
 
 /// The carry-over lane: items placed after the kept tail so the new context
-/// ends on the current state. Today: the unfinished plan.
-pub fn carry_over_items(todos: &[TodoItem]) -> Vec<Item> {
+/// ends on the current state: the unfinished plan, and the files that must
+/// be read again before they are edited.
+pub fn carry_over_items(todos: &[TodoItem], reread: &[String]) -> Vec<Item> {
     let mut items = Vec::new();
     if todos.iter().any(|t| t.status.is_unfinished()) {
         items.push(Item::system(
@@ -202,7 +212,32 @@ pub fn carry_over_items(todos: &[TodoItem]) -> Vec<Item> {
             ),
         ));
     }
+    if !reread.is_empty() {
+        items.push(Item::system(SystemKind::CarryOver, reread_text(reread)));
+    }
     items
+}
+
+/// The carry-over text listing files to read again.
+pub fn reread_text(files: &[String]) -> String {
+    // A session can touch thousands of files; the list only needs to name
+    // enough for the model to see the rule applies.
+    const MAX_LISTED: usize = 50;
+    let mut text = String::from(
+        "<system-reminder>\nThe context was compacted, so the content of files you read before \
+         is no longer in view. Read these files again with read_file before you edit or \
+         overwrite them (edit_file and write_file will refuse until you do):\n",
+    );
+    for file in files.iter().take(MAX_LISTED) {
+        text.push_str("- ");
+        text.push_str(file);
+        text.push('\n');
+    }
+    if files.len() > MAX_LISTED {
+        text.push_str(&format!("- … and {} more\n", files.len() - MAX_LISTED));
+    }
+    text.push_str("</system-reminder>");
+    text
 }
 
 /// A copy of a tail item without its token usage: that usage measured the

@@ -1,8 +1,10 @@
 //! Integration tests of the Pod, linked as one binary.
 
 mod actor;
+mod approval;
 mod compaction;
 mod properties;
 mod reminders;
 mod resume;
 mod support;
+mod workspace;

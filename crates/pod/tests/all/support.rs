@@ -16,6 +16,9 @@ pub struct TestPod {
     pub durability: Durability,
     pub remind_every: u32,
     pub event_capacity: usize,
+    /// Off by default: most suites test the Pod itself, and the workspace
+    /// tools' specs would change their request sizes.
+    pub workspace_tools: bool,
 }
 
 impl TestPod {
@@ -26,6 +29,7 @@ impl TestPod {
             durability: Durability::Turn,
             remind_every: 5,
             event_capacity: 256,
+            workspace_tools: false,
         }
     }
 
@@ -41,6 +45,7 @@ impl TestPod {
         config.durability = self.durability;
         config.remind_every = self.remind_every;
         config.event_capacity = self.event_capacity;
+        config.workspace_tools = self.workspace_tools;
         config
     }
 
@@ -117,4 +122,69 @@ impl Tool for WaitForCancel {
         ctx.cancel.cancelled().await;
         ToolOutput::error("stopped: the turn was cancelled")
     }
+}
+
+/// An approver answering from a queue of decisions (then `Cancelled`), and
+/// recording every request it saw.
+#[derive(Default)]
+pub struct ScriptedApprover {
+    decisions: parking_lot::Mutex<std::collections::VecDeque<pod::ApprovalDecision>>,
+    pub requests: parking_lot::Mutex<Vec<pod::ApprovalRequest>>,
+}
+
+impl ScriptedApprover {
+    pub fn new(decisions: impl IntoIterator<Item = pod::ApprovalDecision>) -> Arc<Self> {
+        Arc::new(Self {
+            decisions: parking_lot::Mutex::new(decisions.into_iter().collect()),
+            requests: parking_lot::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The summaries of the requests seen so far.
+    pub fn summaries(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .iter()
+            .map(|r| r.summary.clone())
+            .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl pod::Approver for ScriptedApprover {
+    async fn decide(&self, request: pod::ApprovalRequest) -> pod::ApprovalDecision {
+        self.requests.lock().push(request);
+        self.decisions
+            .lock()
+            .pop_front()
+            .unwrap_or(pod::ApprovalDecision::Cancelled)
+    }
+}
+
+/// The result text of call `call_id` in `history`, with its error flag.
+pub fn result_of(history: &[pod_llm::Item], call_id: &str) -> (String, bool) {
+    history
+        .iter()
+        .find_map(|item| match &item.kind {
+            pod_llm::ItemKind::ToolResult {
+                call_id: id,
+                content,
+                is_error,
+                ..
+            } if id == call_id => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no result for {call_id}"))
+}
+
+/// Ids of the tool calls in `history`, in order, with their tool names.
+pub fn calls_of(history: &[pod_llm::Item]) -> Vec<(String, String)> {
+    history
+        .iter()
+        .flat_map(|item| {
+            item.tool_calls()
+                .iter()
+                .map(|c| (c.id.clone(), c.name.clone()))
+        })
+        .collect()
 }

@@ -67,6 +67,16 @@ impl Workspace {
         })))
     }
 
+    /// The same root and limits with another tracker (a session rebuilt
+    /// from its log).
+    pub fn with_tracker(&self, tracker: FileTracker) -> Self {
+        Self(Arc::new(WorkspaceInner {
+            root: self.0.root.clone(),
+            tracker,
+            limits: self.0.limits.clone(),
+        }))
+    }
+
     /// The confined root.
     pub fn root(&self) -> &Root {
         &self.0.root

@@ -178,6 +178,11 @@ impl FileTracker {
             .collect()
     }
 
+    /// Every file the tracker knows, sorted.
+    pub fn known(&self) -> Vec<String> {
+        self.0.lock().files.keys().cloned().collect()
+    }
+
     /// Files that must be read again before editing, sorted.
     pub fn read_required(&self) -> Vec<String> {
         let inner = self.0.lock();

@@ -1,0 +1,317 @@
+//! The approval policy: per tool `allow`, `ask` or `deny`, checked in the
+//! Pod's `pre_tool_call`. `ask` goes to the front end through an
+//! [`Approver`]; a refusal becomes a tool result telling the model why.
+//!
+//! In a profile TOML file:
+//!
+//! ```toml
+//! [approval]
+//! default = "allow"            # tools not listed below
+//! [approval.tools]
+//! bash = "allow"
+//! write_file = "deny"
+//! ```
+
+use pod_tools::{BASH, EDIT_FILE, GLOB, GREP, LIST_DIR, READ_FILE, TODO_WRITE, WRITE_FILE};
+use pod_worker::PreToolAction;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+/// What to do with calls of one tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPolicy {
+    /// Run without asking.
+    Allow,
+    /// Ask the front end each time (until it answers "always").
+    Ask,
+    /// Never run; the model is told the call was refused.
+    Deny,
+}
+
+impl ToolPolicy {
+    /// The name used in config and flags.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolPolicy::Allow => "allow",
+            ToolPolicy::Ask => "ask",
+            ToolPolicy::Deny => "deny",
+        }
+    }
+}
+
+/// A policy name that is not `allow`, `ask` or `deny`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tool policy `{0}`: expected allow, ask or deny")]
+pub struct UnknownPolicy(pub String);
+
+impl FromStr for ToolPolicy {
+    type Err = UnknownPolicy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "allow" => Ok(ToolPolicy::Allow),
+            "ask" => Ok(ToolPolicy::Ask),
+            "deny" => Ok(ToolPolicy::Deny),
+            _ => Err(UnknownPolicy(s.to_string())),
+        }
+    }
+}
+
+/// The policy of every tool: an entry per tool, and a default for the rest.
+///
+/// Read from config, the entries given are laid over the built-in defaults
+/// (so `[approval.tools] bash = "allow"` keeps `edit_file` at `ask`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "PolicyFile")]
+pub struct ApprovalPolicy {
+    /// For tools without an entry. `allow` by default: tools the embedding
+    /// program registers are its own choice.
+    pub default: ToolPolicy,
+    /// Per tool name.
+    pub tools: BTreeMap<String, ToolPolicy>,
+}
+
+impl Default for ApprovalPolicy {
+    /// Reads and the plan are allowed; writes and `bash` ask.
+    fn default() -> Self {
+        let mut tools = BTreeMap::new();
+        for read in [READ_FILE, LIST_DIR, GLOB, GREP, TODO_WRITE] {
+            tools.insert(read.to_string(), ToolPolicy::Allow);
+        }
+        for write in [WRITE_FILE, EDIT_FILE, BASH] {
+            tools.insert(write.to_string(), ToolPolicy::Ask);
+        }
+        Self {
+            default: ToolPolicy::Allow,
+            tools,
+        }
+    }
+}
+
+impl ApprovalPolicy {
+    /// A policy where every tool gets `policy`.
+    pub fn all(policy: ToolPolicy) -> Self {
+        Self {
+            default: policy,
+            tools: BTreeMap::new(),
+        }
+    }
+
+    /// The policy for `tool`.
+    pub fn get(&self, tool: &str) -> ToolPolicy {
+        self.tools.get(tool).copied().unwrap_or(self.default)
+    }
+
+    /// Sets the policy of one tool.
+    pub fn set(&mut self, tool: impl Into<String>, policy: ToolPolicy) -> &mut Self {
+        self.tools.insert(tool.into(), policy);
+        self
+    }
+
+    /// `--yes`: every `ask` becomes `allow` (a `deny` stays).
+    pub fn allow_all_asks(&mut self) -> &mut Self {
+        if self.default == ToolPolicy::Ask {
+            self.default = ToolPolicy::Allow;
+        }
+        for policy in self.tools.values_mut() {
+            if *policy == ToolPolicy::Ask {
+                *policy = ToolPolicy::Allow;
+            }
+        }
+        self
+    }
+
+    /// Applies command-line flags: `--yes` first, then each `--allow TOOL`
+    /// and `--deny TOOL` (a deny wins over an allow of the same tool).
+    pub fn apply_flags(&mut self, flags: &ApprovalFlags) -> &mut Self {
+        if flags.yes {
+            self.allow_all_asks();
+        }
+        for tool in &flags.allow {
+            self.set(tool.clone(), ToolPolicy::Allow);
+        }
+        for tool in &flags.deny {
+            self.set(tool.clone(), ToolPolicy::Deny);
+        }
+        self
+    }
+}
+
+/// The config form: only what the user wrote.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    #[serde(default)]
+    default: Option<ToolPolicy>,
+    #[serde(default)]
+    tools: BTreeMap<String, ToolPolicy>,
+}
+
+impl From<PolicyFile> for ApprovalPolicy {
+    fn from(file: PolicyFile) -> Self {
+        let mut policy = ApprovalPolicy::default();
+        if let Some(default) = file.default {
+            policy.default = default;
+        }
+        policy.tools.extend(file.tools);
+        policy
+    }
+}
+
+/// Approval settings given on the command line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApprovalFlags {
+    /// `--yes`: allow every tool that would ask.
+    pub yes: bool,
+    /// `--allow TOOL`, repeatable.
+    pub allow: Vec<String>,
+    /// `--deny TOOL`, repeatable.
+    pub deny: Vec<String>,
+}
+
+/// A tool call waiting for the user's decision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// The call id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The raw JSON arguments.
+    pub arguments: String,
+    /// One line saying what the call does, for a prompt (for example
+    /// `bash: cargo test` or `edit_file: src/main.rs`).
+    pub summary: String,
+}
+
+impl ApprovalRequest {
+    /// A request for this call, with its summary.
+    pub fn new(call_id: &str, tool: &str, arguments: &str) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            arguments: arguments.into(),
+            summary: summarize(tool, arguments),
+        }
+    }
+}
+
+/// The line shown to the user: the tool and its main argument.
+fn summarize(tool: &str, arguments: &str) -> String {
+    // Long enough for a typical command line, short enough for one line.
+    const MAX_CHARS: usize = 200;
+    let value: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    let main = ["command", "path", "pattern"]
+        .iter()
+        .find_map(|key| value.get(*key).and_then(|v| v.as_str()));
+    let text = match main {
+        Some(main) => format!("{tool}: {main}"),
+        None => format!("{tool} {arguments}"),
+    };
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
+/// The user's answer to an [`ApprovalRequest`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this call.
+    AllowOnce,
+    /// Run this call and every later call of this tool in the session.
+    AllowAlways,
+    /// Refuse this call.
+    RejectOnce,
+    /// Refuse this call and every later call of this tool in the session.
+    RejectAlways,
+    /// No answer (the prompt was dismissed or the turn cancelled): the turn
+    /// ends as aborted.
+    Cancelled,
+}
+
+/// Asks the user about a call; implemented by front ends (a terminal
+/// prompt, ACP's `session/request_permission`).
+#[async_trait::async_trait]
+pub trait Approver: Send + Sync {
+    /// Decides about one call. Called while the turn waits.
+    async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision;
+}
+
+/// The session's policy and the front end that answers `ask`: what
+/// `pre_tool_call` consults. "Always" answers update the policy for the
+/// rest of the session.
+#[derive(Clone)]
+pub struct ApprovalGate {
+    policy: ApprovalPolicy,
+    approver: Option<std::sync::Arc<dyn Approver>>,
+}
+
+impl ApprovalGate {
+    /// A gate applying `policy`, asking `approver` (if any) about `ask` tools.
+    pub fn new(policy: ApprovalPolicy, approver: Option<std::sync::Arc<dyn Approver>>) -> Self {
+        Self { policy, approver }
+    }
+
+    /// The current policy, with this session's "always" answers.
+    pub fn policy(&self) -> &ApprovalPolicy {
+        &self.policy
+    }
+
+    /// Decides about one call.
+    pub async fn check(&mut self, call_id: &str, tool: &str, arguments: &str) -> PreToolAction {
+        match self.policy.get(tool) {
+            ToolPolicy::Allow => PreToolAction::Continue,
+            ToolPolicy::Deny => PreToolAction::Skip(format!(
+                "Not run: denied by the approval policy: `{tool}` is set to deny in this session. \
+                 Do not retry it; find another way or ask the user to allow `{tool}`."
+            )),
+            ToolPolicy::Ask => self.ask(call_id, tool, arguments).await,
+        }
+    }
+
+    async fn ask(&mut self, call_id: &str, tool: &str, arguments: &str) -> PreToolAction {
+        let Some(approver) = &self.approver else {
+            return PreToolAction::Skip(format!(
+                "Not run: `{tool}` needs the user's approval and nobody can give it in this \
+                 session. The user must allow it (for example with --yes or --allow {tool}). \
+                 Do not retry it; tell the user what you wanted to do."
+            ));
+        };
+        let decision = approver
+            .decide(ApprovalRequest::new(call_id, tool, arguments))
+            .await;
+        match decision {
+            ApprovalDecision::AllowOnce => PreToolAction::Continue,
+            ApprovalDecision::AllowAlways => {
+                self.policy.set(tool, ToolPolicy::Allow);
+                PreToolAction::Continue
+            }
+            ApprovalDecision::RejectOnce => PreToolAction::Skip(format!(
+                "Not run: the user refused this `{tool}` call. Do not retry it unchanged; \
+                 ask the user or take another approach."
+            )),
+            ApprovalDecision::RejectAlways => {
+                self.policy.set(tool, ToolPolicy::Deny);
+                PreToolAction::Skip(format!(
+                    "Not run: the user refused this `{tool}` call and every later `{tool}` call \
+                     in this session. Find another way or ask the user."
+                ))
+            }
+            ApprovalDecision::Cancelled => {
+                PreToolAction::Abort(format!("the approval request for `{tool}` was cancelled"))
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for ApprovalGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApprovalGate")
+            .field("policy", &self.policy)
+            .field("approver", &self.approver.is_some())
+            .finish()
+    }
+}
