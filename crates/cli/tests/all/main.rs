@@ -5,6 +5,7 @@ mod support;
 
 mod acp;
 mod checklist;
+mod crash;
 mod ctrl_c;
 mod demo;
 mod errors;

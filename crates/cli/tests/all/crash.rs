@@ -1,0 +1,39 @@
+//! Crash injection in CI: the real `pod` binary killed with SIGKILL at 30
+//! seeded random points over long scripted sessions, resumed until each
+//! plan is complete, its log checked after every kill (see
+//! `pod_crashtest::check::check_log`). `POD_CRASH_SEED` picks another seed;
+//! `pod-crash --soak` runs thousands.
+
+use pod_crashtest::harness::{run, CrashConfig, Durability};
+
+fn seed() -> u64 {
+    std::env::var("POD_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_250_901)
+}
+
+fn crash_run(kills: u64, durability: Durability) {
+    let mut config = CrashConfig::new(env!("CARGO_BIN_EXE_pod"), kills, seed());
+    config.durability = durability;
+    match run(&config) {
+        Ok(report) => {
+            // Printed so a CI log shows the seed and what was exercised.
+            eprintln!("durability {}: {report}", durability.as_arg());
+            assert_eq!(report.kills, kills);
+            assert!(report.sessions_completed >= 1);
+            assert!(report.acks_checked > 0);
+        }
+        Err(err) => panic!("{err}"),
+    }
+}
+
+#[test]
+fn sigkill_at_random_points_loses_nothing_acknowledged_durability_turn() {
+    crash_run(20, Durability::Turn);
+}
+
+#[test]
+fn sigkill_at_random_points_loses_nothing_acknowledged_durability_never() {
+    crash_run(10, Durability::Never);
+}
