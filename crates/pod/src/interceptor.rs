@@ -90,6 +90,12 @@ impl PodInterceptor {
         self
     }
 
+    /// Gives up the notification queue (when the Pod rebuilds its parts), so
+    /// notifications not yet delivered are kept.
+    pub fn into_notifications(self) -> mpsc::UnboundedReceiver<String> {
+        self.notifications
+    }
+
     /// A turn begins. `reminder_unanswered`: the history's last reminder has
     /// no model response after it. `user_prompt`: the turn has a new prompt,
     /// which re-enables automatic compaction after repeated failures.

@@ -53,6 +53,20 @@ pub(crate) enum JobReply {
     Compact(oneshot::Sender<Result<CompactionReport, PodError>>),
 }
 
+impl JobReply {
+    /// Answers the caller with an error.
+    fn fail(self, error: impl Fn() -> PodError) {
+        match self {
+            JobReply::Turn(reply) => {
+                let _ = reply.send(Err(error()));
+            }
+            JobReply::Compact(reply) => {
+                let _ = reply.send(Err(error()));
+            }
+        }
+    }
+}
+
 struct Running {
     task: JoinHandle<JobDone>,
     cancel: CancellationToken,
@@ -255,6 +269,13 @@ impl PodActor {
             return;
         }
         let Some(mut parts) = self.parts.take() else {
+            // A crashed job whose state could not be rebuilt from the log:
+            // answer waiting callers instead of leaving them hanging.
+            for queued in self.queue.drain(..) {
+                queued.reply.fail(|| {
+                    PodError::Crashed("the pod lost its state and could not reload its log".into())
+                });
+            }
             return;
         };
         let Some(next) = self.queue.pop_front() else {
@@ -360,8 +381,16 @@ impl PodActor {
             .workspace
             .as_ref()
             .map(|w| w.with_tracker(replayed.files));
-        let (notifications, notification_rx) = mpsc::unbounded_channel();
-        self.notifications = notifications;
+        // Keep undelivered notifications when the old parts came back (a
+        // failed append); after a panic they went down with the task.
+        let notification_rx = match self.parts.take() {
+            Some(parts) => parts.interceptor.into_notifications(),
+            None => {
+                let (notifications, notification_rx) = mpsc::unbounded_channel();
+                self.notifications = notifications;
+                notification_rx
+            }
+        };
         self.parts = Some(build_parts(
             &self.config,
             &self.log,
@@ -391,14 +420,7 @@ impl PodActor {
             self.finish_turn(joined).await;
         }
         for queued in self.queue.drain(..) {
-            match queued.reply {
-                JobReply::Turn(reply) => {
-                    let _ = reply.send(Err(PodError::Closed));
-                }
-                JobReply::Compact(reply) => {
-                    let _ = reply.send(Err(PodError::Closed));
-                }
-            }
+            queued.reply.fail(|| PodError::Closed);
         }
         self.log.shutdown().await
     }

@@ -75,21 +75,27 @@ pub struct Replayed {
 
 /// Replays records into history and todos.
 pub fn replay(records: &[LogRecord]) -> Replayed {
+    replay_owned(records.iter().cloned())
+}
+
+/// Replays records it owns, moving items into the history instead of
+/// copying them (the resume path).
+pub fn replay_owned(records: impl IntoIterator<Item = LogRecord>) -> Replayed {
     let mut out = Replayed::default();
     let mut tracker = TodoTracker::new();
     for record in records {
         match record {
             LogRecord::Item(item) => {
-                if let Some(todos) = tracker.observe(item) {
+                if let Some(todos) = tracker.observe(&item) {
                     out.todos = todos;
                 }
-                out.files.observe(item);
-                out.history.push(item.clone());
+                out.files.observe(&item);
+                out.history.push(item);
             }
-            LogRecord::Compaction(boundary) => {
+            LogRecord::Compaction(mut boundary) => {
                 // The active context restarts here; no call spans a boundary.
-                out.history = boundary.context();
-                out.todos = boundary.todos.clone();
+                out.todos = std::mem::take(&mut boundary.todos);
+                out.history = boundary.into_context();
                 tracker = TodoTracker::new();
                 out.files.mark_read_required();
             }

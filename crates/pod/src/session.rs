@@ -3,7 +3,7 @@
 use crate::config::PodConfig;
 use crate::error::PodError;
 use crate::log::{read_log, LogRecord, LogWriter, SessionHeader};
-use crate::replay::{replay, Replayed};
+use crate::replay::{replay_owned, Replayed};
 use pod_llm::Item;
 use pod_tools::{FileTracker, TodoItem};
 use uuid::Uuid;
@@ -50,7 +50,7 @@ pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, 
         let header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
         log.append(&LogRecord::Header(header), true).await?;
     }
-    let replayed = commit_replay(&log, &contents.records).await?;
+    let replayed = commit_replay(&log, contents.records).await?;
     Ok(OpenSession {
         id,
         log,
@@ -63,8 +63,8 @@ pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, 
 /// Replays `records` and commits an "interrupted" result for every call
 /// without one, so the history is valid for model APIs. The returned
 /// history includes those results; `interrupted` is drained.
-async fn commit_replay(log: &LogWriter, records: &[LogRecord]) -> Result<Replayed, PodError> {
-    let mut replayed = replay(records);
+async fn commit_replay(log: &LogWriter, records: Vec<LogRecord>) -> Result<Replayed, PodError> {
+    let mut replayed = replay_owned(records);
     for item in std::mem::take(&mut replayed.interrupted) {
         log.append(&LogRecord::Item(item.clone()), false).await?;
         replayed.history.push(item);
@@ -77,5 +77,5 @@ async fn commit_replay(log: &LogWriter, records: &[LogRecord]) -> Result<Replaye
 /// turn task died).
 pub(crate) async fn reload(log: &LogWriter) -> Result<Replayed, PodError> {
     let contents = read_log(log.path())?;
-    commit_replay(log, &contents.records).await
+    commit_replay(log, contents.records).await
 }

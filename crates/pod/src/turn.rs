@@ -117,6 +117,10 @@ impl TurnParts {
                 });
                 Ok(report)
             }
+            Err(_) if cancel.is_cancelled() => {
+                // Cancelled by the user: not a failure of the compact model.
+                Err(PodError::Compaction("cancelled".into()))
+            }
             Err(err) => {
                 let paused = self.interceptor.compaction_failed();
                 let mut reason = err.to_string();

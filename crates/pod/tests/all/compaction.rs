@@ -261,6 +261,15 @@ async fn a_crash_before_the_boundary_is_durable_resumes_the_old_context() {
     );
     resumed.shutdown().await.expect("shutdown");
     pod.cancel().await.expect("cancel");
-    let _ = compacting.await.expect("join");
+    let result = compacting.await.expect("join");
+    assert!(matches!(result, Err(PodError::Compaction(reason)) if reason == "cancelled"));
+    // A cancelled compaction is not a failure of the compact model.
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(event, PodEvent::CompactionFailed { .. }),
+            "{event:?}"
+        );
+    }
+    assert_eq!(pod.get_history().await.expect("history"), before);
     pod.shutdown().await.expect("shutdown");
 }
