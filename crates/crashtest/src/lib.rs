@@ -22,7 +22,9 @@
 
 pub mod ack;
 pub mod check;
+pub mod fuzz;
 pub mod harness;
+pub mod mutate;
 pub mod oracle;
 pub mod process;
 pub mod rng;

@@ -47,6 +47,22 @@ pub use secret::ApiKey;
 use pod_llm::{Provider, Script, ScriptError, ScriptedProvider};
 use std::sync::Arc;
 
+// Fuzzing entry point (fuzz/, pod-fuzz): a provider's SSE + stream parser on raw body chunks, no network; needs a tokio runtime.
+#[doc(hidden)]
+pub fn stream_parser_for_fuzzing(anthropic: bool, chunks: Vec<Vec<u8>>) -> pod_llm::EventStream {
+    use futures_util::StreamExt;
+    let body = futures_util::stream::iter(
+        chunks
+            .into_iter()
+            .map(|chunk| Ok::<_, std::io::Error>(bytes::Bytes::from(chunk))),
+    );
+    let sse = http::sse_events(body, std::time::Duration::from_secs(3600)).boxed();
+    match anthropic {
+        true => anthropic::decode_for_fuzzing(sse),
+        false => openai::decode_for_fuzzing(sse),
+    }
+}
+
 /// Why a provider could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {

@@ -71,3 +71,8 @@ impl Provider for AnthropicProvider {
         self.endpoint.model.clone()
     }
 }
+
+// Fuzzing entry point (see `crate::stream_parser_for_fuzzing`).
+pub(crate) fn decode_for_fuzzing(sse: crate::http::SseStream) -> EventStream {
+    drive(sse, stream::MessageDecoder::default())
+}

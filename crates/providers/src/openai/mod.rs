@@ -70,3 +70,8 @@ impl Provider for OpenAiProvider {
         self.endpoint.model.clone()
     }
 }
+
+// Fuzzing entry point (see `crate::stream_parser_for_fuzzing`).
+pub(crate) fn decode_for_fuzzing(sse: crate::http::SseStream) -> EventStream {
+    drive(sse, stream::ChunkDecoder::new("fuzz"))
+}
