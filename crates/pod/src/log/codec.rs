@@ -58,8 +58,13 @@ pub fn verified_payload(line: &[u8]) -> Result<&[u8], LineError> {
     {
         return Err(LineError::Framing);
     }
-    let hex = std::str::from_utf8(&line[PREFIX.len()..PREFIX.len() + HEX_LEN])
-        .map_err(|_| LineError::Framing)?;
+    let hex = &line[PREFIX.len()..PREFIX.len() + HEX_LEN];
+    // Exactly what `encode_line` writes: `from_str_radix` alone would also
+    // take upper case and a leading `+`, so one record had several lines.
+    if !hex.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(LineError::Framing);
+    }
+    let hex = std::str::from_utf8(hex).map_err(|_| LineError::Framing)?;
     let stored = u32::from_str_radix(hex, 16).map_err(|_| LineError::Framing)?;
     let payload = &line[head..line.len() - 1];
     let computed = crc32fast::hash(payload);
@@ -97,5 +102,32 @@ mod tests {
                 "cut at {cut} went unnoticed"
             );
         }
+    }
+
+    /// Found by the `log_line` fuzz target: `{"crc":"dA843717",...}` decoded
+    /// and re-encoded as `da843717`.
+    #[test]
+    fn crc_hex_must_be_lower_case_without_sign() {
+        let record = LogRecord::Item(Item::user("hello"));
+        let line = encode_line(&record).unwrap();
+        let body = &line[..line.len() - 1];
+        let hex = PREFIX.len()..PREFIX.len() + HEX_LEN;
+        let upper: Vec<u8> = body
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                if hex.contains(&i) {
+                    b.to_ascii_uppercase()
+                } else {
+                    *b
+                }
+            })
+            .collect();
+        if upper != body {
+            assert_eq!(decode_line(&upper), Err(LineError::Framing));
+        }
+        let mut signed = body.to_vec();
+        signed[hex.start] = b'+';
+        assert_eq!(decode_line(&signed), Err(LineError::Framing));
     }
 }
