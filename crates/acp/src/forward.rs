@@ -2,6 +2,7 @@
 //! answers the session's prompts, so that every update of a turn reaches the
 //! client before the turn's answer.
 
+use crate::permission::{self, Question};
 use crate::translate;
 use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
@@ -14,6 +15,9 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{broadcast, mpsc};
 
 /// Commands a session's forwarder takes besides Pod events.
+// A handful of commands per turn through a channel of eight: boxing the
+// prompt's responder would save nothing worth the indirection.
+#[allow(clippy::large_enum_variant)]
 pub enum Control {
     /// A prompt's turn is over: answer it after every event emitted before.
     Finish {
@@ -22,6 +26,9 @@ pub enum Control {
         /// Where the answer goes.
         responder: Responder<PromptResponse>,
     },
+    /// The approval policy asks about a call: send what came before,
+    /// announce the call, then ask the client.
+    Permission(Question),
 }
 
 /// What the forwarder remembers between events.
@@ -91,6 +98,24 @@ impl Forwarder {
                     tracing::debug!(%err, "prompt answer not sent: the connection is closing");
                 }
             }
+            Control::Permission(question) => {
+                self.announce(&question.request);
+                permission::ask(&self.updates, question);
+            }
+        }
+    }
+
+    /// Shows a call waiting for permission as `pending`; when it starts,
+    /// [`Self::call_started`] moves it to `in_progress`.
+    fn announce(&mut self, request: &pod::ApprovalRequest) {
+        if self.open_calls.insert(request.call_id.clone()) {
+            self.updates
+                .send(SessionUpdate::ToolCall(translate::tool_call(
+                    &request.call_id,
+                    &request.tool,
+                    &request.arguments,
+                    ToolCallStatus::Pending,
+                )));
         }
     }
 

@@ -6,9 +6,10 @@
 //! stream pair, stdio in production. Each `session/new` spawns a Pod in the
 //! client's `cwd`; `session/prompt` runs a turn and streams its
 //! [`PodEvent`](pod::PodEvent)s as `session/update` notifications; every
-//! todo change becomes a `plan` update; `session/load` resumes a Pod from its
-//! log and replays the conversation first. The mapping lives in
-//! `tickets/acp.md`.
+//! todo change becomes a `plan` update; tools the approval policy sets to
+//! `ask` are put to the client with `session/request_permission`;
+//! `session/load` resumes a Pod from its log and replays the conversation
+//! first. The mapping lives in `tickets/acp.md`.
 //!
 //! This crate translates and nothing more: it must not know how providers
 //! are configured (the caller supplies a [`PodFactory`]), nor how turns, logs
@@ -49,6 +50,7 @@
 mod error;
 mod factory;
 mod forward;
+mod permission;
 mod prompt;
 mod replay;
 mod server;

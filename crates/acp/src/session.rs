@@ -1,9 +1,10 @@
 //! `session/new` and `session/load`: opening a Pod and its forwarder.
 
 use crate::factory::PodFactory;
-use crate::forward;
+use crate::forward::{self, Control};
+use crate::permission::SessionApprover;
 use crate::replay::replay_updates;
-use crate::sessions::{Session, Sessions};
+use crate::sessions::{Session, Sessions, TurnSlot};
 use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, SessionId,
@@ -21,8 +22,9 @@ use uuid::Uuid;
 // it waits for the runtime.
 const EVENT_CAPACITY: usize = 1024;
 
-// Commands to a session's forwarder: at most one prompt answer at a time,
-// plus the odd permission request; senders wait when it is full.
+// Commands to a session's forwarder: at most one prompt answer and one
+// permission question at a time (a turn asks about one call at a time);
+// senders wait when it is full.
 const CONTROL_CAPACITY: usize = 8;
 
 /// Answers `session/new`: spawns a Pod working in `cwd`.
@@ -39,12 +41,13 @@ pub async fn open_new(
         let config = factory
             .new_session(&request.cwd)
             .map_err(|err| config_error(&*err))?;
-        let handle = Pod::spawn(with_capacity(config))
+        let wiring = Wiring::new();
+        let handle = Pod::spawn(wiring.configure(config))
             .await
             .map_err(|err| pod_error(&err))?;
         let id = handle.session_id().to_string();
         tracing::info!(%id, cwd = %request.cwd.display(), "session/new");
-        open(&cx, &sessions, handle);
+        open(&cx, &sessions, handle, wiring);
         Ok(NewSessionResponse::new(id))
     };
     respond(responder, answer.await)
@@ -64,7 +67,7 @@ pub async fn load(
         let id = request.session_id.0.to_string();
         tracing::info!(%id, "session/load");
         let (handle, fresh) = match sessions.get(&id) {
-            Some(open) => (open.handle, false),
+            Some(open) => (open.handle, None),
             None => {
                 let uuid = Uuid::parse_str(&id).map_err(|_| {
                     not_found(
@@ -76,16 +79,16 @@ pub async fn load(
                 let config = factory
                     .resume_session(uuid, &request.cwd)
                     .map_err(|err| config_error(&*err))?;
-                let handle =
-                    Pod::resume(uuid, with_capacity(config))
-                        .await
-                        .map_err(|err| match err {
-                            PodError::NoSuchSession { .. } => {
-                                not_found(&request.session_id, err.to_string())
-                            }
-                            err => pod_error(&err),
-                        })?;
-                (handle, true)
+                let wiring = Wiring::new();
+                let handle = Pod::resume(uuid, wiring.configure(config))
+                    .await
+                    .map_err(|err| match err {
+                        PodError::NoSuchSession { .. } => {
+                            not_found(&request.session_id, err.to_string())
+                        }
+                        err => pod_error(&err),
+                    })?;
+                (handle, Some(wiring))
             }
         };
         let history = handle.get_history().await.map_err(|e| pod_error(&e))?;
@@ -94,33 +97,62 @@ pub async fn load(
         for update in replay_updates(&history, &todos) {
             updates.send(update);
         }
-        if fresh {
-            open(&cx, &sessions, handle);
+        if let Some(wiring) = fresh {
+            open(&cx, &sessions, handle, wiring);
         }
         Ok(LoadSessionResponse::new())
     };
     respond(responder, answer.await)
 }
 
+/// A session's channels, made before its Pod so that the Pod's approver
+/// can reach the forwarder and the running prompt.
+struct Wiring {
+    control: mpsc::Sender<Control>,
+    control_rx: mpsc::Receiver<Control>,
+    turn: TurnSlot,
+}
+
+impl Wiring {
+    fn new() -> Self {
+        let (control, control_rx) = mpsc::channel(CONTROL_CAPACITY);
+        Self {
+            control,
+            control_rx,
+            turn: TurnSlot::default(),
+        }
+    }
+
+    /// The session's config: room for bursts of events, and the client as
+    /// the approver of `ask` tools (the policy itself is the factory's).
+    fn configure(&self, mut config: PodConfig) -> PodConfig {
+        config.event_capacity = config.event_capacity.max(EVENT_CAPACITY);
+        config.approver = Some(Arc::new(SessionApprover::new(
+            self.control.clone(),
+            self.turn.clone(),
+        )));
+        config
+    }
+}
+
 /// Registers a session and starts its forwarder.
-fn open(cx: &ConnectionTo<Client>, sessions: &Sessions, handle: PodHandle) {
+fn open(cx: &ConnectionTo<Client>, sessions: &Sessions, handle: PodHandle, wiring: Wiring) {
     let id = handle.session_id().to_string();
     let events = handle.subscribe();
-    let (control, control_rx) = mpsc::channel(CONTROL_CAPACITY);
     let updates = Updates::new(cx.clone(), SessionId::new(id.clone()));
-    let forwarder = forward::run(updates, handle.clone(), events, control_rx);
+    let forwarder = forward::run(updates, handle.clone(), events, wiring.control_rx);
     if let Err(err) = cx.spawn(async move {
         forwarder.await;
         Ok(())
     }) {
         tracing::warn!(%err, "cannot start the session forwarder: the connection is closing");
     }
-    sessions.insert(id, Session { handle, control });
-}
-
-fn with_capacity(mut config: PodConfig) -> PodConfig {
-    config.event_capacity = config.event_capacity.max(EVENT_CAPACITY);
-    config
+    let session = Session {
+        handle,
+        control: wiring.control,
+        turn: wiring.turn,
+    };
+    sessions.insert(id, session);
 }
 
 fn respond<T: agent_client_protocol::JsonRpcResponse>(

@@ -15,12 +15,25 @@ pub struct Session {
     pub handle: PodHandle,
     /// The session's forwarder.
     pub control: mpsc::Sender<Control>,
+    /// The running prompt, shared with the session's approver.
+    pub turn: TurnSlot,
 }
 
-struct Entry {
-    session: Session,
-    // Cancelled by `session/cancel`; `Some` while a prompt runs.
-    turn: Option<CancellationToken>,
+/// The cancellation token of a session's running prompt (`None` between
+/// prompts). `session/cancel` cancels it; the session's approver watches it
+/// so a pending permission request ends with the turn.
+#[derive(Clone, Default)]
+pub struct TurnSlot(
+    // Shared by the session table and the approver, which runs in the Pod's
+    // task; held only to read or swap the token, never across an await.
+    Arc<Mutex<Option<CancellationToken>>>,
+);
+
+impl TurnSlot {
+    /// The running prompt's token, if a prompt runs.
+    pub fn current(&self) -> Option<CancellationToken> {
+        self.0.lock().clone()
+    }
 }
 
 /// Why a prompt cannot start.
@@ -37,49 +50,46 @@ pub enum BeginError {
 /// Open sessions by id. Handlers, prompt tasks and shutdown all reach it;
 /// the lock is held only to look up or swap an entry, never across an await.
 #[derive(Clone, Default)]
-pub struct Sessions(Arc<Mutex<HashMap<String, Entry>>>);
+pub struct Sessions(Arc<Mutex<HashMap<String, Session>>>);
 
 impl Sessions {
     /// Adds an open session.
     pub fn insert(&self, id: String, session: Session) {
-        self.0.lock().insert(
-            id,
-            Entry {
-                session,
-                turn: None,
-            },
-        );
+        self.0.lock().insert(id, session);
     }
 
     /// The open session `id`.
     pub fn get(&self, id: &str) -> Option<Session> {
-        self.0.lock().get(id).map(|entry| entry.session.clone())
+        self.0.lock().get(id).cloned()
     }
 
     /// Marks a prompt as running in `id`; the token tells it to cancel.
     pub fn begin_turn(&self, id: &str) -> Result<(Session, CancellationToken), BeginError> {
-        let mut map = self.0.lock();
-        let entry = map
-            .get_mut(id)
+        // Lock order: the table, then a slot (the approver takes only the slot).
+        let map = self.0.lock();
+        let session = map
+            .get(id)
             .ok_or_else(|| BeginError::Unknown(id.to_string()))?;
-        if entry.turn.is_some() {
+        let mut turn = session.turn.0.lock();
+        if turn.is_some() {
             return Err(BeginError::Busy(id.to_string()));
         }
         let token = CancellationToken::new();
-        entry.turn = Some(token.clone());
-        Ok((entry.session.clone(), token))
+        *turn = Some(token.clone());
+        drop(turn);
+        Ok((session.clone(), token))
     }
 
     /// The prompt of `id` has ended.
     pub fn end_turn(&self, id: &str) {
-        if let Some(entry) = self.0.lock().get_mut(id) {
-            entry.turn = None;
+        if let Some(session) = self.0.lock().get(id) {
+            session.turn.0.lock().take();
         }
     }
 
     /// Asks the running prompt of `id`, if any, to cancel.
     pub fn cancel(&self, id: &str) {
-        if let Some(token) = self.0.lock().get(id).and_then(|e| e.turn.as_ref()) {
+        if let Some(token) = self.0.lock().get(id).and_then(|s| s.turn.current()) {
             token.cancel();
         }
     }
@@ -89,11 +99,11 @@ impl Sessions {
         self.0
             .lock()
             .drain()
-            .map(|(_, entry)| {
-                if let Some(token) = entry.turn {
+            .map(|(_, session)| {
+                if let Some(token) = session.turn.current() {
                     token.cancel();
                 }
-                entry.session
+                session
             })
             .collect()
     }

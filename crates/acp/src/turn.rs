@@ -63,27 +63,29 @@ pub fn start(
             .await
         {
             // The session is gone (shutdown): answer directly.
-            let Control::Finish { answer, responder } = unsent.0;
-            let _ = match answer {
-                Ok(reason) => responder.respond(PromptResponse::new(reason)),
-                Err(err) => responder.respond_with_error(err),
-            };
+            if let Control::Finish { answer, responder } = unsent.0 {
+                let _ = match answer {
+                    Ok(reason) => responder.respond(PromptResponse::new(reason)),
+                    Err(err) => responder.respond_with_error(err),
+                };
+            }
         }
         Ok(())
     })
 }
 
 /// The answer to a prompt. A cancelled prompt answers `cancelled` whatever
-/// the turn ran into, as ACP requires.
+/// the turn ran into, as ACP requires: an error, or an abort because its
+/// pending permission request was withdrawn.
 fn answer(result: Result<TurnOutcome, PodError>, cancelled: bool) -> Result<StopReason, Error> {
     match result {
+        _ if cancelled => Ok(StopReason::Cancelled),
         Ok(outcome) => {
             if let Some(detail) = detail(&outcome.reason) {
                 tracing::info!(%detail, "turn stopped by the pod");
             }
             Ok(translate::stop_reason(&outcome.reason))
         }
-        Err(_) if cancelled => Ok(StopReason::Cancelled),
         Err(err) => Err(Error::new(ErrorCode::INTERNAL_ERROR, err.to_string())),
     }
 }

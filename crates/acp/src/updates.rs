@@ -20,6 +20,16 @@ impl Updates {
         }
     }
 
+    /// The client connection.
+    pub fn connection(&self) -> &ConnectionTo<Client> {
+        &self.connection
+    }
+
+    /// The session the updates belong to.
+    pub fn session_id(&self) -> &SessionId {
+        &self.session_id
+    }
+
     /// Queues one update. Sending only fails when the connection is closing,
     /// and then nobody is left to show it.
     pub fn send(&self, update: SessionUpdate) {

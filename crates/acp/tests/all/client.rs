@@ -106,6 +106,32 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> AcpClient<R, W> {
         }
     }
 
+    /// Reads until the agent sends a request calling `method`, collecting
+    /// what came before; returns those and the request.
+    pub async fn request_from_agent(&mut self, method: &str) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let message = self.next().await.expect("the agent closed its output");
+            if message["method"] == method && message.get("id").is_some() {
+                return (before, message);
+            }
+            before.push(message);
+        }
+    }
+
+    /// Answers the agent's request `request` with `result`.
+    pub async fn respond(&mut self, request: &Value, result: Value) {
+        let message = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+        self.send_line(&message.to_string()).await;
+    }
+
+    /// Answers the agent's request `request` with a JSON-RPC error.
+    pub async fn respond_error(&mut self, request: &Value, code: i64, message: &str) {
+        let message = json!({"jsonrpc": "2.0", "id": request["id"],
+                             "error": {"code": code, "message": message}});
+        self.send_line(&message.to_string()).await;
+    }
+
     /// Sends a request and waits for its reply.
     pub async fn call(&mut self, method: &str, params: Value) -> Reply {
         let id = self.send_request(method, params).await;

@@ -3,6 +3,7 @@
 
 mod client;
 mod load;
+mod permission;
 mod prompt;
 mod protocol;
 mod support;

@@ -61,6 +61,15 @@ impl TestHome {
         dir.canonicalize().unwrap()
     }
 
+    /// The history of `session` as its log holds it (read after the server
+    /// has shut down, so the log is complete).
+    pub fn history(&self, session: &str) -> Vec<pod_llm::Item> {
+        let id = session.parse().expect("a pod session id");
+        let log = PodHome::new(self.home()).log_path(id);
+        let records = pod::log::read_log(&log).expect("a readable log").records;
+        pod::replay::replay(&records).history
+    }
+
     /// Starts a server playing `script` (a `Script` as JSON).
     pub fn server(&self, script: Value) -> TestServer {
         let script: Script = serde_json::from_value(script).unwrap();

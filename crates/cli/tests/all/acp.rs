@@ -1,8 +1,9 @@
 //! `pod acp` as an editor runs it: a child process spoken to over its real
 //! stdio with newline-delimited JSON-RPC.
 
-// The same client drives pod-acp's in-process tests.
+// The same client drives pod-acp's in-process tests, which use all of it.
 #[path = "../../../acp/tests/all/client.rs"]
+#[allow(dead_code)]
 mod client;
 
 use crate::support::TestEnv;
@@ -157,4 +158,42 @@ async fn cancel_ends_a_waiting_turn_with_cancelled() {
     agent.finish().await;
     let shown = env.show_json(&session);
     assert_eq!(shown["todos"][0]["status"], "in_progress");
+}
+
+#[tokio::test]
+async fn the_editor_is_asked_before_a_write_and_allowing_it_runs_it() {
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    let script = json!({"steps": [
+        {"tool_calls": [{"name": "write_file",
+                         "arguments": {"path": "notes.txt", "content": "hi\n"}}]},
+        {"text": "Written."},
+    ]});
+    let mut agent = Agent::start(&env, &script);
+    agent.client.initialize().await;
+    let session = agent.client.new_session(&workspace).await;
+    let id = agent.client.send_prompt(&session, "Take notes").await;
+    let (_, request) = agent
+        .client
+        .request_from_agent("session/request_permission")
+        .await;
+    assert_eq!(
+        request["params"]["toolCall"]["title"],
+        "write_file notes.txt"
+    );
+    assert!(!workspace.join("notes.txt").exists(), "asked before it ran");
+    agent
+        .client
+        .respond(
+            &request,
+            json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+        )
+        .await;
+    let reply = agent.client.reply_to(id).await;
+    assert_eq!(reply.result(), &json!({"stopReason": "end_turn"}));
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("notes.txt")).unwrap(),
+        "hi\n"
+    );
+    agent.finish().await;
 }
