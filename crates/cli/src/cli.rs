@@ -54,7 +54,12 @@ pub enum Command {
     #[command(after_help = "Examples:
   pod run --provider scripted --script plan.json \"Add a --json flag\"
   pod run --profile ollama --workspace ~/src/app \"Fix the failing test\"
-  pod run --until-done --max-turns 20 --json \"Migrate the config\" | jq .event")]
+  pod run --until-done --max-turns 20 --json \"Migrate the config\" | jq .event
+  pod run --yes --deny bash --until-done \"Fix the typos in docs/\"
+
+write_file, edit_file and bash ask first: on a terminal pod prompts on stderr
+(y once, a always, n no, N never); elsewhere (a pipe, --json) they are refused
+unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     Run(RunArgs),
     /// Continue a session, after a crash too.
     ///
@@ -142,6 +147,25 @@ pub struct DriveArgs {
     pub durability: DurabilityArg,
 }
 
+/// Which tool calls run without asking: shared by `run`, `resume` and `acp`.
+///
+/// Laid over the `[approval]` table of the config file, which is laid over
+/// the defaults (reads and the plan allow; write_file, edit_file and bash
+/// ask). --until-done does not imply --yes.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ApprovalArgs {
+    /// Allow every tool that would ask (write_file, edit_file, bash) without
+    /// asking: the opt-in for unattended runs. A --deny still wins.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Allow this tool without asking (repeatable).
+    #[arg(long, value_name = "TOOL")]
+    pub allow: Vec<String>,
+    /// Refuse every call of this tool (repeatable); wins over --yes and --allow.
+    #[arg(long, value_name = "TOOL")]
+    pub deny: Vec<String>,
+}
+
 /// `--durability` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DurabilityArg {
@@ -178,6 +202,9 @@ pub struct RunArgs {
     /// How to drive it.
     #[command(flatten)]
     pub drive: DriveArgs,
+    /// Which tool calls run without asking.
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
 }
 
 /// `pod resume`.
@@ -198,6 +225,9 @@ pub struct ResumeArgs {
     /// How to drive it.
     #[command(flatten)]
     pub drive: DriveArgs,
+    /// Which tool calls run without asking.
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
 }
 
 /// `pod sessions`.

@@ -5,14 +5,30 @@
 //! Pod is shut down so the log is synced, and the command exits 130. A second
 //! Ctrl-C exits at once; the log already holds every committed item, so the
 //! session stays resumable either way.
+//!
+//! When the session has a terminal approver, its questions arrive here
+//! ([`Asks`]): the events before each one are printed first, then the user
+//! is asked on stderr while the Pod waits. Ctrl-C during the question
+//! answers it `Cancelled` and cancels the turn.
 
+use crate::approval::terminal::{prompt_on_terminal, Ask};
 use crate::error::{Outcome, EXIT_INTERRUPTED};
 use crate::output::{Finished, Output, Started};
 use crate::session;
 use anyhow::Result;
-use pod::PodHandle;
+use pod::{ApprovalDecision, PodHandle};
 use pod_worker::TurnEndReason;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+/// Questions of the session's terminal approver; `None` when it has none.
+pub type Asks = Option<mpsc::Receiver<Ask>>;
+
+/// A question on screen: the user's answer and where it goes.
+struct Asking {
+    answer: oneshot::Receiver<ApprovalDecision>,
+    reply: oneshot::Sender<ApprovalDecision>,
+}
 
 /// What the first turn is given.
 pub enum FirstTurn {
@@ -30,6 +46,7 @@ pub async fn drive(
     started: Started,
     first: FirstTurn,
     out: &mut dyn Output,
+    mut asks: Asks,
 ) -> Result<Outcome> {
     let mut events = handle.subscribe();
     out.started(&started)?;
@@ -41,6 +58,7 @@ pub async fn drive(
     };
     tokio::pin!(turn);
     let mut interrupted = false;
+    let mut asking: Option<Asking> = None;
     // One listener for the whole drive, so no signal slips between polls.
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
@@ -53,8 +71,26 @@ pub async fn drive(
                 Err(RecvError::Lagged(missed)) => out.lagged(missed)?,
                 Err(RecvError::Closed) => {}
             },
+            Some(ask) = next_ask(&mut asks), if asking.is_none() => {
+                // The events sent before the question belong above it.
+                drain(&mut events, out)?;
+                out.prompting()?;
+                asking = Some(Asking {
+                    answer: prompt_on_terminal(ask.request),
+                    reply: ask.reply,
+                });
+            }
+            decision = answer(&mut asking) => {
+                if let Some(asked) = asking.take() {
+                    // The Pod may have stopped waiting (cancelled turn).
+                    let _ = asked.reply.send(decision);
+                }
+            }
             _ = &mut ctrl_c, if !interrupted => {
                 interrupted = true;
+                if let Some(asked) = asking.take() {
+                    let _ = asked.reply.send(ApprovalDecision::Cancelled);
+                }
                 out.note("cancelling the turn (Ctrl-C again to quit at once)")?;
                 exit_on_second_ctrl_c();
                 // A closed Pod has nothing to cancel.
@@ -64,13 +100,7 @@ pub async fn drive(
         }
     };
     // Every event of the turns was sent before their replies: drain them.
-    loop {
-        match events.try_recv() {
-            Ok(event) => out.event(&event)?,
-            Err(TryRecvError::Lagged(missed)) => out.lagged(missed)?,
-            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
-        }
-    }
+    drain(&mut events, out)?;
     let todos = handle.get_todos().await.unwrap_or_default();
     handle.shutdown().await?;
     let interrupted =
@@ -90,6 +120,36 @@ pub async fn drive(
     } else {
         Outcome::Done
     })
+}
+
+/// Prints the events already sent.
+fn drain(events: &mut broadcast::Receiver<pod::PodEvent>, out: &mut dyn Output) -> Result<()> {
+    loop {
+        match events.try_recv() {
+            Ok(event) => out.event(&event)?,
+            Err(TryRecvError::Lagged(missed)) => out.lagged(missed)?,
+            Err(TryRecvError::Empty | TryRecvError::Closed) => return Ok(()),
+        }
+    }
+}
+
+/// The approver's next question; never, without an approver.
+async fn next_ask(asks: &mut Asks) -> Option<Ask> {
+    match asks {
+        Some(asks) => asks.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The user's answer to the question on screen; never, without one. A
+/// prompt that ended without answering is `Cancelled`.
+async fn answer(asking: &mut Option<Asking>) -> ApprovalDecision {
+    match asking {
+        Some(asked) => (&mut asked.answer)
+            .await
+            .unwrap_or(ApprovalDecision::Cancelled),
+        None => std::future::pending().await,
+    }
 }
 
 /// After the first Ctrl-C, the next one ends the process at once.

@@ -4,6 +4,7 @@
 //! become text or NDJSON, session logs become tables. It must not know how
 //! turns, logs or tools work inside.
 
+mod approval;
 mod cli;
 mod commands;
 mod drive;

@@ -23,6 +23,11 @@ pub struct Model {
 impl Model {
     /// Resolves the model flags against the config file's profiles.
     pub fn resolve(args: &ModelArgs) -> Result<Self> {
+        Self::from_file(args, &config_file(args)?)
+    }
+
+    /// Resolves the model flags against the profiles of `file`.
+    pub fn from_file(args: &ModelArgs, file: &ConfigFile) -> Result<Self> {
         let flags = RawProviderConfig {
             kind: match (args.provider, &args.script) {
                 (Some(kind), _) => Some(kind.into()),
@@ -35,14 +40,7 @@ impl Model {
             script: args.script.clone(),
             ..RawProviderConfig::default()
         };
-        let profile = match ConfigFile::default_path() {
-            Some(path) => ConfigFile::load(&path)?.profile(args.profile.as_deref())?,
-            None if args.profile.is_some() => bail!(Failure::new(
-                "cannot find the config file for --profile",
-                "set XDG_CONFIG_HOME or HOME"
-            )),
-            None => RawProviderConfig::default(),
-        };
+        let profile = file.profile(args.profile.as_deref())?;
         let config = match profile.merge(flags).resolve() {
             Ok(config) => config,
             Err(ConfigError::MissingKind) => bail!(Failure::new(
@@ -86,18 +84,34 @@ impl Model {
         }
     }
 
-    /// A Pod config for this model, with the CLI's drive settings.
+    /// A Pod config for this model, with the CLI's drive settings and
+    /// approval policy (no approver: the caller adds one when it can ask).
     pub fn pod_config(
         &self,
         home: pod::PodHome,
         workspace: std::path::PathBuf,
         drive: &crate::cli::DriveArgs,
+        approval: pod::ApprovalPolicy,
     ) -> pod::PodConfig {
         let mut config = pod::PodConfig::new(home, workspace, self.provider.clone());
         config.durability = drive.durability.into();
         config.compact_provider = self.compactor.clone();
         config.until_done = drive.until_done.then_some(drive.max_turns);
+        config.approval = approval;
         config
+    }
+}
+
+/// The config file (`$XDG_CONFIG_HOME/pod/config.toml`); empty when it does
+/// not exist, or when there is no config directory and no profile was named.
+pub fn config_file(args: &ModelArgs) -> Result<ConfigFile> {
+    match ConfigFile::default_path() {
+        Some(path) => Ok(ConfigFile::load(&path)?),
+        None if args.profile.is_some() => bail!(Failure::new(
+            "cannot find the config file for --profile",
+            "set XDG_CONFIG_HOME or HOME"
+        )),
+        None => Ok(ConfigFile::default()),
     }
 }
 

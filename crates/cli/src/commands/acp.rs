@@ -2,13 +2,14 @@
 //! Zed drives Pods. The protocol lives in pod-acp; this module only turns
 //! the model flags into a Pod config per session.
 
-use crate::cli::ModelArgs;
+use crate::approval;
+use crate::cli::{ApprovalArgs, ModelArgs};
 use crate::error::Outcome;
-use crate::model::Model;
+use crate::model::{self, Model};
 use crate::session;
 use anyhow::{Context, Result};
 use clap::Args;
-use pod::{PodConfig, PodHome};
+use pod::{ApprovalPolicy, PodConfig, PodHome};
 use pod_acp::{FactoryError, PodFactory};
 use std::path::Path;
 use uuid::Uuid;
@@ -19,15 +20,20 @@ pub struct AcpArgs {
     /// The model every session uses.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Which tool calls run without asking the editor.
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
 }
 
 /// Serves ACP on stdin/stdout until stdin closes.
 pub async fn run(args: AcpArgs) -> Result<Outcome> {
     // Fail at startup, where the editor's log shows it, not at the first session.
-    Model::resolve(&args.model)?;
+    let file = model::config_file(&args.model)?;
+    Model::from_file(&args.model, &file)?;
     let factory = Factory {
         home: super::home()?,
         model: args.model,
+        approval: approval::policy(&file, &args.approval)?,
     };
     pod_acp::serve(factory, tokio::io::stdin(), tokio::io::stdout())
         .await
@@ -39,12 +45,14 @@ pub async fn run(args: AcpArgs) -> Result<Outcome> {
 struct Factory {
     home: PodHome,
     model: ModelArgs,
+    approval: ApprovalPolicy,
 }
 
 impl Factory {
     fn config(&self, model: &Model, workspace: &Path) -> PodConfig {
         let mut config = PodConfig::new(self.home.clone(), workspace, model.provider.clone());
         config.compact_provider = model.compactor.clone();
+        config.approval = self.approval.clone();
         config
     }
 }

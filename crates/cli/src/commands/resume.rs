@@ -1,9 +1,10 @@
 //! `pod resume`: reopen a session from its log and continue it.
 
+use crate::approval;
 use crate::cli::ResumeArgs;
 use crate::drive::{drive, FirstTurn};
 use crate::error::Outcome;
-use crate::model::Model;
+use crate::model::{self, Model};
 use crate::output::{self, Started};
 use crate::session;
 use anyhow::{Context, Result};
@@ -18,10 +19,13 @@ pub async fn run(args: ResumeArgs) -> Result<Outcome> {
         Some(dir) => super::run::workspace(Some(dir))?,
         None => loaded.header.workspace.clone(),
     };
-    let model = Model::resolve(&args.model)?;
+    let file = model::config_file(&args.model)?;
+    let model = Model::from_file(&args.model, &file)?;
+    let policy = approval::policy(&file, &args.approval)?;
     // A scripted model goes on with the step after the last one answered.
     model.resume_at(loaded.assistant_items());
-    let config = model.pod_config(home, workspace, &args.drive);
+    let mut config = model.pod_config(home, workspace, &args.drive, policy);
+    let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();
     let handle = Pod::resume(id, config)
         .await
@@ -37,5 +41,5 @@ pub async fn run(args: ResumeArgs) -> Result<Outcome> {
         None => FirstTurn::Continue,
     };
     let mut out = output::for_flags(args.drive.json);
-    drive(handle, started, first, out.as_mut()).await
+    drive(handle, started, first, out.as_mut(), asks).await
 }

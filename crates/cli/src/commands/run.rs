@@ -1,9 +1,10 @@
 //! `pod run`: a new session on a task.
 
+use crate::approval;
 use crate::cli::RunArgs;
 use crate::drive::{drive, FirstTurn};
 use crate::error::{Failure, Outcome};
-use crate::model::Model;
+use crate::model::{self, Model};
 use crate::output::{self, Started};
 use anyhow::{bail, Context, Result};
 use pod::Pod;
@@ -13,8 +14,11 @@ use std::path::{Path, PathBuf};
 pub async fn run(args: RunArgs) -> Result<Outcome> {
     let home = super::home()?;
     let workspace = workspace(args.workspace.as_deref())?;
-    let model = Model::resolve(&args.model)?;
-    let config = model.pod_config(home, workspace, &args.drive);
+    let file = model::config_file(&args.model)?;
+    let model = Model::from_file(&args.model, &file)?;
+    let policy = approval::policy(&file, &args.approval)?;
+    let mut config = model.pod_config(home, workspace, &args.drive, policy);
+    let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();
     let handle = Pod::spawn(config)
         .await
@@ -26,7 +30,14 @@ pub async fn run(args: RunArgs) -> Result<Outcome> {
         model: model_name,
     };
     let mut out = output::for_flags(args.drive.json);
-    drive(handle, started, FirstTurn::Prompt(args.task), out.as_mut()).await
+    drive(
+        handle,
+        started,
+        FirstTurn::Prompt(args.task),
+        out.as_mut(),
+        asks,
+    )
+    .await
 }
 
 /// The workspace: `dir` or the current directory, made absolute.

@@ -169,6 +169,16 @@ impl Output for HumanOutput {
         self.lines(&self.style.yellow(text))
     }
 
+    fn prompting(&mut self) -> Result<()> {
+        if !self.at_line_start {
+            self.write("\n")?;
+        }
+        // The prompt goes below the checklist: redrawing it would erase the
+        // question.
+        self.checklist_lines = 0;
+        Ok(())
+    }
+
     fn finished(&mut self, finished: &Finished) -> Result<()> {
         let s = self.style;
         let todos = &finished.todos;

@@ -54,6 +54,11 @@ pub trait Output: Send {
     fn lagged(&mut self, count: u64) -> Result<()>;
     /// A message from the CLI itself (e.g. "cancelling").
     fn note(&mut self, text: &str) -> Result<()>;
+    /// A question is about to be asked on stderr: end the current line and
+    /// stop treating what is on screen as ours to redraw.
+    fn prompting(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Driving is over.
     fn finished(&mut self, finished: &Finished) -> Result<()>;
 }

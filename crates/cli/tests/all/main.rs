@@ -4,6 +4,7 @@
 mod support;
 
 mod acp;
+mod approval;
 mod checklist;
 mod crash;
 mod ctrl_c;

@@ -51,6 +51,13 @@ impl TestEnv {
         cmd
     }
 
+    /// Writes `$XDG_CONFIG_HOME/pod/config.toml`.
+    pub fn config_file(&self, toml: &str) {
+        let dir = self.dir.path().join("config").join("pod");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("config.toml"), toml).expect("write config");
+    }
+
     /// Writes a script file and returns its path.
     pub fn script(&self, name: &str, script: &Value) -> PathBuf {
         let path = self.dir.path().join(name);
@@ -97,6 +104,11 @@ pub fn todo(id: &str, status: &str) -> Value {
 /// A script step calling `todo_write` with `todos`.
 pub fn write_todos(todos: &[Value]) -> Value {
     json!({"tool_calls": [{"name": "todo_write", "arguments": {"todos": todos}}]})
+}
+
+/// A script step calling one tool with `arguments`.
+pub fn call(name: &str, arguments: Value) -> Value {
+    json!({"tool_calls": [{"name": name, "arguments": arguments}]})
 }
 
 /// A script step answering with text only.

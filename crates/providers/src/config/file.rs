@@ -29,6 +29,11 @@ pub struct ConfigFile {
     /// Profiles by name.
     #[serde(default)]
     pub profiles: BTreeMap<String, RawProviderConfig>,
+    /// The `[approval]` table (which tools run, ask or are refused), kept
+    /// as parsed: its meaning belongs to the `pod` crate's `ApprovalPolicy`,
+    /// which this crate must not know. Front ends deserialize it.
+    #[serde(default)]
+    pub approval: Option<toml::Value>,
 }
 
 impl ConfigFile {

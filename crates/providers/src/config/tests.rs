@@ -177,3 +177,13 @@ fn missing_file_is_an_empty_config() {
     let path = std::env::temp_dir().join(format!("pod-no-such-{}.toml", uuid::Uuid::new_v4()));
     assert_eq!(ConfigFile::load(&path).unwrap(), ConfigFile::default());
 }
+
+#[test]
+fn the_approval_table_is_kept_for_front_ends() {
+    let text = "[approval]\ndefault = \"ask\"\n[approval.tools]\nbash = \"allow\"\n";
+    let parsed = ConfigFile::parse(text, Path::new("config.toml")).unwrap();
+    let approval = parsed.approval.expect("the [approval] table");
+    assert_eq!(approval["default"].as_str(), Some("ask"));
+    assert_eq!(approval["tools"]["bash"].as_str(), Some("allow"));
+    assert_eq!(file().approval, None);
+}

@@ -1,13 +1,20 @@
-//! `pod demo`: a scripted agent plans, works, is killed with SIGKILL,
-//! resumes from its log with its plan intact, passes through a compaction
-//! and finishes, narrated one line per stage.
+//! `pod demo`: a scripted agent plans, works with its hands (writes, reads,
+//! edits and tests a script in a temporary workspace), is killed with
+//! SIGKILL, resumes from its log with its plan intact, passes through a
+//! compaction and finishes, narrated one line per stage.
 //!
-//! The agent runs as real child processes of this binary (`pod run --json`,
-//! then `pod resume --json`) on the embedded script, in a temporary
-//! workspace; the session itself goes to the real POD_HOME so `pod show`
-//! works afterwards. The script's step after the kill point waits for ten
-//! minutes before answering, so the kill always lands while the model is
-//! "thinking"; the resume plays the same script without that wait.
+//! The agent runs as real child processes of this binary (`pod run --json
+//! --yes`, then `pod resume --json --yes`: running the demo is the user's
+//! opt-in to the agent's edits and commands in its own temporary
+//! workspace) on the embedded script; the session itself goes to the real
+//! POD_HOME so `pod show` works afterwards. The script's step after the kill
+//! point waits for ten minutes before answering, so the kill always lands
+//! while the model is "thinking"; the resume plays the same script without
+//! that wait. At the end the demo checks its own result ([`check`]): the
+//! edited file's exact content, every todo completed in `pod show --json`,
+//! exactly [`COMPACTIONS`] compactions and none failed.
+
+mod check;
 
 use crate::cli::DemoArgs;
 use crate::error::Outcome;
@@ -23,9 +30,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use uuid::Uuid;
 
-/// The demo's model: a script of todo updates and answers, with a
-/// `compaction` step for the summary.
+/// The demo's model: a script of todo updates, workspace tool calls and
+/// answers, with one `compaction` step per compaction it has.
+///
+/// Its `context_window` (4250 tokens, so compaction starts past 3400) is
+/// tuned to the story: the tool specs alone are about 1400 tokens, the
+/// requests before the test peak near 2470, the 130-line output of
+/// `sh test.sh` takes the resumed run to about 4500 (more than the rest of
+/// the history, so it is summarised whole), and after that one compaction
+/// the context stays near 2200 at most. Each margin is about 1000 tokens;
+/// the `demo` test fails if a change to the script moves a compaction.
 const DEMO_SCRIPT: &str = include_str!("demo.json");
+
+/// Compactions the story has (all in the resumed run): the script's
+/// `compaction` steps.
+const COMPACTIONS: usize = 1;
 
 /// The task the scripted agent is given.
 const TASK: &str = "Add a --json flag to the `report` tool";
@@ -43,7 +62,8 @@ pub fn run(_args: DemoArgs) -> Result<Outcome> {
         .context("cannot create the demo's temporary directory")?;
     let files = DemoFiles::write(dir.path())?;
     say.stage(&format!(
-        "a scripted agent (no key, no network) starts on \"{TASK}\" in {}",
+        "a scripted agent (no key, no network) starts on \"{TASK}\" in {}, with --yes: \
+         running the demo allows its edits and commands there",
         files.workspace.display()
     ));
 
@@ -70,9 +90,14 @@ pub fn run(_args: DemoArgs) -> Result<Outcome> {
         "the resumed session should be done, not {}",
         loaded.summary.status.as_str()
     );
+    check::edited_file(&files.workspace)?;
+    let completed = check::shown_todos_completed(id)?;
     say.stage(&format!(
-        "finished: {} of {} todos completed",
-        loaded.summary.todos.completed, loaded.summary.todos.total
+        "finished: {} of {} todos completed; checked: {} has every edit, pod show --json lists \
+         {completed} of {completed} completed",
+        loaded.summary.todos.completed,
+        loaded.summary.todos.total,
+        check::EDITED_FILE
     ));
     println!("{}", render::checklist(&loaded.todos, say.style));
     println!();
@@ -113,7 +138,7 @@ impl DemoFiles {
         })
     }
 
-    /// `pod ARGS --json --until-done --provider scripted --script SCRIPT`,
+    /// `pod ARGS --json --until-done --yes --provider scripted --script SCRIPT`,
     /// stdout piped, stderr to a file shown if something fails.
     fn child(&self, args: &[&str], script: &Path) -> Result<Child> {
         let exe = std::env::current_exe().context("cannot find the pod binary")?;
@@ -123,6 +148,8 @@ impl DemoFiles {
             .args([
                 "--json",
                 "--until-done",
+                // The demo's own temporary workspace: running it is the opt-in.
+                "--yes",
                 "--provider",
                 "scripted",
                 "--script",
@@ -149,6 +176,7 @@ fn first_run(files: &DemoFiles, say: &Narrator) -> Result<(Uuid, Vec<TodoItem>)>
     let mut id = None;
     let mut updates = 0;
     let mut plan = Vec::new();
+    let mut hands = Hands::default();
     for line in BufReader::new(stdout).lines() {
         let event = parse_event(&line.context("cannot read the agent's output")?)?;
         match event["event"].as_str().unwrap_or_default() {
@@ -159,16 +187,19 @@ fn first_run(files: &DemoFiles, say: &Narrator) -> Result<(Uuid, Vec<TodoItem>)>
             }
             "todos_changed" => {
                 updates += 1;
-                plan = serde_json::from_value(event["todos"].clone())
-                    .context("a todos_changed event without todos")?;
+                plan = todos(&event)?;
+                let did = hands.take();
                 if updates == 1 {
                     say.stage(&format!(
-                        "it plans {} steps with todo_write: {}",
+                        "it plans {} steps with todo_write{did}: {}",
                         plan.len(),
                         plan_gist(&plan)
                     ));
                 } else {
-                    say.stage(&format!("it works through the plan: {}", plan_gist(&plan)));
+                    say.stage(&format!(
+                        "it works through the plan{did}: {}",
+                        plan_gist(&plan)
+                    ));
                 }
                 if updates == KILL_AFTER_UPDATES {
                     break;
@@ -177,7 +208,7 @@ fn first_run(files: &DemoFiles, say: &Narrator) -> Result<(Uuid, Vec<TodoItem>)>
             "reminder_injected" => say.stage(
                 "it ends a turn with work left; the runtime reminds it of the plan and it goes on",
             ),
-            _ => {}
+            _ => hands.observe(&event),
         }
     }
     if updates < KILL_AFTER_UPDATES {
@@ -191,6 +222,7 @@ fn first_run(files: &DemoFiles, say: &Narrator) -> Result<(Uuid, Vec<TodoItem>)>
     // On unix this is SIGKILL: no cleanup, no flush, like a crash.
     child.kill().context("cannot kill the agent")?;
     child.wait().context("cannot reap the agent")?;
+    hands.check()?;
     let id = id.context("the agent never said its session id")?;
     say.stage(&format!(
         "kill -9 while the model is answering: the process is gone mid-task ({})",
@@ -207,28 +239,32 @@ fn resume(files: &DemoFiles, id: Uuid, say: &Narrator) -> Result<()> {
     ));
     let mut child = files.child(&["resume", &id_text], &files.resume_script)?;
     let stdout = child.stdout.take().context("no stdout from the agent")?;
-    let mut compacted = false;
+    let mut compactions = 0;
+    let mut failed = Vec::new();
+    let mut hands = Hands::default();
     for line in BufReader::new(stdout).lines() {
         let event = parse_event(&line.context("cannot read the agent's output")?)?;
         match event["event"].as_str().unwrap_or_default() {
             "compacted" => {
-                compacted = true;
+                compactions += 1;
                 say.stage(&format!(
                     "its context nears the model's window: compacted ~{} → ~{} tokens, \
-                     the unfinished plan carried over",
+                     the unfinished plan carried over, the files to read again listed",
                     event["tokens_before"], event["tokens_after"]
                 ));
             }
-            "compaction_failed" => say.stage(&format!(
-                "compaction failed ({}); the history is kept",
-                event["reason"].as_str().unwrap_or_default()
-            )),
-            "todos_changed" => {
-                let plan: Vec<TodoItem> = serde_json::from_value(event["todos"].clone())
-                    .context("a todos_changed event without todos")?;
-                say.stage(&format!("it works through the plan: {}", plan_gist(&plan)));
+            "compaction_failed" => {
+                failed.push(event["reason"].as_str().unwrap_or_default().to_string());
             }
-            _ => {}
+            "todos_changed" => {
+                let plan = todos(&event)?;
+                let did = hands.take();
+                say.stage(&format!(
+                    "it works through the plan{did}: {}",
+                    plan_gist(&plan)
+                ));
+            }
+            _ => hands.observe(&event),
         }
     }
     let status = child.wait().context("cannot wait for the agent")?;
@@ -237,8 +273,66 @@ fn resume(files: &DemoFiles, id: Uuid, say: &Narrator) -> Result<()> {
         "the resumed agent failed ({status}): {}",
         files.child_stderr().trim()
     );
-    ensure!(compacted, "the resumed agent never compacted its context");
+    hands.check()?;
+    ensure!(
+        failed.is_empty(),
+        "the story's compaction failed: {}",
+        failed.join("; ")
+    );
+    ensure!(
+        compactions == COMPACTIONS,
+        "the resumed agent compacted {compactions} times, the story has {COMPACTIONS}"
+    );
     Ok(())
+}
+
+/// The agent's tool calls since the last todo update (todo_write aside),
+/// for the narration, and the ones that failed.
+#[derive(Default)]
+struct Hands {
+    calls: Vec<String>,
+    failures: Vec<String>,
+}
+
+impl Hands {
+    fn observe(&mut self, event: &Value) {
+        let name = event["name"].as_str().unwrap_or_default();
+        match event["event"].as_str().unwrap_or_default() {
+            "tool_call_started" if name != pod_tools::TODO_WRITE => {
+                let arguments = event["arguments"].as_str().unwrap_or_default();
+                // The one-line view a prompt would show: tool and main argument.
+                self.calls
+                    .push(pod::ApprovalRequest::new("", name, arguments).summary);
+            }
+            "tool_call_finished" if event["is_error"] == true => {
+                self.failures.push(name.to_string());
+            }
+            _ => {}
+        }
+    }
+
+    /// " (list_dir, write_file: report.sh)" or nothing.
+    fn take(&mut self) -> String {
+        let calls = std::mem::take(&mut self.calls);
+        if calls.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", calls.join(", "))
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        ensure!(
+            self.failures.is_empty(),
+            "the agent's {} call(s) failed; the story expects every call to succeed",
+            self.failures.join(", ")
+        );
+        Ok(())
+    }
+}
+
+fn todos(event: &Value) -> Result<Vec<TodoItem>> {
+    serde_json::from_value(event["todos"].clone()).context("a todos_changed event without todos")
 }
 
 /// One line per stage.
