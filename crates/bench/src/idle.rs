@@ -11,7 +11,10 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     let provider: Arc<dyn pod_llm::Provider> = Arc::new(ScriptedProvider::from_steps(vec![]));
     let mut config = PodConfig::new(PodHome::new(dir.path()), dir.path(), provider);
     config.durability = Durability::Never;
-    if let Some(capacity) = std::env::var("POD_BENCH_EVENT_CAPACITY").ok().and_then(|v| v.parse().ok()) {
+    if let Some(capacity) = std::env::var("POD_BENCH_EVENT_CAPACITY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         config.event_capacity = capacity;
     }
     // Warm up allocator and runtime with one Pod so the baseline is fair.
