@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `session_started` | the log file with its header naming that session |
 //! | `tool_call_started` | the assistant item holding that call (id, name, arguments); for the first call of an item, its text is the text streamed since the last boundary |
-//! | `tool_call_finished` **and any later Pod event** | the result of that call, with that content and error flag (the worker emits `tool_call_finished` just *before* committing the result, so the event alone acknowledges nothing; the next event is emitted after the commit returned) |
+//! | `tool_call_finished` | the result of that call, with that content and error flag (the worker emits it after the commit returned) |
 //! | `todos_changed` | the accepted `todo_write` result that produced that list (emitted after the append) |
 //! | `reminder_injected` | the reminder item with that text (emitted after the append) |
 //! | `turn_ended` with reason `end_turn` | the final assistant item (no tool calls, the text streamed since the last boundary), as the last item of the log |
@@ -76,7 +76,6 @@ pub enum Ack {
 /// unterminated last line must already be dropped by the caller).
 pub fn acknowledged(lines: &[String]) -> Vec<Ack> {
     let mut acks = Vec::new();
-    let mut pending_result: Option<Ack> = None;
     // Text streamed since the last boundary; `None` once an item took it.
     let mut text = String::new();
     for line in lines {
@@ -95,18 +94,12 @@ pub fn acknowledged(lines: &[String]) -> Vec<Ack> {
             }
             // The CLI's own frames: not Pod events, no evidence of order.
             "lagged" => continue,
-            "session_finished" => {
-                acks.extend(pending_result.take());
-                continue;
-            }
+            "session_finished" => continue,
             _ => {}
         }
         let Ok(event) = serde_json::from_value::<PodEvent>(value) else {
             continue;
         };
-        // Any Pod event after `tool_call_finished` was emitted after that
-        // result's commit returned.
-        acks.extend(pending_result.take());
         match event {
             PodEvent::TextDelta { text: delta } => text.push_str(&delta),
             PodEvent::ReasoningDelta { .. } => {}
@@ -127,7 +120,7 @@ pub fn acknowledged(lines: &[String]) -> Vec<Ack> {
                 ..
             } => {
                 text.clear();
-                pending_result = Some(Ack::Result {
+                acks.push(Ack::Result {
                     call_id,
                     content,
                     is_error,

@@ -14,6 +14,9 @@ pub struct PodObserver {
     log: LogWriter,
     events: broadcast::Sender<PodEvent>,
     todos: TodoTracker,
+    // A list accepted by the result just committed, announced right after
+    // that call's `ToolCallFinished` so front ends see the call end first.
+    accepted: Option<Vec<pod_tools::TodoItem>>,
     durability: Durability,
 }
 
@@ -29,6 +32,7 @@ impl PodObserver {
             log,
             events,
             todos,
+            accepted: None,
             durability,
         }
     }
@@ -52,7 +56,7 @@ impl TurnObserver for PodObserver {
             .await
             .map_err(|e| PersistError(e.to_string()))?;
         if let Some(todos) = self.todos.observe(item) {
-            self.emit(PodEvent::TodosChanged { todos });
+            self.accepted = Some(todos);
         }
         if let ItemKind::System { kind, text } = &item.kind {
             match kind {
@@ -92,6 +96,12 @@ impl TurnObserver for PodObserver {
             }
             WorkerEvent::RequestStarted { .. } | WorkerEvent::Usage(_) => return,
         };
+        let finished = matches!(event, PodEvent::ToolCallFinished { .. });
         self.emit(event);
+        if finished {
+            if let Some(todos) = self.accepted.take() {
+                self.emit(PodEvent::TodosChanged { todos });
+            }
+        }
     }
 }

@@ -90,18 +90,20 @@ impl Worker {
                         stop.get_or_insert(CallsStop::Aborted(reason));
                     }
                 }
-                observer.on_event(WorkerEvent::ToolCallFinished {
-                    call: call.clone(),
-                    content: result.content.clone(),
-                    is_error: result.is_error,
-                });
                 let item = Item::new(ItemKind::ToolResult {
-                    call_id: call.id,
-                    content: result.content,
+                    call_id: call.id.clone(),
+                    content: result.content.clone(),
                     is_error: result.is_error,
                     meta: result.meta,
                 });
                 self.commit(item, observer).await?;
+                // Announced after the commit, so a front end that sees it
+                // knows the result is saved.
+                observer.on_event(WorkerEvent::ToolCallFinished {
+                    call,
+                    content: result.content,
+                    is_error: result.is_error,
+                });
             }
             if stop.is_none() && cancel.is_cancelled() {
                 stop = Some(CallsStop::Cancelled);

@@ -20,7 +20,7 @@ pub enum WorkerEvent {
     ReasoningDelta(String),
     /// A tool call starts executing.
     ToolCallStarted(ToolCall),
-    /// A tool call finished (its result is committed right after).
+    /// A tool call finished and its result is committed.
     ToolCallFinished {
         /// The call.
         call: ToolCall,
