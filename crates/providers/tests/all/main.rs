@@ -3,7 +3,9 @@
 
 mod anthropic;
 mod openai;
+mod pod_faults;
 mod retry;
 mod server;
 mod support;
+mod wire;
 mod worker_e2e;

@@ -23,6 +23,13 @@ pub enum Part {
     Pause(Duration),
     /// Close the connection here, without the terminating chunk.
     Drop,
+    /// Abort the connection here with a TCP reset (`SO_LINGER` 0): what a
+    /// crashing proxy or a load balancer cutting a stream looks like.
+    Reset,
+    /// Send nothing more and keep the connection open until the client
+    /// hangs up: a stalled stream. The request is still recorded, and the
+    /// next connection is served as soon as the client gives up.
+    Stall,
 }
 
 /// The reply to one request.
@@ -163,7 +170,9 @@ async fn serve(mut socket: TcpStream, reply: Reply) -> Option<Recorded> {
     let reason = match reply.status {
         200 => "OK",
         401 => "Unauthorized",
+        400 => "Bad Request",
         429 => "Too Many Requests",
+        529 => "Overloaded",
         _ => "Status",
     };
     let mut head = format!("HTTP/1.1 {} {reason}\r\n", reply.status);
@@ -183,11 +192,31 @@ async fn serve(mut socket: TcpStream, reply: Reply) -> Option<Recorded> {
             }
             Part::Pause(duration) => tokio::time::sleep(duration).await,
             Part::Drop => return Some(request),
+            Part::Reset => {
+                // Zero linger turns the close into an RST instead of a FIN.
+                socket.set_zero_linger().ok()?;
+                return Some(request);
+            }
+            Part::Stall => {
+                wait_for_hang_up(&mut socket).await;
+                return Some(request);
+            }
         }
     }
     socket.write_all(b"0\r\n\r\n").await.ok()?;
     socket.shutdown().await.ok()?;
     Some(request)
+}
+
+/// Returns once the peer closed (or reset) the connection; anything it still
+/// sends is discarded.
+async fn wait_for_hang_up(socket: &mut TcpStream) {
+    let mut sink = [0u8; 1024];
+    while let Ok(n) = socket.read(&mut sink).await {
+        if n == 0 {
+            return;
+        }
+    }
 }
 
 async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {

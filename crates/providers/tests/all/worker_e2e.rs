@@ -2,7 +2,8 @@
 //! each wire format over loopback, through `build_provider` and the retry
 //! wrapper.
 
-use crate::server::{anthropic_sse, LoopbackServer, Reply};
+use crate::server::{LoopbackServer, Reply};
+use crate::wire::{anthropic_step, openai_step, Call};
 use pod_llm::{validate_history, Item, ItemKind, SystemKind};
 use pod_providers::{build_provider, ProviderKind, RawProviderConfig};
 use pod_worker::{
@@ -61,79 +62,6 @@ impl Interceptor for Reminder {
             Vec::new()
         }
     }
-}
-
-/// A call as (id, arguments text).
-type Call<'a> = (&'a str, &'a str);
-
-fn openai_step(text: &str, calls: &[Call]) -> Reply {
-    let mut chunks = Vec::new();
-    if !text.is_empty() {
-        chunks.push(json!({"choices": [{"index": 0, "delta": {"content": text}}]}));
-    }
-    for (index, (id, _)) in calls.iter().enumerate() {
-        chunks.push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": index, "id": id, "type": "function", "function": {"name": "lookup", "arguments": ""}}
-        ]}}]}));
-    }
-    // Fragments of all calls, interleaved.
-    for half in 0..2 {
-        for (index, (_, args)) in calls.iter().enumerate() {
-            let cut = args.len() / 2;
-            let part = if half == 0 {
-                &args[..cut]
-            } else {
-                &args[cut..]
-            };
-            chunks.push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
-                {"index": index, "function": {"arguments": part}}
-            ]}}]}));
-        }
-    }
-    let reason = if calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
-    chunks.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}));
-    chunks.push(json!({"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 10}}));
-    let mut parts: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    parts.push("data: [DONE]\n\n".into());
-    Reply::sse(parts)
-}
-
-fn anthropic_step(text: &str, calls: &[Call]) -> Reply {
-    let mut events = vec![
-        json!({"type": "message_start", "message": {"id": "msg", "usage": {"input_tokens": 50, "output_tokens": 1}}}),
-        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
-        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Think."}}),
-        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}}),
-        json!({"type": "content_block_stop", "index": 0}),
-    ];
-    let mut block = 1;
-    if !text.is_empty() {
-        events.push(json!({"type": "content_block_start", "index": block, "content_block": {"type": "text", "text": ""}}));
-        events.push(json!({"type": "content_block_delta", "index": block, "delta": {"type": "text_delta", "text": text}}));
-        events.push(json!({"type": "content_block_stop", "index": block}));
-        block += 1;
-    }
-    for (id, args) in calls {
-        events.push(json!({"type": "content_block_start", "index": block, "content_block": {"type": "tool_use", "id": id, "name": "lookup", "input": {}}}));
-        let cut = args.len() / 2;
-        for part in [&args[..cut], &args[cut..]] {
-            events.push(json!({"type": "content_block_delta", "index": block, "delta": {"type": "input_json_delta", "partial_json": part}}));
-        }
-        events.push(json!({"type": "content_block_stop", "index": block}));
-        block += 1;
-    }
-    let reason = if calls.is_empty() {
-        "end_turn"
-    } else {
-        "tool_use"
-    };
-    events.push(json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 10}}));
-    events.push(json!({"type": "message_stop"}));
-    Reply::sse(anthropic_sse(&events))
 }
 
 /// Turn 1: two parallel calls, then a call with malformed arguments, then an
