@@ -37,6 +37,13 @@ impl TodoTracker {
     /// Observes one committed item; returns the new list when the item is
     /// the successful result of a valid `todo_write` call.
     pub fn observe(&mut self, item: &Item) -> Option<Vec<TodoItem>> {
+        self.observe_unparsed(item)
+            .and_then(|arguments| parse_todo_write(&arguments).ok())
+    }
+
+    /// Like [`observe`](Self::observe) but returns the call's raw arguments
+    /// without validating them, so replay can validate only the last ones.
+    pub fn observe_unparsed(&mut self, item: &Item) -> Option<String> {
         match &item.kind {
             ItemKind::Assistant { tool_calls, .. } => {
                 for call in tool_calls.iter().filter(|c| c.name == TODO_WRITE) {
@@ -49,10 +56,7 @@ impl TodoTracker {
                 call_id, is_error, ..
             } => {
                 let arguments = self.open_calls.remove(call_id)?;
-                if *is_error {
-                    return None;
-                }
-                parse_todo_write(&arguments).ok()
+                (!*is_error).then_some(arguments)
             }
             _ => None,
         }
@@ -81,13 +85,21 @@ pub fn replay(records: &[LogRecord]) -> Replayed {
 /// Replays records it owns, moving items into the history instead of
 /// copying them (the resume path).
 pub fn replay_owned(records: impl IntoIterator<Item = LogRecord>) -> Replayed {
-    let mut out = Replayed::default();
+    let records = records.into_iter();
+    let mut out = Replayed {
+        history: Vec::with_capacity(records.size_hint().0),
+        ..Replayed::default()
+    };
     let mut tracker = TodoTracker::new();
+    // Arguments of todo_write calls with a successful result since the last
+    // boundary. Only the last valid one decides the list, so validation runs
+    // backwards at the end instead of on every call.
+    let mut candidates: Vec<String> = Vec::new();
     for record in records {
         match record {
             LogRecord::Item(item) => {
-                if let Some(todos) = tracker.observe(&item) {
-                    out.todos = todos;
+                if let Some(arguments) = tracker.observe_unparsed(&item) {
+                    candidates.push(arguments);
                 }
                 out.files.observe(&item);
                 out.history.push(item);
@@ -96,11 +108,19 @@ pub fn replay_owned(records: impl IntoIterator<Item = LogRecord>) -> Replayed {
                 // The active context restarts here; no call spans a boundary.
                 out.todos = std::mem::take(&mut boundary.todos);
                 out.history = boundary.into_context();
+                candidates.clear();
                 tracker = TodoTracker::new();
                 out.files.mark_read_required();
             }
             LogRecord::Header(_) => {}
         }
+    }
+    if let Some(todos) = candidates
+        .iter()
+        .rev()
+        .find_map(|arguments| parse_todo_write(arguments).ok())
+    {
+        out.todos = todos;
     }
     out.interrupted = unanswered_calls(&out.history)
         .into_iter()

@@ -39,7 +39,13 @@ pub fn read_log(path: &Path) -> Result<LogContents, PodError> {
 
 /// Verifies log bytes. `path` is only used in errors.
 pub fn parse_log(path: &Path, bytes: &[u8]) -> Result<LogContents, PodError> {
-    let mut contents = LogContents::default();
+    // One record per line: size the vector once instead of regrowing (and
+    // copying) it ~17 times on a 100k-line log.
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+    let mut contents = LogContents {
+        records: Vec::with_capacity(lines),
+        ..LogContents::default()
+    };
     let mut offset = 0usize;
     let mut line_no = 0usize;
     while offset < bytes.len() {

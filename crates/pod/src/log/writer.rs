@@ -140,6 +140,9 @@ async fn run(file: Arc<File>, mut len: u64, mut rx: mpsc::Receiver<Command>) {
     // Set when a failed append could not be rolled back: appending after a
     // partial line would put corruption in the middle of the log.
     let mut broken: Option<String> = None;
+    // Whether anything was written since the last fsync: a sync with nothing
+    // to flush still costs a journal commit on many filesystems.
+    let mut dirty = false;
     while let Some(command) = rx.recv().await {
         match command {
             Command::Append { line, sync, ack } => {
@@ -147,17 +150,18 @@ async fn run(file: Arc<File>, mut len: u64, mut rx: mpsc::Receiver<Command>) {
                     Some(reason) => Err(io::Error::other(reason.clone())),
                     None => append(&file, &mut len, &line, &mut broken).await,
                 };
+                dirty |= result.is_ok();
                 let result = match result {
-                    Ok(()) if sync => sync_data(&file).await,
+                    Ok(()) if sync => sync_if_dirty(&file, &mut dirty).await,
                     other => other,
                 };
                 let _ = ack.send(result);
             }
             Command::Sync { ack } => {
-                let _ = ack.send(sync_data(&file).await);
+                let _ = ack.send(sync_if_dirty(&file, &mut dirty).await);
             }
             Command::Shutdown { ack } => {
-                let result = sync_data(&file).await;
+                let result = sync_if_dirty(&file, &mut dirty).await;
                 // Close the file (and release the session lock) before the
                 // caller hears back, so it may reopen the session at once.
                 drop(file);
@@ -166,6 +170,15 @@ async fn run(file: Arc<File>, mut len: u64, mut rx: mpsc::Receiver<Command>) {
             }
         }
     }
+}
+
+async fn sync_if_dirty(file: &Arc<File>, dirty: &mut bool) -> io::Result<()> {
+    if !*dirty {
+        return Ok(());
+    }
+    sync_data(file).await?;
+    *dirty = false;
+    Ok(())
 }
 
 async fn append(
