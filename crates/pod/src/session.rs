@@ -44,6 +44,18 @@ pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, 
         });
     }
     let contents = read_log(&path)?;
+    if let Some(header) = contents.header.as_ref().filter(|h| h.session_id != id) {
+        // A log copied into another session's directory would otherwise be
+        // resumed under the wrong id.
+        return Err(PodError::CorruptLog {
+            path,
+            line: 1,
+            reason: format!(
+                "the header names session {}, but the log is in the directory of {id}",
+                header.session_id
+            ),
+        });
+    }
     let log = LogWriter::open(&path, contents.valid_len)?;
     if contents.header.is_none() {
         // The crash cut the very first line: the session had nothing else.

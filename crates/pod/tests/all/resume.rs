@@ -299,3 +299,22 @@ async fn resume_of_a_missing_session_is_a_clear_error() {
         .expect_err("no such session");
     assert!(matches!(err, PodError::NoSuchSession { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn a_log_in_another_sessions_directory_is_refused() {
+    let (test, id, bytes) = record_session().await;
+    let other = uuid::Uuid::new_v4();
+    let log = test.home().log_path(other);
+    std::fs::create_dir_all(log.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&log, &bytes).expect("copy");
+    let err = Pod::resume(other, test.config())
+        .await
+        .expect_err("wrong id");
+    match err {
+        PodError::CorruptLog { line, reason, .. } => {
+            assert_eq!(line, 1);
+            assert!(reason.contains(&id.to_string()), "{reason}");
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+}
