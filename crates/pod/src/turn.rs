@@ -68,10 +68,17 @@ impl TurnParts {
             usage: Default::default(),
         };
         loop {
+            // One budget for the whole turn, however many compactions split it.
+            let budget = self
+                .worker
+                .config()
+                .max_requests_per_turn
+                .saturating_sub(total.requests);
             let outcome = self
                 .worker
-                .run_turn(
+                .run_turn_within(
                     prompt.take(),
+                    budget,
                     &mut self.interceptor,
                     &mut self.observer,
                     cancel,

@@ -160,6 +160,22 @@ impl Worker {
         observer: &mut dyn TurnObserver,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, WorkerError> {
+        let budget = self.config.max_requests_per_turn;
+        self.run_turn_within(prompt, budget, hooks, observer, cancel)
+            .await
+    }
+
+    /// Like [`run_turn`](Self::run_turn) with at most `max_requests` model
+    /// requests, for a caller that continues one logical turn over several
+    /// calls (after a yield) and keeps one budget for all of them.
+    pub async fn run_turn_within(
+        &mut self,
+        prompt: Option<Item>,
+        max_requests: u32,
+        hooks: &mut dyn Interceptor,
+        observer: &mut dyn TurnObserver,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, WorkerError> {
         let start = self.history.len();
         let mut outcome = TurnOutcome {
             reason: TurnEndReason::EndTurn,
@@ -185,7 +201,7 @@ impl Worker {
                 outcome.reason = TurnEndReason::Cancelled;
                 return Ok(outcome);
             }
-            if outcome.requests >= self.config.max_requests_per_turn {
+            if outcome.requests >= max_requests {
                 outcome.reason = TurnEndReason::MaxRequests;
                 return Ok(outcome);
             }

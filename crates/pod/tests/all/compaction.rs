@@ -273,3 +273,20 @@ async fn a_crash_before_the_boundary_is_durable_resumes_the_old_context() {
     assert_eq!(pod.get_history().await.expect("history"), before);
     pod.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn compactions_inside_a_turn_do_not_reset_its_request_budget() {
+    let mut steps = vec![todo_step(&[("a", "Only item", "in_progress")])];
+    steps.extend((0..60).map(bulky_echo));
+    let summaries = (1..=20).map(|n| ScriptStep::text(format!("Summary {n}"))).collect();
+    let (test, compactor) = compacting_pod(steps, summaries);
+    let mut config = config(&test, &compactor);
+    config.max_requests_per_turn = 30;
+    let pod = Pod::spawn(config).await.expect("spawn");
+    let outcome = pod.prompt("Work").await.expect("turn");
+    assert!(!compactor.requests().is_empty(), "the turn must compact");
+    assert_eq!(outcome.reason, pod_worker::TurnEndReason::MaxRequests);
+    assert_eq!(outcome.requests, 30);
+    assert_eq!(test.model.requests().len(), 30);
+    pod.shutdown().await.expect("shutdown");
+}
