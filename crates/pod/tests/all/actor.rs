@@ -257,3 +257,54 @@ async fn until_done_stops_at_max_continuations_and_when_the_model_stalls() {
     assert_eq!(outcome.requests, 3);
     pod.shutdown().await.expect("shutdown");
 }
+
+/// Panics on one chosen request, otherwise plays the scripted model.
+struct PanicsOnce {
+    model: pod_llm::ScriptedProvider,
+    panic_at: usize,
+    seen: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl pod_llm::Provider for PanicsOnce {
+    async fn stream(
+        &self,
+        request: &pod_llm::ProviderRequest,
+    ) -> Result<pod_llm::EventStream, pod_llm::ProviderError> {
+        let n = self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        assert_ne!(n, self.panic_at, "provider bug on request {n}");
+        self.model.stream(request).await
+    }
+
+    fn model_name(&self) -> String {
+        "panics-once".into()
+    }
+}
+
+#[tokio::test]
+async fn a_crashed_turn_is_rebuilt_from_the_log_and_the_pod_goes_on() {
+    let test = TestPod::new(vec![
+        todo_step(&[("a", "Survive a crash", "in_progress")]),
+        // Request 1 panics before this step is played.
+        ScriptStep::text("Back after the crash."),
+    ]);
+    let mut config = test.config();
+    config.provider = std::sync::Arc::new(PanicsOnce {
+        model: test.model.clone(),
+        panic_at: 1,
+        seen: Default::default(),
+    });
+    let pod = pod::Pod::spawn(config).await.expect("spawn");
+    let err = pod
+        .prompt("Plan")
+        .await
+        .expect_err("the turn task panicked");
+    assert!(matches!(err, PodError::Crashed(_)), "{err}");
+    // Memory was rebuilt from the log: the plan and a valid history remain.
+    assert_eq!(pod.get_todos().await.expect("todos").len(), 1);
+    let history = pod.get_history().await.expect("history");
+    validate_history(&history).expect("valid after the crash");
+    let outcome = pod.prompt("Go on").await.expect("the pod goes on");
+    assert_eq!(outcome.reason, TurnEndReason::EndTurn);
+    pod.shutdown().await.expect("shutdown");
+}
