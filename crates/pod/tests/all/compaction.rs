@@ -278,7 +278,9 @@ async fn a_crash_before_the_boundary_is_durable_resumes_the_old_context() {
 async fn compactions_inside_a_turn_do_not_reset_its_request_budget() {
     let mut steps = vec![todo_step(&[("a", "Only item", "in_progress")])];
     steps.extend((0..60).map(bulky_echo));
-    let summaries = (1..=20).map(|n| ScriptStep::text(format!("Summary {n}"))).collect();
+    let summaries = (1..=20)
+        .map(|n| ScriptStep::text(format!("Summary {n}")))
+        .collect();
     let (test, compactor) = compacting_pod(steps, summaries);
     let mut config = config(&test, &compactor);
     config.max_requests_per_turn = 30;
