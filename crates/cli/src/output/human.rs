@@ -18,6 +18,8 @@ pub struct HumanOutput {
     at_line_start: bool,
     // Lines of the checklist that is the last thing on screen (0: none).
     checklist_lines: usize,
+    // Whether the current line is streamed reasoning (set apart from text).
+    in_reasoning: bool,
 }
 
 impl HumanOutput {
@@ -28,6 +30,7 @@ impl HumanOutput {
             style,
             at_line_start: true,
             checklist_lines: 0,
+            in_reasoning: false,
         }
     }
 
@@ -101,10 +104,21 @@ impl Output for HumanOutput {
 
     fn event(&mut self, event: &PodEvent) -> Result<()> {
         let s = self.style;
+        let was_reasoning = std::mem::take(&mut self.in_reasoning);
         match event {
             PodEvent::TurnStarted { .. } => Ok(()),
+            PodEvent::TextDelta { text } if was_reasoning => self.write(&format!("\n{text}")),
             PodEvent::TextDelta { text } => self.write(text),
-            PodEvent::ReasoningDelta { text } => self.write(&s.dim(text)),
+            PodEvent::ReasoningDelta { text } => {
+                // Reasoning gets its own dim line, so it never runs into the answer.
+                self.in_reasoning = true;
+                let lead = match (was_reasoning, self.at_line_start) {
+                    (true, _) => "",
+                    (false, true) => "thinking: ",
+                    (false, false) => "\nthinking: ",
+                };
+                self.write(&s.dim(&format!("{lead}{text}")))
+            }
             PodEvent::ToolCallStarted {
                 name, arguments, ..
             } => self.lines(&s.dim(&format!("  → {}", render::tool_call(name, arguments)))),

@@ -43,3 +43,27 @@ fn run_prints_the_checklist_on_every_change() {
         .replace(env.pod_home().to_str().unwrap(), "<POD_HOME>");
     insta::assert_snapshot!(stable);
 }
+
+#[test]
+fn reasoning_gets_its_own_line_apart_from_the_answer() {
+    let env = TestEnv::new();
+    let mut step = say("The answer.");
+    step["reasoning"] = "Think first.".into();
+    let script = env.script("s.json", &script(vec![step]));
+    let out = env
+        .pod()
+        .args(["run", "--script"])
+        .arg(&script)
+        .arg("Answer")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.contains(&"thinking: Think first."), "{stdout}");
+    assert!(lines.contains(&"The answer."), "{stdout}");
+}
