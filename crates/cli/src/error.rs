@@ -56,6 +56,15 @@ impl std::error::Error for Failure {}
 
 /// Prints `error: <cause chain in one line>` and a hint on stderr.
 pub fn report(err: &anyhow::Error) -> ExitCode {
+    // The reader went away (`pod show ID | head`): nothing more to say.
+    let broken_pipe = err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        return ExitCode::SUCCESS;
+    }
     let style = Style::for_stderr();
     let message = format!("{err:#}").replace('\n', " ");
     eprintln!("{} {message}", style.red("error:"));

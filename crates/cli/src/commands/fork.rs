@@ -24,14 +24,13 @@ pub async fn run(args: ForkArgs) -> Result<Outcome> {
     if args.json {
         let json =
             serde_json::to_string_pretty(&fork.summary).context("cannot encode the session")?;
-        println!("{json}");
+        crate::output::print(&format!("{json}\n"))?;
     } else {
-        println!(
-            "forked {source} at item {} -> {id} ({} todos)",
+        crate::output::print(&format!(
+            "forked {source} at item {} -> {id} ({} todos)\n  continue with: pod resume {id}\n",
             fork.summary.items,
             crate::render::progress(&fork.todos)
-        );
-        println!("  continue with: pod resume {id}");
+        ))?;
     }
     Ok(Outcome::Done)
 }

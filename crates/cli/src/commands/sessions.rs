@@ -20,14 +20,14 @@ pub fn run(args: SessionsArgs) -> Result<Outcome> {
     summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
     if args.json {
         let json = serde_json::to_string_pretty(&summaries).context("cannot encode sessions")?;
-        println!("{json}");
+        crate::output::print(&format!("{json}\n"))?;
     } else if summaries.is_empty() {
-        println!(
-            "no sessions under {} (try `pod demo`)",
+        crate::output::print(&format!(
+            "no sessions under {} (try `pod demo`)\n",
             home.path().display()
-        );
+        ))?;
     } else {
-        print!("{}", table(&summaries, Style::for_stdout()));
+        crate::output::print(&table(&summaries, Style::for_stdout()))?;
     }
     Ok(Outcome::Done)
 }

@@ -31,9 +31,9 @@ pub fn run(args: ShowArgs) -> Result<Outcome> {
             history: loaded.full_history(),
         };
         let json = serde_json::to_string_pretty(&doc).context("cannot encode the session")?;
-        println!("{json}");
+        crate::output::print(&format!("{json}\n"))?;
     } else {
-        print!("{}", human(&loaded, Style::for_stdout()));
+        crate::output::print(&human(&loaded, Style::for_stdout()))?;
     }
     Ok(Outcome::Done)
 }

@@ -63,6 +63,17 @@ pub trait Output: Send {
     fn finished(&mut self, finished: &Finished) -> Result<()>;
 }
 
+/// Writes `text` to stdout; a closed pipe is an error (reported silently by
+/// `error::report`), never a panic as with `print!`.
+pub fn print(text: &str) -> Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")
+}
+
 /// The output `--json` selects.
 pub fn for_flags(json: bool) -> Box<dyn Output> {
     if json {
