@@ -97,3 +97,48 @@ fn diagnostics_go_to_the_log_file_not_stdout() {
     );
     assert!(log.is_file());
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_show_quietly() {
+    use crate::support::{ndjson, script, session_id, write_todos};
+    use serde_json::json;
+    let env = TestEnv::new();
+    // A plan big enough that `show --json` overflows a pipe buffer.
+    let todos: Vec<_> = (0..100)
+        .map(|i| json!({"id": format!("t{i}"), "content": "x".repeat(900), "status": "pending"}))
+        .collect();
+    let script = env.script(
+        "s.json",
+        &script(vec![write_todos(&todos), json!({"text": "ok"})]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--script"])
+        .arg(&script)
+        .arg("plan")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = session_id(&ndjson(&out.stdout));
+
+    let mut child = env
+        .pod_process()
+        .args(["show", "--json", &id])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end at once, like `| head -c 0`.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "no panic, no error line"
+    );
+}
