@@ -118,11 +118,11 @@ impl Compactor<'_> {
         // the reads: it must read them again before editing.
         let reread = self.files.map(FileTracker::known).unwrap_or_default();
         let carry_over = carry_over_items(&snapshot, &reread);
-        let mut context = Vec::with_capacity(tail.len() + carry_over.len() + 1);
-        context.push(summary_item.clone());
-        context.extend(tail.iter().cloned());
-        context.extend(carry_over.iter().cloned());
-        let tokens_after: u64 = context.iter().map(estimate_item_tokens).sum();
+        let tokens_after: u64 = std::iter::once(&summary_item)
+            .chain(&tail)
+            .chain(&carry_over)
+            .map(estimate_item_tokens)
+            .sum();
 
         let record = CompactionRecord {
             summary: summary_item,
@@ -132,13 +132,15 @@ impl Compactor<'_> {
             tokens_before,
             tokens_after,
         };
-        self.log
-            .append(&LogRecord::Compaction(record), true)
-            .await?;
+        let record = LogRecord::Compaction(record);
+        self.log.append(&record, true).await?;
         if let Some(files) = self.files {
             files.mark_read_required();
         }
-        worker.set_history(context);
+        // The boundary is durable: the worker now runs on its context.
+        if let LogRecord::Compaction(record) = record {
+            worker.set_history(record.into_context());
+        }
         Ok(CompactionReport {
             tokens_before,
             tokens_after,

@@ -40,21 +40,12 @@ pub struct CompactionRecord {
 }
 
 impl CompactionRecord {
-    /// The active context this boundary starts, without copying.
+    /// The active context this boundary starts.
     pub fn into_context(self) -> Vec<Item> {
         let mut context = Vec::with_capacity(self.tail.len() + self.carry_over.len() + 1);
         context.push(self.summary);
         context.extend(self.tail);
         context.extend(self.carry_over);
-        context
-    }
-
-    /// The active context this boundary starts.
-    pub fn context(&self) -> Vec<Item> {
-        let mut context = Vec::with_capacity(self.tail.len() + self.carry_over.len() + 1);
-        context.push(self.summary.clone());
-        context.extend(self.tail.iter().cloned());
-        context.extend(self.carry_over.iter().cloned());
         context
     }
 }
