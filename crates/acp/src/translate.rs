@@ -47,7 +47,9 @@ pub fn stop_reason(reason: &TurnEndReason) -> StopReason {
         | TurnEndReason::Yielded => StopReason::EndTurn,
         TurnEndReason::MaxTokens => StopReason::MaxTokens,
         TurnEndReason::Refusal | TurnEndReason::Rejected(_) => StopReason::Refusal,
-        TurnEndReason::MaxRequests => StopReason::MaxTurnRequests,
+        // Every budget limit: the client may prompt again to go on, with a
+        // fresh budget.
+        TurnEndReason::Limit(_) => StopReason::MaxTurnRequests,
         TurnEndReason::Cancelled => StopReason::Cancelled,
     }
 }

@@ -40,7 +40,14 @@ fn stop_reasons_map_to_the_five_acp_reasons() {
         (TurnEndReason::EndTurn, StopReason::EndTurn),
         (TurnEndReason::MaxTokens, StopReason::MaxTokens),
         (TurnEndReason::Refusal, StopReason::Refusal),
-        (TurnEndReason::MaxRequests, StopReason::MaxTurnRequests),
+        (
+            TurnEndReason::Limit(pod_worker::Limit::TurnRequests(5)),
+            StopReason::MaxTurnRequests,
+        ),
+        (
+            TurnEndReason::Limit(pod_worker::Limit::RunTokens(9)),
+            StopReason::MaxTurnRequests,
+        ),
         (TurnEndReason::Cancelled, StopReason::Cancelled),
         (TurnEndReason::Aborted("policy".into()), StopReason::EndTurn),
         (TurnEndReason::Paused("wait".into()), StopReason::EndTurn),

@@ -12,9 +12,13 @@ Examples:
   pod show 3f2a                              # history and todos (an id prefix is enough)
   pod resume 3f2a                            # continue the unfinished plan after a crash
   pod fork 3f2a --at 12                      # branch off before item 12
+  pod prune --older-than 30d                 # delete sessions untouched for 30 days
 
-Sessions live in $POD_HOME (default $XDG_DATA_HOME/pod, then ~/.local/share/pod).
-Exit codes: 0 done, 1 error, 2 usage, 130 interrupted (Ctrl-C).";
+Sessions live in $POD_HOME/sessions/<id>/ (POD_HOME defaults to
+$XDG_DATA_HOME/pod, then ~/.local/share/pod).
+Exit codes: 0 done, 1 error, 2 usage, 3 stopped with work left (a budget,
+--max-turns or the loop guard; `pod resume ID` continues), 130 interrupted
+(Ctrl-C, end of input at a prompt), 141 stdout closed.";
 
 /// Run long-lived LLM agents whose sessions survive crashes.
 ///
@@ -48,7 +52,8 @@ pub enum Command {
     /// Watch a scripted agent plan, get killed, resume from its log and finish.
     ///
     /// Needs no key and no network: the model is the embedded scripted one.
-    /// The session is kept in $POD_HOME, so `pod show ID` works afterwards.
+    /// It runs in its own temporary POD_HOME and workspace and removes both
+    /// at the end, so it leaves nothing among your sessions.
     Demo(DemoArgs),
     /// Start a new session on a task.
     #[command(after_help = "Examples:
@@ -56,6 +61,8 @@ pub enum Command {
   pod run --profile ollama --workspace ~/src/app \"Fix the failing test\"
   pod run --until-done --max-turns 20 --json \"Migrate the config\" | jq .event
   pod run --yes --deny bash --until-done \"Fix the typos in docs/\"
+  pod run --task-file task.md --until-done --max-run-tokens 5000000
+  cat task.md | pod run --until-done -
 
 write_file, edit_file and bash ask first: on a terminal pod prompts on stderr
 (y once, a always, n no, N never); elsewhere (a pipe, --json) they are refused
@@ -64,17 +71,23 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     /// Continue a session, after a crash too.
     ///
     /// Without TEXT the model continues its unfinished plan; with TEXT it
-    /// gets new instructions.
+    /// gets new instructions. The session starts the way it was started
+    /// (model, approval flags, --until-done, budgets), each run with a fresh
+    /// budget; flags given here override: --profile or --provider replace
+    /// the recorded model, --model/--base-url/--script change one setting of
+    /// it, approval flags replace the recorded ones.
     #[command(after_help = "Examples:
-  pod resume 3f2a --provider scripted --script plan.json
-  pod resume 3f2a --until-done \"Also update the changelog\"")]
+  pod resume 3f2a
+  pod resume 3f2a \"Also update the changelog\"
+  pod resume 3f2a --profile claude --max-run-tokens 2000000")]
     Resume(ResumeArgs),
     /// List sessions with their status and todo progress.
     ///
     /// Status is one of: running (another process has it open), done (the
     /// model answered and every todo is completed), idle (the model answered;
-    /// todos may remain), interrupted (it stopped mid-turn: crash, Ctrl-C or
-    /// an error; `pod resume` continues it).
+    /// todos may remain), stopped (a budget, --max-turns or the loop guard
+    /// ended its last run), interrupted (it stopped mid-turn: crash, Ctrl-C
+    /// or an error). `pod resume` continues stopped and interrupted ones.
     Sessions(SessionsArgs),
     /// Print a session's history and its current todos.
     ///
@@ -92,11 +105,51 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     /// Each editor session is a Pod in the editor's project directory; its
     /// todo list shows as the editor's plan. Takes the model flags of `run`.
     Acp(crate::commands::acp::AcpArgs),
+    /// Delete sessions.
+    ///
+    /// Asks first on a terminal; --yes skips the question (and is needed
+    /// when stdin is not a terminal). A running session is never deleted.
+    Rm(RmArgs),
+    /// Delete sessions that were not updated for a while.
+    #[command(after_help = "Examples:
+  pod prune --older-than 30d --dry-run   # list what would go
+  pod prune --older-than 12h --yes")]
+    Prune(PruneArgs),
 }
 
-/// `pod demo` (no options: it always plays the same story).
+/// `pod rm`.
 #[derive(Debug, Args)]
-pub struct DemoArgs {}
+pub struct RmArgs {
+    /// Session ids (a unique prefix is enough).
+    #[arg(value_name = "ID", required = true)]
+    pub ids: Vec<String>,
+    /// Do not ask.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `pod prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Age since the last update: a number and a unit (s, m, h, d, w), e.g. 30d.
+    #[arg(long, value_name = "AGE", value_parser = crate::commands::prune::parse_age)]
+    pub older_than: std::time::Duration,
+    /// Only list the sessions that would be deleted.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `pod demo` (it always plays the same story).
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the demo's temporary directory (its POD_HOME and workspace) and
+    /// print how to look at its session.
+    #[arg(long)]
+    pub keep: bool,
+}
 
 /// Which model answers.
 #[derive(Debug, Clone, Default, Args)]
@@ -138,13 +191,31 @@ pub struct DriveArgs {
     /// Keep going while todos are unfinished (autonomous mode).
     #[arg(long)]
     pub until_done: bool,
-    /// With --until-done: at most this many continuations.
-    #[arg(long, default_value_t = 50, value_name = "N", requires = "until_done",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_turns: u32,
     /// When the log is fsynced: every item, at tool results and turn ends, or never.
     #[arg(long, value_enum, default_value_t = DurabilityArg::Turn)]
     pub durability: DurabilityArg,
+}
+
+/// The limits of a run (a prompt and every --until-done continuation):
+/// shared by `run`, `resume` and `acp`. Each is laid over the session's
+/// recorded budget (on resume), the profile's `budget` table, the config
+/// file's `[budget]` table and the defaults.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BudgetArgs {
+    /// Model requests per turn (a turn ends when the model answers without
+    /// tools; every --until-done continuation starts a fresh count) [default: 500].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_requests: Option<u32>,
+    /// With --until-done: at most this many continuations [default: no limit].
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Model requests in the whole run [default: no limit].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_run_requests: Option<u64>,
+    /// Tokens (prompt + completion, as the provider reports them) in the
+    /// whole run [default: no limit].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_run_tokens: Option<u64>,
 }
 
 /// Which tool calls run without asking: shared by `run`, `resume` and `acp`.
@@ -189,10 +260,14 @@ impl From<DurabilityArg> for pod::Durability {
 
 /// `pod run`.
 #[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("the_task").required(true).args(["task", "task_file"]))]
 pub struct RunArgs {
-    /// The task.
-    #[arg(value_name = "TASK", required = true)]
-    pub task: String,
+    /// The task; `-` reads it from stdin.
+    #[arg(value_name = "TASK")]
+    pub task: Option<String>,
+    /// Read the task from this file.
+    #[arg(long, value_name = "FILE")]
+    pub task_file: Option<PathBuf>,
     /// The directory the agent works in.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -202,6 +277,9 @@ pub struct RunArgs {
     /// How to drive it.
     #[command(flatten)]
     pub drive: DriveArgs,
+    /// The limits of the run.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Which tool calls run without asking.
     #[command(flatten)]
     pub approval: ApprovalArgs,
@@ -225,6 +303,9 @@ pub struct ResumeArgs {
     /// How to drive it.
     #[command(flatten)]
     pub drive: DriveArgs,
+    /// The limits of the run.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Which tool calls run without asking.
     #[command(flatten)]
     pub approval: ApprovalArgs,

@@ -1,10 +1,13 @@
-//! Driving a Pod from the command line: one turn (continued by the Pod
-//! itself in `--until-done` mode), events to the output, Ctrl-C.
+//! Driving a Pod from the command line: one run (continued by the Pod
+//! itself in `--until-done` mode), events to the output, Ctrl-C, and an
+//! honest ending: how the run ended decides the exit code.
 //!
 //! Ctrl-C once cancels the running turn (the history stays valid), then the
 //! Pod is shut down so the log is synced, and the command exits 130. A second
 //! Ctrl-C exits at once; the log already holds every committed item, so the
-//! session stays resumable either way.
+//! session stays resumable either way. End of input at an approval prompt
+//! is the user walking away: the turn is cancelled the same way. A closed
+//! stdout cancels the turn too (nobody sees what it does) and exits 141.
 //!
 //! When the session has a terminal approver, its questions arrive here
 //! ([`Asks`]): the events before each one are printed first, then the user
@@ -13,11 +16,13 @@
 
 use crate::approval::terminal::{prompt_on_terminal, Ask};
 use crate::error::{Outcome, EXIT_INTERRUPTED};
-use crate::output::{Finished, Output, Started};
-use crate::session;
+use crate::output::{Finished, Output, Started, Stopped};
+use crate::session::{self, Progress};
 use anyhow::Result;
-use pod::{ApprovalDecision, PodHandle};
+use pod::{ApprovalDecision, PodEvent, PodHandle};
 use pod_worker::TurnEndReason;
+use std::collections::HashSet;
+use std::io::IsTerminal;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -38,18 +43,56 @@ pub enum FirstTurn {
     Continue,
 }
 
+/// Why the drive loop stopped the run early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interruption {
+    /// Ctrl-C, or end of input at a prompt.
+    User,
+    /// Stdout was closed.
+    OutputClosed,
+}
+
+/// Tool calls answered without running: the events tell which.
+#[derive(Default)]
+struct CallsSeen {
+    started: HashSet<String>,
+    not_run: Vec<String>,
+}
+
+impl CallsSeen {
+    fn observe(&mut self, event: &PodEvent) {
+        match event {
+            PodEvent::ToolCallStarted { call_id, .. } => {
+                self.started.insert(call_id.clone());
+            }
+            PodEvent::ToolCallFinished { call_id, name, .. } if !self.started.contains(call_id) => {
+                self.not_run.push(name.clone())
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Runs the turn, reporting to `out`; shuts the Pod down before returning.
-/// With `--until-done` the Pod itself continues the turn while todos are
-/// unfinished (`PodConfig::until_done`).
+/// With `until_done` the Pod itself continues the turn while todos are
+/// unfinished (`PodConfig::until_done`), and ending with some unfinished is
+/// a stop, not a success.
 pub async fn drive(
     handle: PodHandle,
     started: Started,
     first: FirstTurn,
+    until_done: bool,
     out: &mut dyn Output,
     mut asks: Asks,
 ) -> Result<Outcome> {
     let mut events = handle.subscribe();
-    out.started(&started)?;
+    if let Err(err) = out.started(&started) {
+        handle.shutdown().await?;
+        return match is_broken_pipe(&err) {
+            true => Ok(Outcome::OutputClosed),
+            false => Err(err),
+        };
+    }
     let turn = async {
         match first {
             FirstTurn::Prompt(text) => handle.prompt(text).await,
@@ -57,8 +100,9 @@ pub async fn drive(
         }
     };
     tokio::pin!(turn);
-    let mut interrupted = false;
+    let mut interrupted: Option<Interruption> = None;
     let mut asking: Option<Asking> = None;
+    let mut calls = CallsSeen::default();
     // One listener for the whole drive, so no signal slips between polls.
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
@@ -66,14 +110,27 @@ pub async fn drive(
         tokio::select! {
             // Show what happened before reacting to the end of the turns.
             biased;
-            event = events.recv() => match event {
-                Ok(event) => out.event(&event)?,
-                Err(RecvError::Lagged(missed)) => out.lagged(missed)?,
-                Err(RecvError::Closed) => {}
-            },
+            event = events.recv(), if interrupted != Some(Interruption::OutputClosed) => {
+                let shown = match event {
+                    Ok(event) => {
+                        calls.observe(&event);
+                        out.event(&event)
+                    }
+                    Err(RecvError::Lagged(missed)) => out.lagged(missed),
+                    Err(RecvError::Closed) => Ok(()),
+                };
+                if let Err(err) = shown {
+                    if !is_broken_pipe(&err) {
+                        return Err(err);
+                    }
+                    interrupted = Some(Interruption::OutputClosed);
+                    answer_cancelled(&mut asking);
+                    let _ = handle.cancel().await;
+                }
+            }
             Some(ask) = next_ask(&mut asks), if asking.is_none() => {
                 // The events sent before the question belong above it.
-                drain(&mut events, out)?;
+                drain(&mut events, &mut calls, out)?;
                 out.prompting()?;
                 asking = Some(Asking {
                     answer: prompt_on_terminal(ask.request),
@@ -82,15 +139,17 @@ pub async fn drive(
             }
             decision = answer(&mut asking) => {
                 if let Some(asked) = asking.take() {
+                    if decision == ApprovalDecision::Cancelled && interrupted.is_none() {
+                        // End of input: the user left the question unanswered.
+                        interrupted = Some(Interruption::User);
+                    }
                     // The Pod may have stopped waiting (cancelled turn).
                     let _ = asked.reply.send(decision);
                 }
             }
-            _ = &mut ctrl_c, if !interrupted => {
-                interrupted = true;
-                if let Some(asked) = asking.take() {
-                    let _ = asked.reply.send(ApprovalDecision::Cancelled);
-                }
+            _ = &mut ctrl_c, if interrupted.is_none() => {
+                interrupted = Some(Interruption::User);
+                answer_cancelled(&mut asking);
                 out.note("cancelling the turn (Ctrl-C again to quit at once)")?;
                 exit_on_second_ctrl_c();
                 // A closed Pod has nothing to cancel.
@@ -100,33 +159,122 @@ pub async fn drive(
         }
     };
     // Every event of the turns was sent before their replies: drain them.
-    drain(&mut events, out)?;
+    if interrupted != Some(Interruption::OutputClosed) {
+        if let Err(err) = drain(&mut events, &mut calls, out) {
+            if !is_broken_pipe(&err) {
+                return Err(err);
+            }
+            interrupted = Some(Interruption::OutputClosed);
+        }
+    }
     let todos = handle.get_todos().await.unwrap_or_default();
     handle.shutdown().await?;
-    let interrupted =
-        interrupted || matches!(&result, Ok(o) if o.reason == TurnEndReason::Cancelled);
+    if interrupted.is_none() && matches!(&result, Ok(o) if o.reason == TurnEndReason::Cancelled) {
+        interrupted = Some(Interruption::User);
+    }
+    let progress = session::progress(&todos);
+    let stopped = match (&result, interrupted) {
+        (Ok(outcome), None) => stop_of(&outcome.reason, until_done, progress),
+        _ => None,
+    };
     let finished = Finished {
         session_id: started.session_id,
         log_path: started.log_path,
         reason: result.as_ref().ok().map(|o| o.reason.clone()),
         requests: result.as_ref().map_or(0, |o| o.requests),
-        todos: session::progress(&todos),
-        interrupted,
+        todos: progress,
+        interrupted: interrupted.is_some(),
+        stopped: stopped.clone(),
+        not_run: std::mem::take(&mut calls.not_run),
     };
-    out.finished(&finished)?;
+    if interrupted != Some(Interruption::OutputClosed) {
+        match out.finished(&finished) {
+            Err(err) if is_broken_pipe(&err) => interrupted = Some(Interruption::OutputClosed),
+            other => other?,
+        }
+    }
     result?;
-    Ok(if interrupted {
-        Outcome::Interrupted
-    } else {
-        Outcome::Done
+    let outcome = match (interrupted, &stopped) {
+        (Some(Interruption::OutputClosed), _) => Outcome::OutputClosed,
+        (Some(Interruption::User), _) => Outcome::Interrupted,
+        (None, Some(_)) => Outcome::Stopped,
+        (None, None) => Outcome::Done,
+    };
+    tell_terminal(&finished, outcome, out.shows_hints_on_stdout());
+    Ok(outcome)
+}
+
+/// Why a run that ended by itself did not finish its work, if it did not.
+fn stop_of(reason: &TurnEndReason, until_done: bool, todos: Progress) -> Option<Stopped> {
+    match reason {
+        TurnEndReason::Limit(limit) => Some(Stopped {
+            limit: Some(limit.clone()),
+            message: format!("stopped by {limit}"),
+        }),
+        _ if until_done && todos.completed < todos.total => Some(Stopped {
+            limit: None,
+            message: "stopped: the model ended its turn without progress on the unfinished plan"
+                .into(),
+        }),
+        _ => None,
+    }
+}
+
+/// The line a person needs when the run did not finish: on stderr, unless
+/// the human output already showed it on a terminal.
+fn tell_terminal(finished: &Finished, outcome: Outcome, shown_on_stdout: bool) {
+    if outcome == Outcome::Done || (shown_on_stdout && std::io::stdout().is_terminal()) {
+        return;
+    }
+    let what = match (&finished.stopped, outcome) {
+        (_, Outcome::OutputClosed) => "stdout was closed, so the turn was cancelled".to_string(),
+        (_, Outcome::Interrupted) => "interrupted".to_string(),
+        (Some(stopped), _) => stopped.message.clone(),
+        (None, _) => "stopped".to_string(),
+    };
+    let todos = finished.todos;
+    let progress = match todos.total {
+        0 => String::new(),
+        _ => format!(
+            " with {} of {} todos completed",
+            todos.completed, todos.total
+        ),
+    };
+    // Nothing to do if stderr is closed too.
+    let _ = crate::output::eprint(&format!(
+        "pod: {what}{progress}; continue with: pod resume {}\n",
+        finished.session_id
+    ));
+}
+
+/// Whether `err` is a write to a closed pipe.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
 
+/// Withdraws the question on screen, if any.
+fn answer_cancelled(asking: &mut Option<Asking>) {
+    if let Some(asked) = asking.take() {
+        let _ = asked.reply.send(ApprovalDecision::Cancelled);
+    }
+}
+
 /// Prints the events already sent.
-fn drain(events: &mut broadcast::Receiver<pod::PodEvent>, out: &mut dyn Output) -> Result<()> {
+fn drain(
+    events: &mut broadcast::Receiver<PodEvent>,
+    calls: &mut CallsSeen,
+    out: &mut dyn Output,
+) -> Result<()> {
     loop {
         match events.try_recv() {
-            Ok(event) => out.event(&event)?,
+            Ok(event) => {
+                calls.observe(&event);
+                out.event(&event)?
+            }
             Err(TryRecvError::Lagged(missed)) => out.lagged(missed)?,
             Err(TryRecvError::Empty | TryRecvError::Closed) => return Ok(()),
         }
@@ -156,8 +304,32 @@ async fn answer(asking: &mut Option<Asking>) -> ApprovalDecision {
 fn exit_on_second_ctrl_c() {
     tokio::spawn(async {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("interrupted");
+            let _ = crate::output::eprint("interrupted\n");
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pod_worker::Limit;
+
+    fn progress(completed: usize, total: usize) -> Progress {
+        Progress { completed, total }
+    }
+
+    #[test]
+    fn a_limit_always_stops_and_until_done_stops_on_an_unfinished_plan() {
+        let limit = TurnEndReason::Limit(Limit::TurnRequests(5));
+        let stopped = stop_of(&limit, false, progress(3, 3)).unwrap();
+        assert_eq!(stopped.limit, Some(Limit::TurnRequests(5)));
+        assert_eq!(
+            stopped.message,
+            "stopped by the per-turn budget of 5 model requests"
+        );
+        assert!(stop_of(&TurnEndReason::EndTurn, true, progress(2, 3)).is_some());
+        assert!(stop_of(&TurnEndReason::EndTurn, true, progress(3, 3)).is_none());
+        assert!(stop_of(&TurnEndReason::EndTurn, false, progress(2, 3)).is_none());
+    }
 }

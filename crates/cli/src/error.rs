@@ -8,16 +8,27 @@ use std::process::ExitCode;
 pub const EXIT_OK: u8 = 0;
 /// Something failed.
 pub const EXIT_ERROR: u8 = 1;
-/// Ctrl-C stopped it (128 + SIGINT, as shells report it).
+/// A run stopped with work left: a budget, `--max-turns` or the loop guard
+/// ended it, or `--until-done` ended with todos unfinished.
+pub const EXIT_STOPPED: u8 = 3;
+/// The user interrupted it: Ctrl-C, or end of input at a prompt (128 +
+/// SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: u8 = 130;
+/// Stdout was closed while a run was reporting (128 + SIGPIPE, as shells
+/// report a process a closed pipe killed).
+pub const EXIT_OUTPUT_CLOSED: u8 = 141;
 
 /// How a command ended when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Finished.
     Done,
-    /// Stopped by Ctrl-C; the session can be resumed.
+    /// Stopped by Ctrl-C or end of input; the session can be resumed.
     Interrupted,
+    /// A run stopped with work left; the session can be resumed.
+    Stopped,
+    /// Stdout was closed; the run was cancelled and can be resumed.
+    OutputClosed,
 }
 
 impl From<Outcome> for ExitCode {
@@ -25,6 +36,8 @@ impl From<Outcome> for ExitCode {
         ExitCode::from(match outcome {
             Outcome::Done => EXIT_OK,
             Outcome::Interrupted => EXIT_INTERRUPTED,
+            Outcome::Stopped => EXIT_STOPPED,
+            Outcome::OutputClosed => EXIT_OUTPUT_CLOSED,
         })
     }
 }

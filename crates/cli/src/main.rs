@@ -5,14 +5,17 @@
 //! turns, logs or tools work inside.
 
 mod approval;
+mod budget;
 mod cli;
 mod commands;
 mod drive;
 mod error;
+mod launch;
 mod model;
 mod output;
 mod render;
 mod session;
+mod settings;
 mod style;
 mod tracing_setup;
 

@@ -1,5 +1,6 @@
-//! Which model answers: flags over the chosen profile of the config file,
-//! lowered to one raw provider config and resolved once (by pod-providers).
+//! Which model answers: flags over the chosen profile of the config file
+//! (or over what a resumed session recorded), lowered to one raw provider
+//! config and resolved once (by pod-providers).
 
 use crate::cli::{ModelArgs, ProviderKindArg};
 use crate::error::Failure;
@@ -9,6 +10,55 @@ use pod_providers::{
     build_provider, ConfigError, ConfigFile, ProviderConfig, ProviderKind, RawProviderConfig,
 };
 use std::sync::Arc;
+
+/// The model settings of a run, before they are resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// Flags laid over the profile (or over the resumed session's record).
+    pub raw: RawProviderConfig,
+    /// The profile they came from, if any.
+    pub profile: Option<String>,
+}
+
+/// Chooses the model settings: the flags over `--profile NAME`; with
+/// `--provider` (or `--script` alone) over nothing; otherwise over what the
+/// resumed session recorded, or else over the file's default profile.
+pub fn choose(
+    args: &ModelArgs,
+    file: &ConfigFile,
+    recorded: Option<&crate::launch::Launch>,
+) -> Result<Choice> {
+    let script = match &args.script {
+        Some(path) => Some(
+            std::path::absolute(path)
+                .with_context(|| format!("cannot resolve the script path {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let flags = RawProviderConfig {
+        kind: match (args.provider, &script) {
+            (Some(kind), _) => Some(kind.into()),
+            // A script alone says which model it is.
+            (None, Some(_)) if args.profile.is_none() => Some(ProviderKind::Scripted),
+            (None, _) => None,
+        },
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+        script,
+        ..RawProviderConfig::default()
+    };
+    let fresh = args.provider.is_some() || (args.script.is_some() && args.profile.is_none());
+    let (base, profile) = match (&args.profile, recorded) {
+        (Some(name), _) => (file.profile(Some(name))?, Some(name.clone())),
+        (None, _) if fresh => (RawProviderConfig::default(), None),
+        (None, Some(launch)) => (launch.provider.clone(), launch.profile.clone()),
+        (None, None) => (file.profile(None)?, file.default_profile.clone()),
+    };
+    Ok(Choice {
+        raw: base.merge(flags),
+        profile,
+    })
+}
 
 /// The providers a Pod is started with.
 pub struct Model {
@@ -21,32 +71,14 @@ pub struct Model {
 }
 
 impl Model {
-    /// Resolves the model flags against the config file's profiles.
-    pub fn resolve(args: &ModelArgs) -> Result<Self> {
-        Self::from_file(args, &config_file(args)?)
-    }
-
-    /// Resolves the model flags against the profiles of `file`.
-    pub fn from_file(args: &ModelArgs, file: &ConfigFile) -> Result<Self> {
-        let flags = RawProviderConfig {
-            kind: match (args.provider, &args.script) {
-                (Some(kind), _) => Some(kind.into()),
-                // A script alone says which model it is.
-                (None, Some(_)) if args.profile.is_none() => Some(ProviderKind::Scripted),
-                (None, _) => None,
-            },
-            base_url: args.base_url.clone(),
-            model: args.model.clone(),
-            script: args.script.clone(),
-            ..RawProviderConfig::default()
-        };
-        let profile = file.profile(args.profile.as_deref())?;
-        let config = match profile.merge(flags).resolve() {
+    /// Builds the providers the settings describe.
+    pub fn from_choice(choice: &Choice) -> Result<Self> {
+        let config = match choice.raw.resolve() {
             Ok(config) => config,
             Err(ConfigError::MissingKind) => bail!(Failure::new(
                 "no model chosen",
-                "pass --profile NAME (README: \"Real models\"), or --provider scripted --script \
-                 FILE.json, or try `pod demo`"
+                "pass --profile NAME (README: \"A real model\"), or --provider scripted --script \
+                 FILE.json, or set default_profile in the config file; `pod demo` needs none"
             )),
             Err(ConfigError::MissingScript) => bail!(Failure::new(
                 "--provider scripted needs --script FILE.json",
@@ -83,36 +115,30 @@ impl Model {
             scripted.skip_to(assistant_items);
         }
     }
-
-    /// A Pod config for this model, with the CLI's drive settings and
-    /// approval policy (no approver: the caller adds one when it can ask).
-    pub fn pod_config(
-        &self,
-        home: pod::PodHome,
-        workspace: std::path::PathBuf,
-        drive: &crate::cli::DriveArgs,
-        approval: pod::ApprovalPolicy,
-    ) -> pod::PodConfig {
-        let mut config = pod::PodConfig::new(home, workspace, self.provider.clone());
-        config.durability = drive.durability.into();
-        config.compact_provider = self.compactor.clone();
-        config.until_done = drive.until_done.then_some(drive.max_turns);
-        config.approval = approval;
-        config
-    }
 }
 
 /// The config file (`$XDG_CONFIG_HOME/pod/config.toml`); empty when it does
 /// not exist, or when there is no config directory and no profile was named.
 pub fn config_file(args: &ModelArgs) -> Result<ConfigFile> {
-    match ConfigFile::default_path() {
-        Some(path) => Ok(ConfigFile::load(&path)?),
+    let file = match ConfigFile::default_path() {
+        Some(path) => ConfigFile::load(&path)?,
         None if args.profile.is_some() => bail!(Failure::new(
-            "cannot find the config file for --profile",
+            "cannot find the config file for --profile: neither XDG_CONFIG_HOME nor HOME is set",
             "set XDG_CONFIG_HOME or HOME"
         )),
-        None => Ok(ConfigFile::default()),
+        None => ConfigFile::default(),
+    };
+    if let (Some(name), false) = (&args.profile, file.exists()) {
+        bail!(Failure::new(
+            format!(
+                "--profile {name}: there is no config file at {}",
+                file.path.display()
+            ),
+            "create it with a [profiles.NAME] table (README: \"A real model\"); \
+             XDG_CONFIG_HOME moves it"
+        ));
     }
+    Ok(file)
 }
 
 impl From<ProviderKindArg> for ProviderKind {

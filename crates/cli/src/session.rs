@@ -26,6 +26,8 @@ pub enum Status {
     /// It stopped mid-turn (crash, kill, Ctrl-C, error): the last item is
     /// not a final answer, or a tool call has no result.
     Interrupted,
+    /// A budget limit ended its last run (the log's last record says so).
+    Stopped,
 }
 
 impl Status {
@@ -36,6 +38,7 @@ impl Status {
             Status::Idle => "idle",
             Status::Done => "done",
             Status::Interrupted => "interrupted",
+            Status::Stopped => "stopped",
         }
     }
 }
@@ -82,6 +85,9 @@ pub struct Summary {
     /// The session it was forked from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// The limit that stopped its last run, when the status is `stopped`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<pod_worker::Limit>,
 }
 
 /// A session read from its log.
@@ -132,8 +138,14 @@ pub fn load(home: &PodHome, id: Uuid) -> Result<Loaded> {
         .with_context(|| format!("cannot stat {}", path.display()))?;
     let replayed = replay(&contents.records);
     let items = pod::fork_item_count(&contents.records);
+    let stopped_by = match contents.records.last() {
+        Some(LogRecord::Stopped(stopped)) => Some(stopped.limit.clone()),
+        _ => None,
+    };
     let status = if is_locked(&path) {
         Status::Running
+    } else if stopped_by.is_some() {
+        Status::Stopped
     } else {
         status_of(&replayed.history, &replayed.todos)
     };
@@ -148,6 +160,7 @@ pub fn load(home: &PodHome, id: Uuid) -> Result<Loaded> {
         items,
         log_path: path,
         forked_from: header.forked_from.map(|(id, at)| ForkedFrom { id, at }),
+        stopped_by,
     };
     Ok(Loaded {
         summary,

@@ -4,7 +4,7 @@ use crate::approval::{ApprovalPolicy, Approver};
 use crate::compact::CompactionConfig;
 use crate::home::PodHome;
 use pod_llm::Provider;
-use pod_worker::ToolRegistry;
+use pod_worker::{Budget, ToolRegistry};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -52,17 +52,24 @@ pub struct PodConfig {
     pub durability: Durability,
     /// Remind again after this many requests without `todo_write`.
     pub remind_every: u32,
-    /// Model requests allowed per turn.
-    pub max_requests_per_turn: u32,
+    /// The limits of one run: a prompt (or a continue) and every until-done
+    /// continuation of it. Each run starts with nothing spent, so a session
+    /// stopped by a budget is continued with a fresh one.
+    pub budget: Budget,
     /// Events buffered per subscriber before a slow one starts to lag.
     pub event_capacity: usize,
-    /// Until-done mode: continue a turn that ends with unfinished todos, at
-    /// most this many times per prompt.
-    pub until_done: Option<u32>,
+    /// Until-done mode: continue a turn that ends with unfinished todos
+    /// (bounded by `budget.continuations`), until the plan is done or a
+    /// continuation makes no progress.
+    pub until_done: bool,
     /// When and how to compact.
     pub compaction: CompactionConfig,
     /// The model that writes compaction summaries; the main one when `None`.
     pub compact_provider: Option<Arc<dyn Provider>>,
+    /// How the front end started the session, stored in a new session's log
+    /// header ([`SessionHeader::launch`](crate::log::SessionHeader::launch))
+    /// for it to read back on resume. Never put secrets here.
+    pub launch: Option<serde_json::Value>,
 }
 
 /// The system prompt used when none is given.
@@ -84,15 +91,16 @@ impl PodConfig {
             approver: None,
             durability: Durability::default(),
             remind_every: 5,
-            max_requests_per_turn: 100,
+            budget: Budget::default(),
             // Enough for a burst of text deltas between two polls of a front
             // end. Every slot (~100 bytes) is allocated up front per Pod and
             // dominates an idle Pod's memory (pod-bench idle: 28.6 KB per Pod
             // at 128 slots, 41.9 KB at 256), so keep it modest.
             event_capacity: 128,
-            until_done: None,
+            until_done: false,
             compaction: CompactionConfig::default(),
             compact_provider: None,
+            launch: None,
         }
     }
 }

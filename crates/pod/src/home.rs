@@ -65,6 +65,26 @@ impl PodHome {
         Ok(dir)
     }
 
+    /// Deletes session `id` (its whole directory). Refused with
+    /// [`PodError::SessionBusy`] while a Pod has it open: the session's
+    /// lock is taken first and held until the files are gone.
+    pub fn remove_session(&self, id: Uuid) -> Result<(), PodError> {
+        let log = self.log_path(id);
+        let file = std::fs::File::open(&log).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => PodError::NoSuchSession {
+                id: id.to_string(),
+                home: self.path().to_path_buf(),
+            },
+            _ => PodError::Io {
+                path: log.clone(),
+                source,
+            },
+        })?;
+        crate::log::lock_exclusive(&file, &log)?;
+        let dir = self.session_dir(id);
+        std::fs::remove_dir_all(&dir).map_err(|source| PodError::Io { path: dir, source })
+    }
+
     /// Ids of every session that has a log, unordered.
     pub fn session_ids(&self) -> Result<Vec<Uuid>, PodError> {
         let dir = self.sessions_dir();

@@ -9,8 +9,8 @@ use pod_llm::tokens::estimate_item_tokens;
 use pod_llm::{Item, ItemKind, SystemKind};
 use pod_tools::{TodoStore, TODO_WRITE};
 use pod_worker::{
-    Interceptor, PostToolAction, PreRequestAction, PreToolAction, ToolCallInfo, ToolResultInfo,
-    TurnEndAction,
+    Interceptor, PostToolAction, PreRequestAction, PreToolAction, PromptAction, ToolCallInfo,
+    ToolResultInfo, TurnEndAction,
 };
 use tokio::sync::mpsc;
 
@@ -21,6 +21,9 @@ pub const MAX_COMPACTION_FAILURES: u32 = 3;
 /// When to ask for a compaction.
 #[derive(Debug, Clone, Copy)]
 pub struct CompactionTrigger {
+    /// The model's context window in tokens: a prompt larger than it (with
+    /// the overhead) is refused, since no compaction can make it fit.
+    pub window: u64,
     /// Compact when the estimated context exceeds this many tokens.
     pub limit: u64,
     /// Tokens of the system prompt and tool specs, sent with every request.
@@ -39,7 +42,7 @@ pub struct PodInterceptor {
     compaction_requested: bool,
     skip_next_check: bool,
     compaction_failures: u32,
-    until_done: Option<u32>,
+    until_done: bool,
     continuations: u32,
     tools_ran_since_continue: bool,
     approval: ApprovalGate,
@@ -60,7 +63,7 @@ impl PodInterceptor {
             compaction_requested: false,
             skip_next_check: false,
             compaction_failures: 0,
-            until_done: None,
+            until_done: false,
             continuations: 0,
             tools_ran_since_continue: false,
             // Every tool allowed until the Pod installs its policy.
@@ -84,9 +87,9 @@ impl PodInterceptor {
     }
 
     /// Enables until-done mode: a turn that ends with unfinished todos is
-    /// continued, at most `max_continuations` times per prompt.
-    pub fn with_until_done(mut self, max_continuations: Option<u32>) -> Self {
-        self.until_done = max_continuations;
+    /// continued (the worker's budget bounds how often).
+    pub fn with_until_done(mut self, until_done: bool) -> Self {
+        self.until_done = until_done;
         self
     }
 
@@ -161,6 +164,21 @@ pub fn context_estimate(request: &[Item], overhead: u64) -> u64 {
 
 #[async_trait::async_trait]
 impl Interceptor for PodInterceptor {
+    async fn on_prompt_submit(&mut self, prompt: &mut Item) -> PromptAction {
+        let Some(trigger) = self.trigger else {
+            return PromptAction::Continue;
+        };
+        let tokens = trigger.overhead + estimate_item_tokens(prompt);
+        if tokens > trigger.window {
+            return PromptAction::Cancel(format!(
+                "the prompt is about {tokens} tokens with the system prompt and tool \
+                 descriptions, more than the model's context window of {} tokens",
+                trigger.window
+            ));
+        }
+        PromptAction::Continue
+    }
+
     async fn pending_history_appends(&mut self) -> Vec<Item> {
         let mut items = Vec::new();
         while let Ok(text) = self.notifications.try_recv() {
@@ -197,14 +215,14 @@ impl Interceptor for PodInterceptor {
     }
 
     async fn on_turn_end(&mut self, _turn: &[Item]) -> TurnEndAction {
-        let Some(max) = self.until_done else {
+        if !self.until_done {
             return TurnEndAction::Finish;
-        };
+        }
         let todos = self.todos.snapshot();
         // A continuation answered without any tool call made no progress: the
         // model is done or blocked, and asking again would loop.
         let stalled = self.continuations > 0 && !self.tools_ran_since_continue;
-        if !todos.iter().any(|t| t.status.is_unfinished()) || stalled || self.continuations >= max {
+        if !todos.iter().any(|t| t.status.is_unfinished()) || stalled {
             return TurnEndAction::Finish;
         }
         self.continuations += 1;

@@ -159,15 +159,16 @@ fn build_parts(
     }
     let worker_config = WorkerConfig {
         system_prompt: config.system_prompt.clone(),
-        max_requests_per_turn: config.max_requests_per_turn,
+        budget: config.budget.clone(),
         ..WorkerConfig::default()
     };
     let mut tracker = TodoTracker::new();
     for item in &history {
         tracker.observe(item);
     }
-    let trigger = context_limit(config).map(|limit| CompactionTrigger {
-        limit,
+    let trigger = context_window(config).map(|window| CompactionTrigger {
+        window,
+        limit: (window as f64 * config.compaction.threshold.clamp(0.05, 1.0)) as u64,
         overhead: estimate_request_tokens(&ProviderRequest {
             system_prompt: config.system_prompt.clone(),
             history: Vec::new(),
@@ -200,13 +201,12 @@ fn build_parts(
     }
 }
 
-/// The context size past which a request triggers compaction, if known.
-fn context_limit(config: &PodConfig) -> Option<u64> {
-    let window = config
+/// The model's context window, if known.
+fn context_window(config: &PodConfig) -> Option<u64> {
+    config
         .compaction
         .context_window
-        .or_else(|| config.provider.context_window())?;
-    Some((window as f64 * config.compaction.threshold.clamp(0.05, 1.0)) as u64)
+        .or_else(|| config.provider.context_window())
 }
 
 impl PodActor {

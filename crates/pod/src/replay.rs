@@ -112,7 +112,7 @@ pub fn replay_owned(records: impl IntoIterator<Item = LogRecord>) -> Replayed {
                 tracker = TodoTracker::new();
                 out.files.mark_read_required();
             }
-            LogRecord::Header(_) => {}
+            LogRecord::Header(_) | LogRecord::Stopped(_) => {}
         }
     }
     if let Some(todos) = candidates
@@ -141,7 +141,7 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
                 items.push(boundary.summary.clone());
                 items.extend(boundary.carry_over.iter().cloned());
             }
-            LogRecord::Header(_) => {}
+            LogRecord::Header(_) | LogRecord::Stopped(_) => {}
         }
     }
     items

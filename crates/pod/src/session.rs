@@ -21,7 +21,8 @@ pub(crate) struct OpenSession {
 pub(crate) fn create(config: &PodConfig) -> Result<OpenSession, PodError> {
     let id = Uuid::new_v4();
     let dir = config.home.create_session_dir(id)?;
-    let header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
+    let mut header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
+    header.launch = config.launch.clone();
     let log = LogWriter::create(&dir.join(crate::home::LOG_FILE), &LogRecord::Header(header))?;
     Ok(OpenSession {
         id,

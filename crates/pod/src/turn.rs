@@ -6,11 +6,11 @@ use crate::compact::{CompactionConfig, CompactionReport, Compactor};
 use crate::error::PodError;
 use crate::events::PodEvent;
 use crate::interceptor::PodInterceptor;
-use crate::log::LogWriter;
+use crate::log::{LogRecord, LogWriter, StoppedRecord};
 use crate::observer::PodObserver;
 use pod_llm::{Item, Provider};
 use pod_tools::{FileTracker, TodoStore};
-use pod_worker::{TurnEndReason, TurnOutcome, Worker};
+use pod_worker::{BudgetMeter, Limit, TurnEndReason, TurnOutcome, Worker};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -67,18 +67,14 @@ impl TurnParts {
             requests: 0,
             usage: Default::default(),
         };
+        // One budget for the whole run, however many compactions split it.
+        let mut meter = BudgetMeter::new(self.worker.config().budget.clone());
         loop {
-            // One budget for the whole turn, however many compactions split it.
-            let budget = self
-                .worker
-                .config()
-                .max_requests_per_turn
-                .saturating_sub(total.requests);
             let outcome = self
                 .worker
                 .run_turn_within(
                     prompt.take(),
-                    budget,
+                    &mut meter,
                     &mut self.interceptor,
                     &mut self.observer,
                     cancel,
@@ -88,6 +84,9 @@ impl TurnParts {
             total.usage.prompt_tokens += outcome.usage.prompt_tokens;
             total.usage.completion_tokens += outcome.usage.completion_tokens;
             total.reason = outcome.reason.clone();
+            if let TurnEndReason::Limit(limit) = &outcome.reason {
+                self.record_stop(limit.clone(), &meter).await?;
+            }
             if outcome.reason != TurnEndReason::Yielded
                 || !self.interceptor.take_compaction_request()
             {
@@ -102,6 +101,18 @@ impl TurnParts {
                 return Ok(total);
             }
         }
+    }
+
+    /// Logs that a budget limit stopped the run, so `pod sessions` can say
+    /// so after the process is gone.
+    async fn record_stop(&self, limit: Limit, meter: &BudgetMeter) -> Result<(), PodError> {
+        let record = LogRecord::Stopped(StoppedRecord {
+            limit,
+            requests: meter.requests(),
+            tokens: meter.tokens(),
+            at: chrono::Utc::now(),
+        });
+        self.compaction.log.append(&record, true).await
     }
 
     async fn compact(&mut self, cancel: &CancellationToken) -> Result<CompactionReport, PodError> {

@@ -1,5 +1,6 @@
 //! Running one response's tool calls: hooks, batching, results in call order.
 
+use crate::budget::BudgetMeter;
 use crate::error::WorkerError;
 use crate::interceptor::{
     Interceptor, PostToolAction, PreToolAction, ToolCallInfo, ToolResultInfo,
@@ -32,6 +33,7 @@ impl CallsStop {
             CallsStop::Cancelled => {
                 "Not run: the turn was cancelled before this call started.".to_string()
             }
+            CallsStop::Limit(limit) => format!("Not run: the run was stopped by {limit}."),
         })
     }
 }
@@ -60,6 +62,7 @@ impl Worker {
         calls: Vec<ToolCall>,
         hooks: &mut dyn Interceptor,
         observer: &mut dyn TurnObserver,
+        meter: &mut BudgetMeter,
         cancel: &CancellationToken,
     ) -> Result<Option<CallsStop>, WorkerError> {
         let mut stop: Option<CallsStop> = None;
@@ -97,6 +100,14 @@ impl Worker {
                     meta: result.meta,
                 });
                 self.commit(item, observer).await?;
+                if let Some(limit) = meter.tool_result(
+                    &call.name,
+                    &call.arguments,
+                    &result.content,
+                    result.is_error,
+                ) {
+                    stop.get_or_insert(CallsStop::Limit(limit));
+                }
                 // Announced after the commit, so a front end that sees it
                 // knows the result is saved.
                 observer.on_event(WorkerEvent::ToolCallFinished {
@@ -151,9 +162,7 @@ async fn plan_call(
     };
     match hooks.pre_tool_call(&mut info).await {
         PreToolAction::Continue => Planned::Run(info),
-        PreToolAction::Skip(reason) => Planned::Done(ToolOutput::error(format!(
-            "Skipped: {reason}. The tool did not run."
-        ))),
+        PreToolAction::Skip(text) => Planned::Done(ToolOutput::error(text)),
         PreToolAction::Abort(reason) => {
             let output = CallsStop::Aborted(reason.clone()).not_run();
             *stop = Some(CallsStop::Aborted(reason));

@@ -32,7 +32,8 @@ pub enum PreRequestAction {
 pub enum PreToolAction {
     /// Run the call (with any edits made to the [`ToolCallInfo`]).
     Continue,
-    /// Do not run it; the model gets an error result with this reason.
+    /// Do not run it; the model gets an error result with exactly this text,
+    /// so it should say that the call did not run, why, and what to do.
     Skip(String),
     /// Do not run it or any later call; end the turn as aborted.
     Abort(String),

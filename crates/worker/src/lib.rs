@@ -14,6 +14,7 @@
 //! This crate must not know about sessions, logs, todos or front ends.
 #![deny(missing_docs)]
 
+mod budget;
 mod error;
 mod execute;
 mod interceptor;
@@ -21,6 +22,9 @@ mod observer;
 mod tool;
 mod worker;
 
+pub use budget::{
+    Budget, BudgetMeter, Limit, DEFAULT_REPEATED_FAILURES, DEFAULT_REQUESTS_PER_TURN,
+};
 pub use error::WorkerError;
 pub use interceptor::{
     AbortReason, Interceptor, NoopInterceptor, PostToolAction, PreRequestAction, PreToolAction,

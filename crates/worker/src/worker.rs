@@ -1,5 +1,6 @@
 //! The Worker and its turn loop.
 
+use crate::budget::{Budget, BudgetMeter, Limit};
 use crate::error::WorkerError;
 use crate::interceptor::{AbortReason, Interceptor, PreRequestAction, PromptAction, TurnEndAction};
 use crate::observer::{TurnObserver, WorkerEvent};
@@ -19,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 pub struct WorkerConfig {
     /// The system prompt sent with every request.
     pub system_prompt: String,
-    /// A turn ends with [`TurnEndReason::MaxRequests`] after this many model
-    /// requests, so a model stuck in a tool loop cannot run forever.
-    pub max_requests_per_turn: u32,
+    /// The limits of one run (see [`Budget`]); [`Worker::run_turn`] starts
+    /// a fresh [`BudgetMeter`] from it.
+    pub budget: Budget,
     /// How long a cancelled tool may take to stop by itself before it is
     /// dropped (dropping kills what it spawned with `kill_on_drop`).
     pub cancel_grace: Duration,
@@ -38,7 +39,7 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
             system_prompt: String::new(),
-            max_requests_per_turn: 100,
+            budget: Budget::default(),
             cancel_grace: Duration::from_secs(2),
             stream_retries: 2,
             stream_retry_delay: Duration::from_millis(500),
@@ -56,8 +57,9 @@ pub enum TurnEndReason {
     MaxTokens,
     /// The provider refused or filtered the answer.
     Refusal,
-    /// The turn hit `max_requests_per_turn`.
-    MaxRequests,
+    /// A [`Limit`] of the run's [`Budget`] stopped it; every tool call has its
+    /// result, and continuing (with a fresh budget) is safe.
+    Limit(Limit),
     /// Cancelled from outside.
     Cancelled,
     /// An interceptor aborted it.
@@ -106,6 +108,7 @@ enum StreamFailure {
 pub(crate) enum CallsStop {
     Aborted(String),
     Paused(String),
+    Limit(Limit),
     Cancelled,
 }
 
@@ -160,18 +163,18 @@ impl Worker {
         observer: &mut dyn TurnObserver,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, WorkerError> {
-        let budget = self.config.max_requests_per_turn;
-        self.run_turn_within(prompt, budget, hooks, observer, cancel)
+        let mut meter = BudgetMeter::new(self.config.budget.clone());
+        self.run_turn_within(prompt, &mut meter, hooks, observer, cancel)
             .await
     }
 
-    /// Like [`run_turn`](Self::run_turn) with at most `max_requests` model
-    /// requests, for a caller that continues one logical turn over several
-    /// calls (after a yield) and keeps one budget for all of them.
+    /// Like [`run_turn`](Self::run_turn), spending from `meter`: for a caller
+    /// that continues one run over several calls (after a yield) and keeps
+    /// one budget for all of them.
     pub async fn run_turn_within(
         &mut self,
         prompt: Option<Item>,
-        max_requests: u32,
+        meter: &mut BudgetMeter,
         hooks: &mut dyn Interceptor,
         observer: &mut dyn TurnObserver,
         cancel: &CancellationToken,
@@ -201,8 +204,8 @@ impl Worker {
                 outcome.reason = TurnEndReason::Cancelled;
                 return Ok(outcome);
             }
-            if outcome.requests >= max_requests {
-                outcome.reason = TurnEndReason::MaxRequests;
+            if let Some(limit) = meter.before_request() {
+                outcome.reason = TurnEndReason::Limit(limit);
                 return Ok(outcome);
             }
             let appends = hooks.pending_history_appends().await;
@@ -223,6 +226,7 @@ impl Worker {
                 }
             }
             outcome.requests += 1;
+            meter.request_sent();
             observer.on_event(WorkerEvent::RequestStarted {
                 number: outcome.requests,
             });
@@ -246,6 +250,7 @@ impl Worker {
             if let Some(usage) = response.usage {
                 outcome.usage.prompt_tokens += usage.prompt_tokens;
                 outcome.usage.completion_tokens += usage.completion_tokens;
+                meter.spent_tokens(usage.prompt_tokens + usage.completion_tokens);
                 observer.on_event(WorkerEvent::Usage(usage));
             }
             let calls = self.unique_call_ids(response.tool_calls);
@@ -269,6 +274,10 @@ impl Worker {
                         return Ok(outcome);
                     }
                     TurnEndAction::ContinueWithMessages(items) => {
+                        if let Err(limit) = meter.continuation() {
+                            outcome.reason = TurnEndReason::Limit(limit);
+                            return Ok(outcome);
+                        }
                         self.commit_all(items, observer).await?;
                         continue;
                     }
@@ -278,7 +287,10 @@ impl Worker {
                     }
                 }
             }
-            if let Some(stop) = self.run_tool_calls(calls, hooks, observer, cancel).await? {
+            if let Some(stop) = self
+                .run_tool_calls(calls, hooks, observer, meter, cancel)
+                .await?
+            {
                 outcome.reason = match stop {
                     CallsStop::Aborted(reason) => {
                         hooks
@@ -287,6 +299,7 @@ impl Worker {
                         TurnEndReason::Aborted(reason)
                     }
                     CallsStop::Paused(reason) => TurnEndReason::Paused(reason),
+                    CallsStop::Limit(limit) => TurnEndReason::Limit(limit),
                     CallsStop::Cancelled => {
                         hooks.on_abort(&AbortReason::Cancelled).await;
                         TurnEndReason::Cancelled

@@ -4,7 +4,9 @@
 pub mod acp;
 mod demo;
 mod fork;
+pub mod prune;
 mod resume;
+mod rm;
 mod run;
 mod sessions;
 mod show;
@@ -23,6 +25,8 @@ pub async fn dispatch(command: Command) -> Result<Outcome> {
         Command::Sessions(args) => sessions::run(args),
         Command::Show(args) => show::run(args),
         Command::Fork(args) => fork::run(args).await,
+        Command::Rm(args) => rm::run(args),
+        Command::Prune(args) => prune::run(args),
     }
 }
 

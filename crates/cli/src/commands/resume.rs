@@ -1,13 +1,15 @@
-//! `pod resume`: reopen a session from its log and continue it.
+//! `pod resume`: reopen a session from its log and continue it the way it
+//! was started (see [`crate::launch`] for what flags change).
 
 use crate::approval;
 use crate::cli::ResumeArgs;
 use crate::drive::{drive, FirstTurn};
-use crate::error::Outcome;
-use crate::model::{self, Model};
+use crate::error::{Failure, Outcome};
+use crate::launch::Launch;
 use crate::output::{self, Started};
 use crate::session;
-use anyhow::{Context, Result};
+use crate::settings::{Flags, RunSettings};
+use anyhow::{bail, Context, Result};
 use pod::Pod;
 
 /// Resumes a session and drives it.
@@ -19,12 +21,25 @@ pub async fn run(args: ResumeArgs) -> Result<Outcome> {
         Some(dir) => super::run::workspace(Some(dir))?,
         None => loaded.header.workspace.clone(),
     };
-    let file = model::config_file(&args.model)?;
-    let model = Model::from_file(&args.model, &file)?;
-    let policy = approval::policy(&file, &args.approval)?;
+    if !workspace.is_dir() {
+        bail!(Failure::new(
+            format!("the session's workspace {} is gone", workspace.display()),
+            format!("pass another with `pod resume {id} --workspace DIR`, or `pod rm {id}`")
+        ));
+    }
+    let recorded = Launch::from_header(&loaded.header);
+    let settings = RunSettings::resolve(
+        &Flags {
+            model: &args.model,
+            budget: &args.budget,
+            approval: &args.approval,
+            until_done: args.drive.until_done,
+        },
+        recorded.as_ref(),
+    )?;
     // A scripted model goes on with the step after the last one answered.
-    model.resume_at(loaded.assistant_items());
-    let mut config = model.pod_config(home, workspace, &args.drive, policy);
+    settings.model.resume_at(loaded.assistant_items());
+    let mut config = settings.pod_config(home, workspace, args.drive.durability.into());
     let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();
     let handle = Pod::resume(id, config)
@@ -41,5 +56,13 @@ pub async fn run(args: ResumeArgs) -> Result<Outcome> {
         None => FirstTurn::Continue,
     };
     let mut out = output::for_flags(args.drive.json);
-    drive(handle, started, first, out.as_mut(), asks).await
+    drive(
+        handle,
+        started,
+        first,
+        settings.until_done,
+        out.as_mut(),
+        asks,
+    )
+    .await
 }

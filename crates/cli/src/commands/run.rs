@@ -4,20 +4,39 @@ use crate::approval;
 use crate::cli::RunArgs;
 use crate::drive::{drive, FirstTurn};
 use crate::error::{Failure, Outcome};
-use crate::model::{self, Model};
 use crate::output::{self, Started};
+use crate::settings::{Flags, RunSettings};
 use anyhow::{bail, Context, Result};
 use pod::Pod;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Starts a session and drives it.
 pub async fn run(args: RunArgs) -> Result<Outcome> {
+    if args.budget.max_turns.is_some() && !args.drive.until_done {
+        // Continuations only happen in until-done mode (a resumed session
+        // may have it recorded, so only `run` insists).
+        use clap::CommandFactory;
+        crate::cli::Cli::command()
+            .error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "--max-turns limits the continuations of --until-done: add --until-done",
+            )
+            .exit();
+    }
     let home = super::home()?;
     let workspace = workspace(args.workspace.as_deref())?;
-    let file = model::config_file(&args.model)?;
-    let model = Model::from_file(&args.model, &file)?;
-    let policy = approval::policy(&file, &args.approval)?;
-    let mut config = model.pod_config(home, workspace, &args.drive, policy);
+    let task = task(args.task.as_deref(), args.task_file.as_deref())?;
+    let settings = RunSettings::resolve(
+        &Flags {
+            model: &args.model,
+            budget: &args.budget,
+            approval: &args.approval,
+            until_done: args.drive.until_done,
+        },
+        None,
+    )?;
+    let mut config = settings.pod_config(home, workspace, args.drive.durability.into());
     let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();
     let handle = Pod::spawn(config)
@@ -33,11 +52,37 @@ pub async fn run(args: RunArgs) -> Result<Outcome> {
     drive(
         handle,
         started,
-        FirstTurn::Prompt(args.task),
+        FirstTurn::Prompt(task),
+        settings.until_done,
         out.as_mut(),
         asks,
     )
     .await
+}
+
+/// The task: the argument, stdin for `-`, or the file's contents.
+fn task(arg: Option<&str>, file: Option<&Path>) -> Result<String> {
+    let text = match (arg, file) {
+        (_, Some(path)) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the task file {}", path.display()))?,
+        (Some("-"), None) => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the task from stdin")?;
+            text
+        }
+        (Some(text), None) => text.to_string(),
+        // clap requires one of them.
+        (None, None) => String::new(),
+    };
+    if text.trim().is_empty() {
+        bail!(Failure::new(
+            "the task is empty",
+            "give it as an argument, with --task-file FILE, or on stdin with `pod run -`"
+        ));
+    }
+    Ok(text)
 }
 
 /// The workspace: `dir` or the current directory, made absolute.

@@ -14,7 +14,10 @@ pub fn run(args: SessionsArgs) -> Result<Outcome> {
         match session::load(&home, id) {
             Ok(loaded) => summaries.push(loaded.summary),
             // One damaged log must not hide the others.
-            Err(err) => eprintln!("warning: skipping session {id}: {err:#}"),
+            Err(err) => {
+                let _ =
+                    crate::output::eprint(&format!("warning: skipping session {id}: {err:#}\n"));
+            }
         }
     }
     summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
@@ -45,6 +48,7 @@ fn table(summaries: &[Summary], style: Style) -> String {
             session::Status::Running => style.yellow(&status),
             session::Status::Done => style.green(&status),
             session::Status::Interrupted => style.red(&status),
+            session::Status::Stopped => style.yellow(&status),
             session::Status::Idle => status,
         };
         let todos = if s.todos.total == 0 {

@@ -73,7 +73,7 @@ impl HumanOutput {
             TurnEndReason::Cancelled => Some("turn cancelled".to_string()),
             TurnEndReason::MaxTokens => Some("the answer hit the output token limit".into()),
             TurnEndReason::Refusal => Some("the provider refused the answer".into()),
-            TurnEndReason::MaxRequests => Some("the turn hit its request limit".into()),
+            TurnEndReason::Limit(limit) => Some(format!("stopped by {limit}")),
             TurnEndReason::Aborted(why) => Some(format!("turn aborted: {why}")),
             TurnEndReason::Paused(why) => Some(format!("turn paused: {why}")),
             TurnEndReason::Yielded => Some("turn yielded".into()),
@@ -198,8 +198,13 @@ impl Output for HumanOutput {
         let todos = &finished.todos;
         let mut state = if finished.interrupted {
             "interrupted".to_string()
+        } else if finished.stopped.is_some() {
+            format!(
+                "stopped after {}",
+                plural(finished.requests as usize, "model request")
+            )
         } else {
-            format!("{} model request(s)", finished.requests)
+            plural(finished.requests as usize, "model request")
         };
         if todos.total > 0 {
             state.push_str(&format!(
@@ -214,7 +219,20 @@ impl Output for HumanOutput {
             s.dim(&format!("({state})")),
             finished.log_path.display()
         );
-        if finished.interrupted || todos.completed < todos.total {
+        if !finished.not_run.is_empty() {
+            text.push_str(&format!(
+                "\n  {}",
+                s.yellow(&format!(
+                    "{} not run ({}): allow tools with --yes or --allow TOOL",
+                    plural(finished.not_run.len(), "tool call"),
+                    distinct(&finished.not_run).join(", ")
+                ))
+            ));
+        }
+        if let Some(stopped) = &finished.stopped {
+            text.push_str(&format!("\n  {}", s.yellow(&stopped.message)));
+        }
+        if finished.interrupted || finished.stopped.is_some() || todos.completed < todos.total {
             text.push_str(&format!(
                 "\n  continue with: pod resume {}",
                 finished.session_id
@@ -222,6 +240,29 @@ impl Output for HumanOutput {
         }
         self.lines(&text)
     }
+
+    fn shows_hints_on_stdout(&self) -> bool {
+        true
+    }
+}
+
+/// "1 tool call", "2 tool calls".
+pub fn plural(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
+/// The names once each, in first-seen order.
+fn distinct(names: &[String]) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for name in names {
+        if !seen.contains(&name.as_str()) {
+            seen.push(name);
+        }
+    }
+    seen
 }
 
 /// A reminder in a few words: how much of the plan is left.

@@ -9,7 +9,7 @@ pub use json::JsonOutput;
 use crate::session::Progress;
 use anyhow::Result;
 use pod::PodEvent;
-use pod_worker::TurnEndReason;
+use pod_worker::{Limit, TurnEndReason};
 use serde::Serialize;
 use std::path::PathBuf;
 use uuid::Uuid;
@@ -40,8 +40,26 @@ pub struct Finished {
     pub requests: u32,
     /// Todo progress at the end.
     pub todos: Progress,
-    /// Whether Ctrl-C stopped it.
+    /// Whether it was interrupted (Ctrl-C, end of input at a prompt, a
+    /// closed stdout).
     pub interrupted: bool,
+    /// Why it stopped with work left, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+    /// Tools whose calls were answered without running (refused by the
+    /// approval policy, or not run after the turn was stopped), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
+}
+
+/// A run that ended by itself before its work was done.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stopped {
+    /// The budget limit that stopped it; `None` when the model ended its
+    /// turn with the plan unfinished in `--until-done` mode.
+    pub limit: Option<Limit>,
+    /// One line for people.
+    pub message: String,
 }
 
 /// A front end for one driven session.
@@ -61,6 +79,19 @@ pub trait Output: Send {
     }
     /// Driving is over.
     fn finished(&mut self, finished: &Finished) -> Result<()>;
+    /// Whether `finished` shows people how to continue on stdout (else the
+    /// driver says it on stderr).
+    fn shows_hints_on_stdout(&self) -> bool {
+        false
+    }
+}
+
+/// Writes `text` to stderr; an error (a closed stderr) is returned, never
+/// a panic as with `eprint!`.
+pub fn eprint(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    err.write_all(text.as_bytes()).and_then(|()| err.flush())
 }
 
 /// Writes `text` to stdout; a closed pipe is an error (reported silently by

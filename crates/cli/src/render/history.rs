@@ -18,6 +18,10 @@ pub fn history(records: &[LogRecord], style: Style) -> String {
                 out.push_str(&item_lines(number, item, style));
             }
             LogRecord::Compaction(boundary) => out.push_str(&boundary_lines(boundary, style)),
+            LogRecord::Stopped(stopped) => out.push_str(&style.yellow(&format!(
+                "── run stopped by {} after {} model request(s) ──\n",
+                stopped.limit, stopped.requests
+            ))),
             LogRecord::Header(_) => {}
         }
     }

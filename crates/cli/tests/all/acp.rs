@@ -21,10 +21,16 @@ struct Agent {
 impl Agent {
     /// Starts `pod acp` on the scripted model playing `script`.
     fn start(env: &TestEnv, script: &Value) -> Self {
+        Self::start_with(env, script, &[])
+    }
+
+    /// The same with more flags.
+    fn start_with(env: &TestEnv, script: &Value, flags: &[&str]) -> Self {
         let path = env.script("acp-script.json", script);
         let mut command = tokio::process::Command::from(env.pod_process());
         command
             .arg("acp")
+            .args(flags)
             .args(["--provider", "scripted", "--script"])
             .arg(path)
             .stdin(Stdio::piped())
@@ -195,5 +201,22 @@ async fn the_editor_is_asked_before_a_write_and_allowing_it_runs_it() {
         std::fs::read_to_string(workspace.join("notes.txt")).unwrap(),
         "hi\n"
     );
+    agent.finish().await;
+}
+
+#[tokio::test]
+async fn a_prompt_stopped_by_its_budget_ends_with_max_turn_requests() {
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    let list = || json!({"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]});
+    let script = json!({"steps": [list(), list(), list(), {"text": "Done."}]});
+    let mut agent = Agent::start_with(&env, &script, &["--max-requests", "2"]);
+    agent.client.initialize().await;
+    let session = agent.client.new_session(&workspace).await;
+    let reply = agent.client.prompt(&session, "List thrice").await;
+    assert_eq!(reply.result(), &json!({"stopReason": "max_turn_requests"}));
+    // The next prompt starts with a fresh budget.
+    let reply = agent.client.prompt(&session, "Go on").await;
+    assert_eq!(reply.result(), &json!({"stopReason": "end_turn"}));
     agent.finish().await;
 }

@@ -5,6 +5,7 @@ mod support;
 
 mod acp;
 mod approval;
+mod budgets;
 mod checklist;
 mod crash;
 mod ctrl_c;

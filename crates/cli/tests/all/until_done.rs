@@ -65,7 +65,7 @@ fn until_done_stops_at_max_turns() {
             say("never reached"),
         ]),
     );
-    let run = |extra: &[&str]| {
+    let run = |extra: &[&str], code: i32| {
         let out = env
             .pod()
             .args(["run", "--json", "--script"])
@@ -74,27 +74,42 @@ fn until_done_stops_at_max_turns() {
             .arg("Do a, b and c")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
+        assert_eq!(
+            out.status.code(),
+            Some(code),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        ndjson(&out.stdout)
+        (
+            ndjson(&out.stdout),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
 
-    let lines = run(&["--until-done", "--max-turns", "2"]);
+    // Out of continuations with work left: exit 3, and the limit is named.
+    let (lines, stderr) = run(&["--until-done", "--max-turns", "2"], 3);
     assert_eq!(continuations(&lines), 2);
     let finished = lines.last().unwrap();
     assert_eq!(finished["todos"]["completed"], 2);
-    assert_eq!(finished["reason"]["kind"], "end_turn");
-    let shown = env.show_json(&session_id(&lines));
+    assert_eq!(finished["reason"]["kind"], "limit");
+    assert_eq!(finished["stopped"]["limit"]["continuations"], 2);
+    let id = session_id(&lines);
+    assert_eq!(
+        stderr,
+        format!(
+            "pod: stopped by the limit of 2 continuations with 2 of 3 todos completed; \
+             continue with: pod resume {id}\n"
+        )
+    );
+    let shown = env.show_json(&id);
     assert_eq!(
         shown["history"].as_array().unwrap().last().unwrap()["text"],
         "three"
     );
+    assert_eq!(shown["session"]["status"], "stopped");
 
     // Without --until-done a turn that ends is the end.
-    let lines = run(&[]);
+    let (lines, _) = run(&[], 0);
     assert_eq!(continuations(&lines), 0);
     assert_eq!(lines.last().unwrap()["todos"]["completed"], 0);
 }

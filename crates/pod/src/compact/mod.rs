@@ -14,7 +14,7 @@ use pod_llm::tokens::estimate_item_tokens;
 use pod_llm::{Item, ItemKind, Provider, SystemKind};
 use pod_tools::{render_todos, FileTracker, TodoItem, TodoStore};
 use pod_worker::{
-    NoopInterceptor, NullObserver, ToolRegistry, TurnEndReason, Worker, WorkerConfig,
+    Budget, NoopInterceptor, NullObserver, ToolRegistry, TurnEndReason, Worker, WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -156,7 +156,10 @@ impl Compactor<'_> {
         // A separate worker with no tools: it cannot touch the plan.
         let config = WorkerConfig {
             system_prompt: COMPACT_SYSTEM_PROMPT.to_string(),
-            max_requests_per_turn: 1,
+            budget: Budget {
+                requests_per_turn: 1,
+                ..Budget::default()
+            },
             ..WorkerConfig::default()
         };
         let mut worker = Worker::new(self.provider.clone(), ToolRegistry::new(), config);

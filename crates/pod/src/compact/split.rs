@@ -6,7 +6,10 @@ use pod_llm::{Item, ItemKind};
 
 /// The index where the kept tail starts: the longest suffix within
 /// `tail_tokens` that does not start with a tool result (so a call is never
-/// separated from its result). Returns 0 when nothing can be summarised.
+/// separated from its result), and that holds the last user prompt if the
+/// model has not answered it yet (a prompt is never summarised before the
+/// model has seen it, whatever its size). Returns 0 when nothing can be
+/// summarised.
 pub fn tail_start(history: &[Item], tail_tokens: u64) -> usize {
     let mut start = history.len();
     let mut used = 0u64;
@@ -18,12 +21,27 @@ pub fn tail_start(history: &[Item], tail_tokens: u64) -> usize {
         used += cost;
         start -= 1;
     }
+    if let Some(prompt) = unanswered_prompt(history) {
+        start = start.min(prompt);
+    }
     // Results follow their call directly, so moving the cut back over results
     // (and onto their assistant item) keeps every pair on one side.
     while start < history.len() && matches!(history[start].kind, ItemKind::ToolResult { .. }) {
         start += 1;
     }
     start
+}
+
+/// The index of the last user prompt when no model answer follows it.
+fn unanswered_prompt(history: &[Item]) -> Option<usize> {
+    for (index, item) in history.iter().enumerate().rev() {
+        match item.kind {
+            ItemKind::Assistant { .. } => return None,
+            ItemKind::User { .. } => return Some(index),
+            _ => {}
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -61,11 +79,31 @@ mod tests {
                 "budget {budget} gave {start}"
             );
         }
-        assert_eq!(tail_start(&history, 0), 4);
+        // The short prompt at the end is not answered yet: it always stays.
+        assert_eq!(tail_start(&history, 0), 3);
         assert_eq!(tail_start(&history, 10), 3);
         // Enough for the result but not its call: the pair moves out whole.
         assert_eq!(tail_start(&history, 110), 3);
         assert_eq!(tail_start(&history, 120), 1);
         assert_eq!(tail_start(&history, 1_000_000), 0);
+    }
+
+    #[test]
+    fn an_unanswered_prompt_is_kept_whatever_its_size() {
+        let huge = Item::user("task ".repeat(20_000));
+        let history = vec![
+            Item::user("old"),
+            call("1"),
+            Item::tool_result("1", "ok", false),
+            huge,
+        ];
+        assert_eq!(tail_start(&history, 100), 3);
+        // Alone, it leaves nothing to summarise.
+        assert_eq!(tail_start(&history[3..], 100), 0);
+        // Once answered, it may be summarised like the rest.
+        let mut answered = history.clone();
+        answered.push(call("2"));
+        answered.push(Item::tool_result("2", "ok", false));
+        assert_eq!(tail_start(&answered, 100), 4);
     }
 }

@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use uuid::Uuid;
 
-/// Version of the log format (framing and record kinds).
-pub const LOG_FORMAT_VERSION: u32 = 1;
+/// Version of the log format (framing and record kinds). Version 2 added
+/// the [`LogRecord::Stopped`] record and [`SessionHeader::launch`]; a
+/// version 1 log is read as it is.
+pub const LOG_FORMAT_VERSION: u32 = 2;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -19,6 +21,22 @@ pub enum LogRecord {
     Item(Item),
     /// A compaction boundary: the active context restarts from here.
     Compaction(CompactionRecord),
+    /// A run ended because a budget limit stopped it (the history before
+    /// it is valid; a later run continues it with a fresh budget).
+    Stopped(StoppedRecord),
+}
+
+/// Why and when a run was stopped by its budget.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoppedRecord {
+    /// The limit that stopped it.
+    pub limit: pod_worker::Limit,
+    /// Model requests the run made.
+    pub requests: u64,
+    /// Tokens the run spent, as providers reported them.
+    pub tokens: u64,
+    /// When.
+    pub at: DateTime<Utc>,
 }
 
 /// A compaction boundary. The new context is `summary`, then `tail`, then
@@ -68,6 +86,11 @@ pub struct SessionHeader {
     /// The session this one was forked from, with the item count taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<(Uuid, usize)>,
+    /// How a front end started the session (its model, its settings), so
+    /// resuming can start it the same way. Opaque to the Pod, which stores
+    /// it and never reads it; it must never hold secrets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<serde_json::Value>,
 }
 
 impl SessionHeader {
@@ -81,6 +104,7 @@ impl SessionHeader {
             model,
             workspace,
             forked_from: None,
+            launch: None,
         }
     }
 }

@@ -214,7 +214,7 @@ async fn sync_data(file: &Arc<File>) -> io::Result<()> {
 
 /// Takes the session's exclusive lock (held until the writer task ends), so
 /// two processes never append to one log.
-fn lock(file: &File, path: &Path) -> Result<(), PodError> {
+pub(crate) fn lock(file: &File, path: &Path) -> Result<(), PodError> {
     match file.try_lock() {
         Ok(()) => Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => Err(PodError::SessionBusy {

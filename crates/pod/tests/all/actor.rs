@@ -213,7 +213,7 @@ async fn until_done_continues_until_the_list_is_done() {
         ScriptStep::text("All done."),
     ]);
     let mut config = test.config();
-    config.until_done = Some(10);
+    config.until_done = true;
     let pod = pod::Pod::spawn(config).await.expect("spawn");
     let outcome = pod.prompt("Do both").await.expect("turn");
     assert_eq!(outcome.reason, TurnEndReason::EndTurn);
@@ -236,10 +236,15 @@ async fn until_done_stops_at_max_continuations_and_when_the_model_stalls() {
     ];
     let test = TestPod::new(steps.clone());
     let mut config = test.config();
-    config.until_done = Some(2);
+    config.until_done = true;
+    config.budget.continuations = Some(2);
     let pod = pod::Pod::spawn(config).await.expect("spawn");
     let outcome = pod.prompt("Work forever").await.expect("turn");
     assert_eq!(outcome.requests, 6, "two continuations, then stop");
+    assert_eq!(
+        outcome.reason,
+        TurnEndReason::Limit(pod_worker::Limit::Continuations(2))
+    );
     assert_eq!(continuations(&pod.get_history().await.expect("history")), 2);
     pod.shutdown().await.expect("shutdown");
 
@@ -251,7 +256,7 @@ async fn until_done_stops_at_max_continuations_and_when_the_model_stalls() {
         ScriptStep::text("never reached"),
     ]);
     let mut config = test.config();
-    config.until_done = Some(10);
+    config.until_done = true;
     let pod = pod::Pod::spawn(config).await.expect("spawn");
     let outcome = pod.prompt("Work").await.expect("turn");
     assert_eq!(outcome.requests, 3);

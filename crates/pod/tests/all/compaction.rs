@@ -283,11 +283,14 @@ async fn compactions_inside_a_turn_do_not_reset_its_request_budget() {
         .collect();
     let (test, compactor) = compacting_pod(steps, summaries);
     let mut config = config(&test, &compactor);
-    config.max_requests_per_turn = 30;
+    config.budget.requests_per_turn = 30;
     let pod = Pod::spawn(config).await.expect("spawn");
     let outcome = pod.prompt("Work").await.expect("turn");
     assert!(!compactor.requests().is_empty(), "the turn must compact");
-    assert_eq!(outcome.reason, pod_worker::TurnEndReason::MaxRequests);
+    assert_eq!(
+        outcome.reason,
+        pod_worker::TurnEndReason::Limit(pod_worker::Limit::TurnRequests(30))
+    );
     assert_eq!(outcome.requests, 30);
     assert_eq!(test.model.requests().len(), 30);
     pod.shutdown().await.expect("shutdown");

@@ -222,7 +222,10 @@ proptest! {
         let mut tools = ToolRegistry::new();
         tools.register(TodoWriteTool::new(store.clone()));
         let provider = Arc::new(ScriptedProvider::from_steps(steps));
-        let config = WorkerConfig { max_requests_per_turn: 20, ..WorkerConfig::default() };
+        let config = WorkerConfig {
+            budget: pod_worker::Budget { requests_per_turn: 20, ..Default::default() },
+            ..WorkerConfig::default()
+        };
         let mut worker = Worker::new(provider, tools, config);
         let mut observer = Snapshots { store: store.clone(), after: Vec::new() };
         let rt = runtime();

@@ -23,6 +23,9 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
+    /// Where it was read from (empty for a default config).
+    #[serde(skip)]
+    pub path: PathBuf,
     /// The profile used when none is named.
     #[serde(default)]
     pub default_profile: Option<String>,
@@ -34,6 +37,10 @@ pub struct ConfigFile {
     /// which this crate must not know. Front ends deserialize it.
     #[serde(default)]
     pub approval: Option<toml::Value>,
+    /// The `[budget]` table (limits of a run), kept as parsed for front
+    /// ends, like `approval`.
+    #[serde(default)]
+    pub budget: Option<toml::Value>,
 }
 
 impl ConfigFile {
@@ -46,11 +53,15 @@ impl ConfigFile {
         Some(base.join("pod").join("config.toml"))
     }
 
-    /// Reads and parses `path`; a missing file is an empty config.
+    /// Reads and parses `path`; a missing file is an empty config (whose
+    /// `path` still names where it was looked for).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         match std::fs::read_to_string(path) {
             Ok(text) => Self::parse(&text, path),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Self {
+                path: path.to_path_buf(),
+                ..Self::default()
+            }),
             Err(source) => Err(ConfigError::Read {
                 path: path.to_path_buf(),
                 source,
@@ -58,12 +69,27 @@ impl ConfigFile {
         }
     }
 
-    /// Parses `text`; `path` names it in errors.
+    /// Parses `text` read from `path`, which names it in errors; relative
+    /// script paths are made relative to `path`'s directory, so a profile
+    /// means the same from any working directory.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|err| ConfigError::Parse {
+        let mut file: Self = toml::from_str(text).map_err(|err| ConfigError::Parse {
             path: path.to_path_buf(),
             message: err.to_string(),
-        })
+        })?;
+        let dir = path.parent().unwrap_or(Path::new(""));
+        for profile in file.profiles.values_mut() {
+            if let Some(script) = profile.script.as_mut().filter(|s| s.is_relative()) {
+                *script = dir.join(&*script);
+            }
+        }
+        file.path = path.to_path_buf();
+        Ok(file)
+    }
+
+    /// Whether the file was read (a missing file loads as an empty config).
+    pub fn exists(&self) -> bool {
+        self.path.is_file()
     }
 
     /// The profile `name`, or the default profile when `name` is `None`
@@ -77,6 +103,7 @@ impl ConfigFile {
             .cloned()
             .ok_or_else(|| ConfigError::UnknownProfile {
                 name: name.to_string(),
+                path: self.path.clone(),
                 known: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
             })
     }

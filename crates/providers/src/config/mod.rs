@@ -15,12 +15,12 @@ use crate::endpoint::Endpoint;
 use crate::http::Timeouts;
 use crate::retry::RetryPolicy;
 use crate::secret::ApiKey;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Which wire API a provider speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions.
@@ -49,7 +49,9 @@ impl std::str::FromStr for ProviderKind {
 
 /// Provider settings as given: every field optional, so layers can merge.
 /// It is also the shape of one `[profiles.NAME]` table in the config file.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+/// It holds no secret (only the name of the key's variable), so front ends
+/// may store it to start a session the same way later.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProviderConfig {
     /// Wire API.
@@ -74,8 +76,14 @@ pub struct RawProviderConfig {
     pub idle_timeout_secs: Option<u64>,
     /// Attempts per request, the first included.
     pub max_attempts: Option<u32>,
-    /// Script file of the scripted provider.
+    /// Script file of the scripted provider. In the config file a relative
+    /// path is relative to the file's directory.
     pub script: Option<PathBuf>,
+    /// The profile's `budget` table, kept as parsed: its meaning belongs to
+    /// front ends (the run's budget), which this crate must not know. Not
+    /// part of what is stored of a profile.
+    #[serde(default, skip_serializing)]
+    pub budget: Option<toml::Value>,
 }
 
 /// A resolved, valid provider configuration.
@@ -122,10 +130,12 @@ pub enum ConfigError {
         message: String,
     },
     /// A profile that the file does not define.
-    #[error("no profile {name:?} in the config file (known: {known})")]
+    #[error("no profile {name:?} in {path} ({})", known_profiles(known))]
     UnknownProfile {
         /// The name asked for.
         name: String,
+        /// The file.
+        path: PathBuf,
         /// The names the file defines, comma-separated.
         known: String,
     },
@@ -151,6 +161,14 @@ pub enum ConfigError {
     },
 }
 
+fn known_profiles(known: &str) -> String {
+    if known.is_empty() {
+        "it defines no profiles".into()
+    } else {
+        format!("known: {known}")
+    }
+}
+
 const OPENAI_URL: &str = "https://api.openai.com/v1";
 const ANTHROPIC_URL: &str = "https://api.anthropic.com";
 
@@ -170,6 +188,7 @@ impl RawProviderConfig {
             idle_timeout_secs: over.idle_timeout_secs.or(self.idle_timeout_secs),
             max_attempts: over.max_attempts.or(self.max_attempts),
             script: over.script.or(self.script),
+            budget: over.budget.or(self.budget),
         }
     }
 

@@ -140,7 +140,7 @@ fn errors_name_what_is_missing_or_wrong() {
     let unknown = file().profile(Some("gpt")).unwrap_err();
     assert_eq!(
         unknown.to_string(),
-        "no profile \"gpt\" in the config file (known: claude, deepseek, ollama)"
+        "no profile \"gpt\" in config.toml (known: claude, deepseek, ollama)"
     );
     let typo = ConfigFile::parse("[profiles.x]\nmodle = \"m\"\n", Path::new("c.toml")).unwrap_err();
     assert!(typo.to_string().contains("modle"), "{typo}");
@@ -175,7 +175,16 @@ fn scripted_kind_needs_a_script() {
 #[test]
 fn missing_file_is_an_empty_config() {
     let path = std::env::temp_dir().join(format!("pod-no-such-{}.toml", uuid::Uuid::new_v4()));
-    assert_eq!(ConfigFile::load(&path).unwrap(), ConfigFile::default());
+    let file = ConfigFile::load(&path).unwrap();
+    assert!(!file.exists());
+    assert_eq!(file.path, path, "it says where it was looked for");
+    assert_eq!(
+        ConfigFile {
+            path: Default::default(),
+            ..file
+        },
+        ConfigFile::default()
+    );
 }
 
 #[test]
@@ -186,4 +195,46 @@ fn the_approval_table_is_kept_for_front_ends() {
     assert_eq!(approval["default"].as_str(), Some("ask"));
     assert_eq!(approval["tools"]["bash"].as_str(), Some("allow"));
     assert_eq!(file().approval, None);
+}
+
+#[test]
+fn a_profile_script_is_relative_to_the_config_file() {
+    let text = "[profiles.demo]\nkind = \"scripted\"\nscript = \"plan.json\"\n\
+                [profiles.abs]\nkind = \"scripted\"\nscript = \"/tmp/abs.json\"\n";
+    let file = ConfigFile::parse(text, Path::new("/home/u/.config/pod/config.toml")).unwrap();
+    let demo = file.profile(Some("demo")).unwrap();
+    assert_eq!(
+        demo.script.as_deref(),
+        Some(Path::new("/home/u/.config/pod/plan.json"))
+    );
+    let abs = file.profile(Some("abs")).unwrap();
+    assert_eq!(abs.script.as_deref(), Some(Path::new("/tmp/abs.json")));
+}
+
+#[test]
+fn an_unknown_profile_names_the_file_and_what_it_defines() {
+    let empty = ConfigFile::parse("", Path::new("/c/config.toml")).unwrap();
+    let err = empty.profile(Some("claude")).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "no profile \"claude\" in /c/config.toml (it defines no profiles)"
+    );
+    let one =
+        ConfigFile::parse("[profiles.a]\nkind = \"openai\"\n", Path::new("/c/x.toml")).unwrap();
+    let err = one.profile(Some("b")).unwrap_err().to_string();
+    assert_eq!(err, "no profile \"b\" in /c/x.toml (known: a)");
+}
+
+#[test]
+fn a_profile_budget_table_is_kept_and_never_stored() {
+    let text = "[profiles.a]\nkind = \"openai\"\n[profiles.a.budget]\nmax_requests = 7\n";
+    let file = ConfigFile::parse(text, Path::new("config.toml")).unwrap();
+    let profile = file.profile(Some("a")).unwrap();
+    let budget = profile.budget.clone().unwrap();
+    assert_eq!(
+        budget.get("max_requests").and_then(|v| v.as_integer()),
+        Some(7)
+    );
+    let stored = serde_json::to_value(&profile).unwrap();
+    assert!(stored.get("budget").is_none(), "{stored}");
 }

@@ -10,6 +10,28 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Whether process `pid` has exited (gone, or a zombie waiting for init).
+/// Waits (up to ten seconds) for `pid` to exit, by the kernel's word: a
+/// pidfd turns readable when the process is gone. Its pipes close a moment
+/// before that, while it is still on its way out.
+fn wait_for_exit(pid: i32) -> bool {
+    // SAFETY: plain syscalls on an fd this function owns and closes.
+    unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as libc::c_int;
+        if fd < 0 {
+            // Already reaped: no such process.
+            return true;
+        }
+        let mut poll = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ready = libc::poll(&mut poll, 1, 10_000);
+        libc::close(fd);
+        ready == 1 || has_exited(pid)
+    }
+}
+
 fn has_exited(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
@@ -128,7 +150,7 @@ async fn a_timeout_kills_the_whole_process_group() {
         .and_then(|s| s.trim().parse().ok())
         .expect("pid on stdout");
     assert!(
-        has_exited(pid),
+        wait_for_exit(pid),
         "background child {pid} survived the timeout"
     );
 }
@@ -178,7 +200,7 @@ async fn cancel_mid_command_kills_the_process_group() {
     // The sleep's stdout is the call's pipe, and the call returns only once
     // that pipe closed: by then the group kill has landed.
     assert!(
-        has_exited(pid),
+        wait_for_exit(pid),
         "background child {pid} survived the cancel"
     );
 }

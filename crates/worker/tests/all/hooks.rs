@@ -205,10 +205,7 @@ async fn pre_tool_call_skip_answers_without_running_and_the_turn_goes_on() {
     let outcome = t.turn(Some("go"), &mut hooks, &mut seen).await.unwrap();
     assert_eq!(outcome.reason, TurnEndReason::EndTurn);
     assert_eq!(t.echo.runs.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        result_of(t.history(), "call_0_0"),
-        ("Skipped: denied. The tool did not run.".into(), true)
-    );
+    assert_eq!(result_of(t.history(), "call_0_0"), ("denied".into(), true));
     assert_eq!(result_of(t.history(), "call_0_1"), ("b".into(), false));
     assert!(hooks
         .log

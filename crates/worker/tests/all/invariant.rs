@@ -2,7 +2,9 @@
 
 use crate::support::{result_of, shape, Observed, Recorder, TestWorker};
 use pod_llm::{ProviderError, ScriptStep};
-use pod_worker::{AbortReason, TurnEndReason, WorkerConfig, WorkerError};
+use pod_worker::{
+    AbortReason, Budget, Limit, TurnEndAction, TurnEndReason, WorkerConfig, WorkerError,
+};
 use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -301,7 +303,10 @@ async fn a_stream_that_keeps_dropping_fails_the_turn_after_the_retries() {
 #[tokio::test]
 async fn max_requests_per_turn_stops_a_tool_loop_with_every_call_answered() {
     let config = WorkerConfig {
-        max_requests_per_turn: 2,
+        budget: Budget {
+            requests_per_turn: 2,
+            ..Budget::default()
+        },
         ..WorkerConfig::default()
     };
     let call = || ScriptStep::tool_call("echo", json!({"text": "again"}));
@@ -311,7 +316,7 @@ async fn max_requests_per_turn_stops_a_tool_loop_with_every_call_answered() {
         .turn(Some("go"), &mut Recorder::new(), &mut seen)
         .await
         .unwrap();
-    assert_eq!(outcome.reason, TurnEndReason::MaxRequests);
+    assert_eq!(outcome.reason, TurnEndReason::Limit(Limit::TurnRequests(2)));
     assert_eq!(outcome.requests, 2);
     assert_eq!(t.provider.requests().len(), 2);
     assert_eq!(t.echo.runs.load(Ordering::SeqCst), 2);
@@ -325,5 +330,117 @@ async fn max_requests_per_turn_stops_a_tool_loop_with_every_call_answered() {
             "result:call_1_0",
         ]
     );
+    t.assert_valid(&seen);
+}
+
+#[tokio::test]
+async fn each_continuation_gets_a_fresh_per_turn_request_budget() {
+    let config = WorkerConfig {
+        budget: Budget {
+            requests_per_turn: 2,
+            ..Budget::default()
+        },
+        ..WorkerConfig::default()
+    };
+    let call = || ScriptStep::tool_call("echo", json!({"text": "work"}));
+    let steps = vec![
+        call(),
+        ScriptStep::text("one"),
+        call(),
+        ScriptStep::text("two"),
+        call(),
+        ScriptStep::text("three"),
+    ];
+    let mut t = TestWorker::with_config(steps, config);
+    let go_on = || TurnEndAction::ContinueWithMessages(vec![pod_llm::Item::user("go on")]);
+    let mut hooks = Recorder::new().turn_end(go_on()).turn_end(go_on());
+    let mut seen = Observed::default();
+    let outcome = t.turn(Some("go"), &mut hooks, &mut seen).await.unwrap();
+    // Six requests in one run, never more than two in one turn.
+    assert_eq!(outcome.reason, TurnEndReason::EndTurn);
+    assert_eq!(outcome.requests, 6);
+    t.assert_valid(&seen);
+}
+
+#[tokio::test]
+async fn the_continuation_limit_ends_the_run_without_committing_the_continuation() {
+    let config = WorkerConfig {
+        budget: Budget {
+            continuations: Some(1),
+            ..Budget::default()
+        },
+        ..WorkerConfig::default()
+    };
+    let steps = vec![ScriptStep::text("one"), ScriptStep::text("two")];
+    let mut t = TestWorker::with_config(steps, config);
+    let go_on = || TurnEndAction::ContinueWithMessages(vec![pod_llm::Item::user("go on")]);
+    let mut hooks = Recorder::new().turn_end(go_on()).turn_end(go_on());
+    let mut seen = Observed::default();
+    let outcome = t.turn(Some("go"), &mut hooks, &mut seen).await.unwrap();
+    assert_eq!(
+        outcome.reason,
+        TurnEndReason::Limit(Limit::Continuations(1))
+    );
+    assert_eq!(outcome.requests, 2);
+    assert_eq!(
+        shape(t.history()),
+        [
+            "user:go",
+            "assistant:one[]",
+            "user:go on",
+            "assistant:two[]"
+        ]
+    );
+    t.assert_valid(&seen);
+}
+
+#[tokio::test]
+async fn a_model_repeating_the_same_failing_call_is_stopped() {
+    let same = || ScriptStep::tool_call("no_such_tool", json!({"path": "x"}));
+    let steps: Vec<ScriptStep> = (0..20).map(|_| same()).collect();
+    let mut t = TestWorker::new(steps);
+    let mut seen = Observed::default();
+    let outcome = t
+        .turn(Some("go"), &mut Recorder::new(), &mut seen)
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.reason,
+        TurnEndReason::Limit(Limit::RepeatedFailure {
+            tool: "no_such_tool".into(),
+            times: pod_worker::DEFAULT_REPEATED_FAILURES,
+        })
+    );
+    assert_eq!(outcome.requests, pod_worker::DEFAULT_REPEATED_FAILURES);
+    t.assert_valid(&seen);
+}
+
+#[tokio::test]
+async fn the_loop_guard_stops_the_rest_of_a_response_with_results() {
+    let config = WorkerConfig {
+        budget: Budget {
+            repeated_failures: 2,
+            ..Budget::default()
+        },
+        ..WorkerConfig::default()
+    };
+    let bad = json!({"path": "x"});
+    let step = ScriptStep::tool_call("no_such_tool", bad.clone())
+        .and_call("no_such_tool", bad)
+        .and_call("echo", json!({"text": "never"}));
+    let mut t = TestWorker::with_config(vec![step], config);
+    let mut seen = Observed::default();
+    let outcome = t
+        .turn(Some("go"), &mut Recorder::new(), &mut seen)
+        .await
+        .unwrap();
+    assert!(matches!(
+        outcome.reason,
+        TurnEndReason::Limit(Limit::RepeatedFailure { times: 2, .. })
+    ));
+    let (content, is_error) = result_of(t.history(), "call_0_2");
+    assert!(is_error);
+    assert!(content.contains("loop guard"), "{content}");
+    assert_eq!(t.echo.runs.load(Ordering::SeqCst), 0);
     t.assert_valid(&seen);
 }

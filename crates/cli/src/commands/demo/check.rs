@@ -36,9 +36,10 @@ pub fn edited_file(workspace: &Path) -> Result<()> {
 
 /// `pod show ID --json`, as a user would run it, lists every todo completed.
 /// Returns how many there are.
-pub fn shown_todos_completed(id: Uuid) -> Result<usize> {
+pub fn shown_todos_completed(home: &Path, id: Uuid) -> Result<usize> {
     let exe = std::env::current_exe().context("cannot find the pod binary")?;
     let out = Command::new(exe)
+        .env("POD_HOME", home)
         .args(["show", &id.to_string(), "--json"])
         .output()
         .context("cannot run pod show")?;

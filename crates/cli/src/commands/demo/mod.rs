@@ -6,8 +6,10 @@
 //! The agent runs as real child processes of this binary (`pod run --json
 //! --yes`, then `pod resume --json --yes`: running the demo is the user's
 //! opt-in to the agent's edits and commands in its own temporary
-//! workspace) on the embedded script; the session itself goes to the real
-//! POD_HOME so `pod show` works afterwards. The script's step after the kill
+//! workspace) on the embedded script. The session goes to a POD_HOME of
+//! the demo's own in the same temporary directory, so it never joins the
+//! user's sessions; `--keep` keeps that directory for `pod show` and tells
+//! how to reach it. The script's step after the kill
 //! point waits for ten minutes before answering, so the kill always lands
 //! while the model is "thinking"; the resume plays the same script without
 //! that wait. At the end the demo checks its own result ([`check`]): the
@@ -53,14 +55,14 @@ const TASK: &str = "Add a --json flag to the `report` tool";
 const KILL_AFTER_UPDATES: usize = 3;
 
 /// Runs the demo.
-pub fn run(_args: DemoArgs) -> Result<Outcome> {
-    let home = super::home()?;
+pub fn run(args: DemoArgs) -> Result<Outcome> {
     let say = Narrator::new(Style::for_stdout());
     let dir = tempfile::Builder::new()
         .prefix("pod-demo-")
         .tempdir()
         .context("cannot create the demo's temporary directory")?;
     let files = DemoFiles::write(dir.path())?;
+    let home = pod::PodHome::new(&files.home);
     say.stage(&format!(
         "a scripted agent (no key, no network) starts on \"{TASK}\" in {}, with --yes: \
          running the demo allows its edits and commands there",
@@ -91,7 +93,7 @@ pub fn run(_args: DemoArgs) -> Result<Outcome> {
         loaded.summary.status.as_str()
     );
     check::edited_file(&files.workspace)?;
-    let completed = check::shown_todos_completed(id)?;
+    let completed = check::shown_todos_completed(&files.home, id)?;
     say.stage(&format!(
         "finished: {} of {} todos completed; checked: {} has every edit, pod show --json lists \
          {completed} of {completed} completed",
@@ -99,16 +101,28 @@ pub fn run(_args: DemoArgs) -> Result<Outcome> {
         loaded.summary.todos.total,
         check::EDITED_FILE
     ));
-    println!("{}", render::checklist(&loaded.todos, say.style));
-    println!();
-    println!("session {id}");
-    println!("log     {}", loaded.summary.log_path.display());
-    println!("see it: pod show {id}");
+    let mut out = format!("{}\n\n", render::checklist(&loaded.todos, say.style));
+    if args.keep {
+        let dir = dir.keep();
+        out.push_str(&format!(
+            "session {id}\nlog     {}\nkept in {}\nsee it: POD_HOME={} pod show {id}\n",
+            loaded.summary.log_path.display(),
+            dir.display(),
+            files.home.display()
+        ));
+    } else {
+        out.push_str(
+            "the demo's session and workspace were temporary and are removed now \
+             (`pod demo --keep` keeps them); start your own with `pod run`\n",
+        );
+    }
+    crate::output::print(&out)?;
     Ok(Outcome::Done)
 }
 
 /// The scripts and workspace in the temporary directory.
 struct DemoFiles {
+    home: PathBuf,
     workspace: PathBuf,
     run_script: PathBuf,
     resume_script: PathBuf,
@@ -131,6 +145,7 @@ impl DemoFiles {
         let resume_script = dir.join("resume.json");
         write_json(&resume_script, &resumed)?;
         Ok(Self {
+            home: dir.join("home"),
             workspace,
             run_script,
             resume_script,
@@ -144,6 +159,7 @@ impl DemoFiles {
         let exe = std::env::current_exe().context("cannot find the pod binary")?;
         let stderr = std::fs::File::create(&self.stderr).context("cannot create stderr log")?;
         Command::new(exe)
+            .env("POD_HOME", &self.home)
             .args(args)
             .args([
                 "--json",
@@ -346,7 +362,8 @@ impl Narrator {
     }
 
     fn stage(&self, text: &str) {
-        println!("{} {text}", self.style.cyan("▸"));
+        // A closed stdout does not stop the story, which checks itself.
+        let _ = crate::output::print(&format!("{} {text}\n", self.style.cyan("▸")));
     }
 }
 

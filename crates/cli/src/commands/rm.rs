@@ -1,0 +1,69 @@
+//! `pod rm`: delete sessions, after asking on a terminal.
+
+use crate::cli::RmArgs;
+use crate::error::{Failure, Outcome};
+use crate::session;
+use anyhow::{bail, Result};
+use pod::PodHome;
+use std::io::IsTerminal;
+use uuid::Uuid;
+
+/// Deletes the sessions named.
+pub fn run(args: RmArgs) -> Result<Outcome> {
+    let home = super::home()?;
+    let mut ids = Vec::new();
+    for text in &args.ids {
+        let id = session::resolve(&home, text)?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    if !confirm(&ids, args.yes)? {
+        crate::output::print("nothing deleted\n")?;
+        return Ok(Outcome::Done);
+    }
+    remove_all(&home, &ids)
+}
+
+/// Deletes `ids`, going on past a failure and reporting each.
+pub fn remove_all(home: &PodHome, ids: &[Uuid]) -> Result<Outcome> {
+    let mut failed = 0;
+    for id in ids {
+        match home.remove_session(*id) {
+            Ok(()) => crate::output::print(&format!("deleted {id}\n"))?,
+            Err(err) => {
+                failed += 1;
+                let _ = crate::output::eprint(&format!("pod: cannot delete {id}: {err}\n"));
+            }
+        }
+    }
+    if failed > 0 {
+        bail!(Failure::new(
+            format!("{failed} of {} session(s) not deleted", ids.len()),
+            "a running session is deleted once its `pod` process has ended"
+        ));
+    }
+    Ok(Outcome::Done)
+}
+
+/// Whether to go on: `--yes`, or "y" from the user on a terminal.
+pub fn confirm(ids: &[Uuid], yes: bool) -> Result<bool> {
+    if yes || ids.is_empty() {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!(Failure::new(
+            "refusing to delete sessions without confirmation",
+            "pass --yes when stdin is not a terminal"
+        ));
+    }
+    let noun = if ids.len() == 1 {
+        "session"
+    } else {
+        "sessions"
+    };
+    let _ = crate::output::eprint(&format!("delete {} {noun}? [y/N] ", ids.len()));
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}

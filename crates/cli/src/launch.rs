@@ -1,0 +1,143 @@
+//! How a session was started, recorded in its log header so that `pod
+//! resume ID` starts it the same way, and what flags given to resume change.
+//!
+//! Recorded: the model settings (the profile merged with the flags, the
+//! script path made absolute; only the *name* of the API key's variable,
+//! never a key), the profile's name, the approval flags, --until-done and
+//! the budget. What wins on resume:
+//! - `--profile` or `--provider` replace the recorded model settings (they
+//!   are resolved from the config file as `run` does); `--model`,
+//!   `--base-url` and `--script` alone change that setting of the recorded
+//!   ones. The file's `default_profile` never replaces a recorded model.
+//! - Approval flags given to resume replace the recorded ones.
+//! - `--until-done` turns until-done on; a recorded until-done stays on.
+//! - Budget flags override the recorded budget.
+
+use crate::cli::ApprovalArgs;
+use pod::log::SessionHeader;
+use pod_providers::RawProviderConfig;
+use pod_worker::Budget;
+use serde::{Deserialize, Serialize};
+
+/// What `run` records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    /// The profile named (or the default profile used), for display.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// The model settings: profile merged with flags, paths absolute.
+    pub provider: RawProviderConfig,
+    /// The approval flags.
+    #[serde(default)]
+    pub approval: RecordedApproval,
+    /// Whether `--until-done` was on.
+    #[serde(default)]
+    pub until_done: bool,
+    /// The run's limits.
+    #[serde(default)]
+    pub budget: Budget,
+}
+
+/// The approval flags as given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedApproval {
+    /// `--yes`.
+    #[serde(default)]
+    pub yes: bool,
+    /// `--allow TOOL`s.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// `--deny TOOL`s.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+impl RecordedApproval {
+    /// The flags as recorded.
+    pub fn from_args(args: &ApprovalArgs) -> Self {
+        Self {
+            yes: args.yes,
+            allow: args.allow.clone(),
+            deny: args.deny.clone(),
+        }
+    }
+
+    /// The flags to apply on resume: those given, else the recorded ones.
+    pub fn or_given(&self, given: &ApprovalArgs) -> ApprovalArgs {
+        if given.yes || !given.allow.is_empty() || !given.deny.is_empty() {
+            return given.clone();
+        }
+        ApprovalArgs {
+            yes: self.yes,
+            allow: self.allow.clone(),
+            deny: self.deny.clone(),
+        }
+    }
+}
+
+impl Launch {
+    /// The JSON stored in the header.
+    pub fn to_json(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(self).ok()
+    }
+
+    /// What the session recorded; `None` for sessions started before pod
+    /// recorded it, or by another front end. A record this pod cannot read
+    /// is reported and ignored.
+    pub fn from_header(header: &SessionHeader) -> Option<Self> {
+        let value = header.launch.as_ref()?;
+        match serde_json::from_value(value.clone()) {
+            Ok(launch) => Some(launch),
+            Err(err) => {
+                tracing::warn!(%err, "ignoring the session's unreadable launch record");
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approval_flags_given_replace_the_recorded_ones() {
+        let recorded = RecordedApproval {
+            yes: true,
+            allow: vec![],
+            deny: vec!["bash".into()],
+        };
+        let none = ApprovalArgs::default();
+        let applied = recorded.or_given(&none);
+        assert!(applied.yes);
+        assert_eq!(applied.deny, ["bash"]);
+        let given = ApprovalArgs {
+            allow: vec!["write_file".into()],
+            ..ApprovalArgs::default()
+        };
+        let applied = recorded.or_given(&given);
+        assert!(!applied.yes);
+        assert!(applied.deny.is_empty());
+        assert_eq!(applied.allow, ["write_file"]);
+    }
+
+    #[test]
+    fn a_launch_round_trips_through_the_header_without_the_budget_table() {
+        let launch = Launch {
+            profile: Some("local".into()),
+            provider: RawProviderConfig {
+                model: Some("m".into()),
+                api_key_env: Some("MY_KEY".into()),
+                ..RawProviderConfig::default()
+            },
+            approval: RecordedApproval::default(),
+            until_done: true,
+            budget: Budget::default(),
+        };
+        let mut header = SessionHeader::new(uuid::Uuid::nil(), "m".into(), "/w".into());
+        header.launch = launch.to_json();
+        assert_eq!(Launch::from_header(&header), Some(launch));
+        header.launch = Some(serde_json::json!({"provider": 3}));
+        assert_eq!(Launch::from_header(&header), None);
+    }
+}

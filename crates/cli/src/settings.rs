@@ -1,0 +1,100 @@
+//! Everything a run is started with, resolved once from the flags, the
+//! config file and (on resume) the session's [`Launch`] record.
+
+use crate::approval;
+use crate::budget;
+use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs};
+use crate::launch::{Launch, RecordedApproval};
+use crate::model::{self, Choice, Model};
+use anyhow::Result;
+use pod::{ApprovalPolicy, Durability, PodConfig, PodHome};
+use pod_worker::Budget;
+use std::path::PathBuf;
+
+/// The flags of `run`, `resume` or `acp` that decide how a run starts.
+pub struct Flags<'a> {
+    /// The model flags.
+    pub model: &'a ModelArgs,
+    /// The budget flags.
+    pub budget: &'a BudgetArgs,
+    /// The approval flags.
+    pub approval: &'a ApprovalArgs,
+    /// `--until-done`.
+    pub until_done: bool,
+}
+
+/// A run's settings.
+pub struct RunSettings {
+    /// The model's providers.
+    pub model: Model,
+    /// The model settings they were built from.
+    pub choice: Choice,
+    /// The approval flags in force (given, or recorded).
+    pub approval_flags: ApprovalArgs,
+    /// The policy they give.
+    pub approval: ApprovalPolicy,
+    /// Until-done mode.
+    pub until_done: bool,
+    /// The run's limits.
+    pub budget: Budget,
+}
+
+impl RunSettings {
+    /// Resolves `flags` over `recorded` (a resumed session's record) and the
+    /// config file.
+    pub fn resolve(flags: &Flags<'_>, recorded: Option<&Launch>) -> Result<Self> {
+        let file = model::config_file(flags.model)?;
+        let choice = model::choose(flags.model, &file, recorded)?;
+        let model = Model::from_choice(&choice)?;
+        let approval_flags = match recorded {
+            Some(launch) => launch.approval.or_given(flags.approval),
+            None => flags.approval.clone(),
+        };
+        let approval = approval::policy(&file, &approval_flags)?;
+        let budget = budget::resolve(
+            &file,
+            choice.raw.budget.as_ref(),
+            recorded.map(|launch| &launch.budget),
+            flags.budget,
+        )?;
+        Ok(Self {
+            model,
+            choice,
+            approval_flags,
+            approval,
+            until_done: flags.until_done || recorded.is_some_and(|launch| launch.until_done),
+            budget,
+        })
+    }
+
+    /// What a new session records of these settings.
+    pub fn launch(&self) -> Launch {
+        let mut provider = self.choice.raw.clone();
+        provider.budget = None;
+        Launch {
+            profile: self.choice.profile.clone(),
+            provider,
+            approval: RecordedApproval::from_args(&self.approval_flags),
+            until_done: self.until_done,
+            budget: self.budget.clone(),
+        }
+    }
+
+    /// A Pod config for these settings (no approver: the caller adds one
+    /// when it can ask).
+    pub fn pod_config(
+        &self,
+        home: PodHome,
+        workspace: PathBuf,
+        durability: Durability,
+    ) -> PodConfig {
+        let mut config = PodConfig::new(home, workspace, self.model.provider.clone());
+        config.durability = durability;
+        config.compact_provider = self.model.compactor.clone();
+        config.until_done = self.until_done;
+        config.budget = self.budget.clone();
+        config.approval = self.approval.clone();
+        config.launch = self.launch().to_json();
+        config
+    }
+}

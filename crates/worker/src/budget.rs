@@ -1,0 +1,311 @@
+//! Budgets: how much one run may spend before the worker stops it.
+//!
+//! A *run* is a prompt (or a bare continue) and every continuation an
+//! interceptor asks for at turn end (`TurnEndAction::ContinueWithMessages`,
+//! which is how until-done mode keeps going). A *turn* is the stretch from
+//! the prompt or a continuation to the model's next answer without tool
+//! calls. The limits:
+//!
+//! - `requests_per_turn`: a turn in which the model never stops calling
+//!   tools ends after this many requests. Each continuation starts a fresh
+//!   count, so a long plan worked through turn by turn never hits it.
+//! - `continuations`: how many times a run may be continued.
+//! - `requests` / `tokens`: optional caps on the whole run, for unattended
+//!   runs that must not spend more than a known amount.
+//! - `repeated_failures`: the same tool call (name and arguments) failing
+//!   with the same result this many times in a row ends the run: the model
+//!   is looping and learns nothing from the error.
+//!
+//! [`BudgetMeter`] is the run's state. It makes every decision from its own
+//! counters, so it is tested without a model; the worker only feeds it.
+
+use serde::{Deserialize, Serialize};
+
+/// Limits of one run. See the module docs for what each one bounds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Model requests in one turn.
+    pub requests_per_turn: u32,
+    /// Continuations of one run; `None`: no limit.
+    pub continuations: Option<u32>,
+    /// Model requests in the whole run; `None`: no limit.
+    pub requests: Option<u64>,
+    /// Tokens (prompt + completion, as providers report them) in the whole
+    /// run; `None`: no limit.
+    pub tokens: Option<u64>,
+    /// Identical failing calls in a row that end the run; 0 turns it off.
+    pub repeated_failures: u32,
+}
+
+/// Default of [`Budget::requests_per_turn`]. Codex and Claude Code put no
+/// cap on a turn; this one exists only to end a turn in which the model
+/// never stops. 500 requests at 5–20 s each is 40 minutes to 3 hours of one
+/// uninterrupted turn, several times more than a turn of real work takes
+/// (a 60-item plan at two calls an item is 120), and a run in until-done
+/// mode gets a fresh count every continuation.
+pub const DEFAULT_REQUESTS_PER_TURN: u32 = 500;
+
+/// Default of [`Budget::repeated_failures`]: after four identical errors in
+/// a row the fifth identical call is a loop, not a retry of a flaky step.
+pub const DEFAULT_REPEATED_FAILURES: u32 = 5;
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            requests_per_turn: DEFAULT_REQUESTS_PER_TURN,
+            continuations: None,
+            requests: None,
+            tokens: None,
+            repeated_failures: DEFAULT_REPEATED_FAILURES,
+        }
+    }
+}
+
+/// The limit that stopped a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// [`Budget::requests_per_turn`] requests in one turn.
+    TurnRequests(u32),
+    /// [`Budget::continuations`] continuations.
+    Continuations(u32),
+    /// [`Budget::requests`] requests in the run.
+    RunRequests(u64),
+    /// [`Budget::tokens`] tokens in the run.
+    RunTokens(u64),
+    /// The same call failed the same way this many times in a row.
+    RepeatedFailure {
+        /// The tool called.
+        tool: String,
+        /// How many times in a row.
+        times: u32,
+    },
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limit::TurnRequests(n) => write!(f, "the per-turn budget of {n} model requests"),
+            Limit::Continuations(n) => write!(f, "the limit of {n} continuations"),
+            Limit::RunRequests(n) => write!(f, "the run budget of {n} model requests"),
+            Limit::RunTokens(n) => write!(f, "the run budget of {n} tokens"),
+            Limit::RepeatedFailure { tool, times } => write!(
+                f,
+                "the loop guard: the same {tool} call failed the same way {times} times in a row"
+            ),
+        }
+    }
+}
+
+/// A run's spending against its [`Budget`].
+#[derive(Debug, Clone)]
+pub struct BudgetMeter {
+    budget: Budget,
+    turn_requests: u32,
+    continuations: u32,
+    requests: u64,
+    tokens: u64,
+    last_failure: Option<FailedCall>,
+    failures_in_a_row: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct FailedCall {
+    tool: String,
+    arguments: String,
+    content: String,
+}
+
+impl BudgetMeter {
+    /// A run with nothing spent yet.
+    pub fn new(budget: Budget) -> Self {
+        Self {
+            budget,
+            turn_requests: 0,
+            continuations: 0,
+            requests: 0,
+            tokens: 0,
+            last_failure: None,
+            failures_in_a_row: 0,
+        }
+    }
+
+    /// The limits.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Requests made in the run so far.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Tokens spent in the run so far.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
+    /// Continuations so far.
+    pub fn continuations(&self) -> u32 {
+        self.continuations
+    }
+
+    /// The limit that forbids another request, if one does.
+    pub fn before_request(&self) -> Option<Limit> {
+        let budget = &self.budget;
+        if self.turn_requests >= budget.requests_per_turn {
+            return Some(Limit::TurnRequests(budget.requests_per_turn));
+        }
+        if let Some(max) = budget.requests.filter(|max| self.requests >= *max) {
+            return Some(Limit::RunRequests(max));
+        }
+        if let Some(max) = budget.tokens.filter(|max| self.tokens >= *max) {
+            return Some(Limit::RunTokens(max));
+        }
+        None
+    }
+
+    /// A request is being sent.
+    pub fn request_sent(&mut self) {
+        self.turn_requests += 1;
+        self.requests += 1;
+    }
+
+    /// A response reported its usage.
+    pub fn spent_tokens(&mut self, tokens: u64) {
+        self.tokens = self.tokens.saturating_add(tokens);
+    }
+
+    /// An interceptor asks to continue the run with a new turn: allowed,
+    /// with a fresh per-turn count, unless the continuations are used up.
+    pub fn continuation(&mut self) -> Result<(), Limit> {
+        if let Some(max) = self
+            .budget
+            .continuations
+            .filter(|max| self.continuations >= *max)
+        {
+            return Err(Limit::Continuations(max));
+        }
+        self.continuations += 1;
+        self.turn_requests = 0;
+        Ok(())
+    }
+
+    /// A tool call's result was committed. Returns the loop guard's limit
+    /// when this is one identical failure too many.
+    pub fn tool_result(
+        &mut self,
+        tool: &str,
+        arguments: &str,
+        content: &str,
+        is_error: bool,
+    ) -> Option<Limit> {
+        if !is_error {
+            self.last_failure = None;
+            self.failures_in_a_row = 0;
+            return None;
+        }
+        let call = FailedCall {
+            tool: tool.to_string(),
+            arguments: arguments.to_string(),
+            content: content.to_string(),
+        };
+        if self.last_failure.as_ref() == Some(&call) {
+            self.failures_in_a_row += 1;
+        } else {
+            self.last_failure = Some(call);
+            self.failures_in_a_row = 1;
+        }
+        let max = self.budget.repeated_failures;
+        (max > 0 && self.failures_in_a_row >= max).then(|| Limit::RepeatedFailure {
+            tool: tool.to_string(),
+            times: self.failures_in_a_row,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget() -> Budget {
+        Budget {
+            requests_per_turn: 3,
+            continuations: Some(2),
+            requests: Some(7),
+            tokens: Some(1_000),
+            repeated_failures: 3,
+        }
+    }
+
+    #[test]
+    fn each_continuation_gets_a_fresh_turn_count_until_they_run_out() {
+        let mut meter = BudgetMeter::new(Budget {
+            requests: None,
+            ..budget()
+        });
+        for _ in 0..3 {
+            assert_eq!(meter.before_request(), None);
+            meter.request_sent();
+        }
+        assert_eq!(meter.before_request(), Some(Limit::TurnRequests(3)));
+        assert_eq!(meter.continuation(), Ok(()));
+        assert_eq!(meter.before_request(), None);
+        assert_eq!(meter.continuation(), Ok(()));
+        assert_eq!(meter.continuation(), Err(Limit::Continuations(2)));
+        assert_eq!(meter.requests(), 3);
+    }
+
+    #[test]
+    fn the_run_budgets_span_continuations() {
+        let mut meter = BudgetMeter::new(Budget {
+            continuations: None,
+            ..budget()
+        });
+        for _ in 0..7 {
+            if meter.before_request().is_some() {
+                meter.continuation().unwrap();
+            }
+            meter.request_sent();
+        }
+        assert_eq!(meter.before_request(), Some(Limit::RunRequests(7)));
+
+        let mut meter = BudgetMeter::new(budget());
+        meter.spent_tokens(999);
+        assert_eq!(meter.before_request(), None);
+        meter.spent_tokens(1);
+        assert_eq!(meter.before_request(), Some(Limit::RunTokens(1_000)));
+    }
+
+    #[test]
+    fn only_identical_failures_in_a_row_trip_the_loop_guard() {
+        let mut meter = BudgetMeter::new(budget());
+        assert_eq!(meter.tool_result("bash", "{}", "exit 1", true), None);
+        assert_eq!(meter.tool_result("bash", "{}", "exit 1", true), None);
+        // Another error, a success, or other arguments start over.
+        assert_eq!(meter.tool_result("bash", "{}", "exit 2", true), None);
+        assert_eq!(meter.tool_result("bash", "{}", "exit 2", true), None);
+        assert_eq!(meter.tool_result("bash", "{}", "ok", false), None);
+        assert_eq!(meter.tool_result("bash", "{}", "exit 2", true), None);
+        assert_eq!(meter.tool_result("bash", "{\"a\":1}", "exit 2", true), None);
+        assert_eq!(meter.tool_result("bash", "{\"a\":1}", "exit 2", true), None);
+        assert_eq!(
+            meter.tool_result("bash", "{\"a\":1}", "exit 2", true),
+            Some(Limit::RepeatedFailure {
+                tool: "bash".into(),
+                times: 3
+            })
+        );
+    }
+
+    #[test]
+    fn zero_turns_the_loop_guard_off() {
+        let mut meter = BudgetMeter::new(Budget {
+            repeated_failures: 0,
+            ..budget()
+        });
+        for _ in 0..10 {
+            assert_eq!(meter.tool_result("x", "{}", "no", true), None);
+        }
+    }
+}
