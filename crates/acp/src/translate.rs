@@ -90,7 +90,8 @@ pub fn tool_title(name: &str, input: &Value) -> String {
             .get("todos")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        return format!("Update plan ({count} items)");
+        let noun = if count == 1 { "item" } else { "items" };
+        return format!("Update plan ({count} {noun})");
     }
     const SALIENT: &[&str] = &["path", "file", "command", "pattern", "query", "url"];
     let detail = SALIENT

@@ -158,6 +158,8 @@ pub async fn drive(
             result = &mut turn => break result,
         }
     };
+    // A prompt cut short by Ctrl-C may still hold the terminal.
+    crate::approval::terminal::restore_terminal();
     // Every event of the turns was sent before their replies: drain them.
     if interrupted != Some(Interruption::OutputClosed) {
         if let Err(err) = drain(&mut events, &mut calls, out) {
@@ -193,7 +195,19 @@ pub async fn drive(
             other => other?,
         }
     }
-    result?;
+    if let Err(err) = result {
+        let id = finished.session_id;
+        return Err(anyhow::Error::new(err).context(crate::error::Failure::new(
+            format!("session {id} stopped on an error"),
+            format!("the session is saved; `pod resume {id}` retries from where it stopped"),
+        )));
+    }
+    if let Some(TurnEndReason::Rejected(why)) = &finished.reason {
+        return Err(anyhow::Error::from(crate::error::Failure::new(
+            format!("the prompt was refused: {why}"),
+            "shorten it, or use a model with a larger context window (context_window in the profile)",
+        )));
+    }
     let outcome = match (interrupted, &stopped) {
         (Some(Interruption::OutputClosed), _) => Outcome::OutputClosed,
         (Some(Interruption::User), _) => Outcome::Interrupted,
@@ -220,31 +234,42 @@ fn stop_of(reason: &TurnEndReason, until_done: bool, todos: Progress) -> Option<
     }
 }
 
-/// The line a person needs when the run did not finish: on stderr, unless
-/// the human output already showed it on a terminal.
+/// The lines a person needs when the run did not finish, or refused calls:
+/// on stderr, unless the human output already showed them on a terminal.
 fn tell_terminal(finished: &Finished, outcome: Outcome, shown_on_stdout: bool) {
-    if outcome == Outcome::Done || (shown_on_stdout && std::io::stdout().is_terminal()) {
+    if shown_on_stdout && std::io::stdout().is_terminal() {
         return;
     }
-    let what = match (&finished.stopped, outcome) {
-        (_, Outcome::OutputClosed) => "stdout was closed, so the turn was cancelled".to_string(),
-        (_, Outcome::Interrupted) => "interrupted".to_string(),
-        (Some(stopped), _) => stopped.message.clone(),
-        (None, _) => "stopped".to_string(),
-    };
-    let todos = finished.todos;
-    let progress = match todos.total {
+    let mut text = match finished.not_run.len() {
         0 => String::new(),
-        _ => format!(
-            " with {} of {} todos completed",
-            todos.completed, todos.total
+        n => format!(
+            "pod: {} not run; allow tools with --yes or --allow TOOL\n",
+            crate::render::plural(n, "tool call")
         ),
     };
+    let what = match (&finished.stopped, outcome) {
+        (_, Outcome::Done) => None,
+        (_, Outcome::OutputClosed) => Some("stdout was closed, so the turn was cancelled".into()),
+        (_, Outcome::Interrupted) => Some("interrupted".to_string()),
+        (Some(stopped), _) => Some(stopped.message.clone()),
+        (None, Outcome::Stopped) => Some("stopped".to_string()),
+    };
+    if let Some(what) = what {
+        let todos = finished.todos;
+        let progress = match todos.total {
+            0 => String::new(),
+            _ => format!(
+                " with {} of {} todos completed",
+                todos.completed, todos.total
+            ),
+        };
+        text.push_str(&format!(
+            "pod: {what}{progress}; continue with: pod resume {}\n",
+            finished.session_id
+        ));
+    }
     // Nothing to do if stderr is closed too.
-    let _ = crate::output::eprint(&format!(
-        "pod: {what}{progress}; continue with: pod resume {}\n",
-        finished.session_id
-    ));
+    let _ = crate::output::eprint(&text);
 }
 
 /// Whether `err` is a write to a closed pipe.
@@ -304,6 +329,7 @@ async fn answer(asking: &mut Option<Asking>) -> ApprovalDecision {
 fn exit_on_second_ctrl_c() {
     tokio::spawn(async {
         if tokio::signal::ctrl_c().await.is_ok() {
+            crate::approval::terminal::restore_terminal();
             let _ = crate::output::eprint("interrupted\n");
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }

@@ -79,15 +79,39 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let style = Style::for_stderr();
-    let message = format!("{err:#}").replace('\n', " ");
-    eprintln!("{} {message}", style.red("error:"));
+    let message = cause_chain(err).replace('\n', " ");
+    let mut text = format!("{} {message}\n", style.red("error:"));
     if let Some(hint) = hint_for(err) {
-        eprintln!("{} {hint}", style.bold("hint:"));
+        text.push_str(&format!("{} {hint}\n", style.bold("hint:")));
     }
+    // A closed stderr loses the message, the exit code still tells.
+    let _ = crate::output::eprint(&text);
     ExitCode::from(EXIT_ERROR)
 }
 
+/// The error and its causes on one line, each said once: a cause whose text
+/// an outer message already includes (`#[error("…: {0}")]` with a source)
+/// is not repeated.
+fn cause_chain(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
 fn hint_for(err: &anyhow::Error) -> Option<String> {
+    // A Failure given as context is only found by anyhow's own downcast.
+    if let Some(failure) = err.downcast_ref::<Failure>() {
+        return Some(failure.hint.clone());
+    }
     for cause in err.chain() {
         if let Some(failure) = cause.downcast_ref::<Failure>() {
             return Some(failure.hint.clone());

@@ -23,15 +23,34 @@ pub fn init(args: &GlobalArgs) -> Result<()> {
                 .append(true)
                 .open(path)
                 .with_context(|| format!("cannot open log file {}", path.display()))?;
+            let file = std::sync::Arc::new(file);
             builder
                 .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(file))
+                .with_writer(move || Forgiving(file.clone()))
                 .init();
         }
         None => builder
             .with_ansi(std::io::stderr().is_terminal())
-            .with_writer(std::io::stderr)
+            .with_writer(|| Forgiving(std::io::stderr()))
             .init(),
     }
     Ok(())
+}
+
+/// A writer whose failures are dropped: diagnostics on a closed stderr
+/// (`pod -vvv run … 2>&1 | head`) are lost, not a reason to abort. Without
+/// it tracing-subscriber reports the failed write with `eprintln!`, which
+/// panics on the same closed stderr.
+struct Forgiving<W>(W);
+
+impl<W: std::io::Write> std::io::Write for Forgiving<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = self.0.write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = self.0.flush();
+        Ok(())
+    }
 }

@@ -130,6 +130,12 @@ impl PodInterceptor {
         self.compaction_failures >= MAX_COMPACTION_FAILURES
     }
 
+    /// There was nothing to compact: the next request goes out as it is,
+    /// and it is not counted as a failure.
+    pub fn compaction_skipped(&mut self) {
+        self.skip_next_check = true;
+    }
+
     fn wants_compaction(&mut self, request: &[Item]) -> bool {
         let Some(trigger) = self.trigger else {
             return false;

@@ -35,12 +35,25 @@ impl Pod {
     /// Starts a new session.
     pub async fn spawn(config: PodConfig) -> Result<PodHandle, PodError> {
         let session = session::create(&config)?;
+        tracing::info!(
+            session = %session.id,
+            workspace = %config.workspace.display(),
+            model = %config.provider.model_name(),
+            "session created"
+        );
         start(config, session)
     }
 
     /// Reopens session `id` from its log and starts it.
     pub async fn resume(id: Uuid, config: PodConfig) -> Result<PodHandle, PodError> {
         let session = session::resume(id, &config).await?;
+        tracing::info!(
+            session = %id,
+            items = session.history.len(),
+            todos = session.todos.len(),
+            model = %config.provider.model_name(),
+            "session resumed"
+        );
         start(config, session)
     }
 }
@@ -283,6 +296,10 @@ impl PodActor {
             return;
         };
         if let Job::Prompt(text) = &next.job {
+            tracing::info!(
+                prompt_chars = text.as_ref().map(String::len),
+                "turn started"
+            );
             let _ = self.events.send(PodEvent::TurnStarted {
                 prompt: text.clone(),
             });
@@ -345,6 +362,15 @@ impl PodActor {
         }
         match (running.reply, result) {
             (JobReply::Turn(reply), JobResult::Turn(result)) => {
+                match &result {
+                    Ok(outcome) => tracing::info!(
+                        reason = ?outcome.reason,
+                        requests = outcome.requests,
+                        "turn ended"
+                    ),
+                    // The caller gets the error and reports it.
+                    Err(err) => tracing::info!(%err, "turn failed"),
+                }
                 match &result {
                     Ok(outcome) => self.emit(PodEvent::TurnEnded {
                         reason: outcome.reason.clone(),

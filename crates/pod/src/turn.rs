@@ -2,7 +2,7 @@
 //! (a turn, continued through any compactions it asks for) or a manual
 //! compaction.
 
-use crate::compact::{CompactionConfig, CompactionReport, Compactor};
+use crate::compact::{CompactionConfig, CompactionError, CompactionReport, Compactor};
 use crate::error::PodError;
 use crate::events::PodEvent;
 use crate::interceptor::PodInterceptor;
@@ -127,6 +127,11 @@ impl TurnParts {
         };
         match compactor.run(&mut self.worker, cancel).await {
             Ok(report) => {
+                tracing::info!(
+                    tokens_before = report.tokens_before,
+                    tokens_after = report.tokens_after,
+                    "compacted"
+                );
                 self.interceptor.compaction_succeeded();
                 let _ = setup.events.send(PodEvent::Compacted {
                     tokens_before: report.tokens_before,
@@ -134,6 +139,15 @@ impl TurnParts {
                     summary_chars: report.summary_chars,
                 });
                 Ok(report)
+            }
+            Err(CompactionError::NothingToCompact) => {
+                // Everything is in the kept tail (an unanswered prompt is
+                // never summarised): the request goes out as it is.
+                tracing::debug!("nothing to compact before this request");
+                self.interceptor.compaction_skipped();
+                Err(PodError::Compaction(
+                    CompactionError::NothingToCompact.to_string(),
+                ))
             }
             Err(_) if cancel.is_cancelled() => {
                 // Cancelled by the user: not a failure of the compact model.

@@ -100,6 +100,13 @@ impl Worker {
                     meta: result.meta,
                 });
                 self.commit(item, observer).await?;
+                tracing::debug!(
+                    tool = %call.name,
+                    call_id = %call.id,
+                    is_error = result.is_error,
+                    result_chars = result.content.len(),
+                    "tool result committed"
+                );
                 if let Some(limit) = meter.tool_result(
                     &call.name,
                     &call.arguments,

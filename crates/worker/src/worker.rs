@@ -205,6 +205,7 @@ impl Worker {
                 return Ok(outcome);
             }
             if let Some(limit) = meter.before_request() {
+                tracing::info!(%limit, "budget limit reached");
                 outcome.reason = TurnEndReason::Limit(limit);
                 return Ok(outcome);
             }
@@ -227,6 +228,12 @@ impl Worker {
             }
             outcome.requests += 1;
             meter.request_sent();
+            tracing::debug!(
+                request = outcome.requests,
+                items = request_items.len(),
+                run_requests = meter.requests(),
+                "model request"
+            );
             observer.on_event(WorkerEvent::RequestStarted {
                 number: outcome.requests,
             });
@@ -255,6 +262,13 @@ impl Worker {
             }
             let calls = self.unique_call_ids(response.tool_calls);
             let finish = response.finish;
+            tracing::debug!(
+                text_chars = response.text.len(),
+                tool_calls = calls.len(),
+                ?finish,
+                usage = ?response.usage,
+                "model response"
+            );
             let item = assistant_item(
                 response.text,
                 response.reasoning,

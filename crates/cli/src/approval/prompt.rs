@@ -1,9 +1,52 @@
-//! The approval question and its answers, on any reader and writer so it
+//! The approval question and its answers, on any input and writer so it
 //! can be tested with scripted answers. [`super::terminal`] runs it on the
-//! real stdin and stderr.
+//! real stdin and stderr: one key answers on a terminal ([`Keys`]), a line
+//! elsewhere ([`Lines`]).
 
 use pod::{ApprovalDecision, ApprovalRequest};
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
+
+/// Where answers come from.
+pub trait Answers {
+    /// The next answer; `None` at end of input (or Ctrl-D on a terminal).
+    fn next_answer(&mut self, output: &mut dyn Write) -> Option<String>;
+}
+
+/// One answer per line (a pipe, a file, tests).
+pub struct Lines<R>(pub R);
+
+impl<R: BufRead> Answers for Lines<R> {
+    fn next_answer(&mut self, _output: &mut dyn Write) -> Option<String> {
+        let mut line = String::new();
+        match self.0.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    }
+}
+
+/// One key per answer, no Enter: for a terminal in non-canonical mode
+/// ([`super::terminal::RawMode`]). The key is echoed; Ctrl-D cancels.
+pub struct Keys<R>(pub R);
+
+/// Ctrl-D: in non-canonical mode the terminal passes it on as a byte.
+const CTRL_D: u8 = 0x04;
+
+impl<R: Read> Answers for Keys<R> {
+    fn next_answer(&mut self, output: &mut dyn Write) -> Option<String> {
+        let mut key = [0u8; 1];
+        match self.0.read(&mut key) {
+            Ok(0) | Err(_) => None,
+            Ok(_) if key[0] == CTRL_D => None,
+            Ok(_) => {
+                let key = char::from(key[0]);
+                let shown = if key.is_ascii_graphic() { key } else { ' ' };
+                let _ = writeln!(output, "{shown}");
+                Some(key.to_string())
+            }
+        }
+    }
+}
 
 /// Asks about `request` on `output` and reads answers from `input` until
 /// one is valid: `y`/`yes` (once), `a`/`always`, `n`/`no` (reject once),
@@ -11,36 +54,30 @@ use std::io::{BufRead, Write};
 /// [`ApprovalDecision::Cancelled`]; an empty or unknown answer asks again.
 pub fn ask(
     request: &ApprovalRequest,
-    input: &mut impl BufRead,
+    input: &mut impl Answers,
     output: &mut impl Write,
 ) -> ApprovalDecision {
     let tool = printable(&request.tool);
     // Output errors are ignored: the answer still decides, and a closed
     // stderr must not turn into a silent "yes".
-    let _ = writeln!(
-        output,
-        "? {} wants to run: {}",
-        tool,
-        printable(&request.summary)
-    );
+    let _ = writeln!(output, "? {}", printable(&request.summary));
     loop {
         let _ = write!(
             output,
             "  allow? [y] once  [a] always ({tool})  [n] no  [N] never ({tool}) › "
         );
         let _ = output.flush();
-        let mut line = String::new();
-        match input.read_line(&mut line) {
-            Ok(0) | Err(_) => {
-                let _ = writeln!(output);
-                return ApprovalDecision::Cancelled;
-            }
-            Ok(_) => {}
-        }
-        match parse_answer(&line) {
+        let Some(answer) = input.next_answer(output) else {
+            let _ = writeln!(output);
+            return ApprovalDecision::Cancelled;
+        };
+        match parse_answer(&answer) {
             Some(decision) => return decision,
             None => {
-                let _ = writeln!(output, "  please answer y, a, n or N");
+                let _ = writeln!(
+                    output,
+                    "  please answer y, a, n or N (Ctrl-D cancels the turn)"
+                );
             }
         }
     }
@@ -86,7 +123,18 @@ mod tests {
         let mut output = Vec::new();
         let decision = ask(
             &request("bash", r#"{"command":"cargo test"}"#),
-            &mut answers.as_bytes(),
+            &mut Lines(answers.as_bytes()),
+            &mut output,
+        );
+        (decision, String::from_utf8(output).unwrap())
+    }
+
+    /// The same with single keys, as on a terminal.
+    fn keys(keys: &[u8]) -> (ApprovalDecision, String) {
+        let mut output = Vec::new();
+        let decision = ask(
+            &request("bash", r#"{"command":"cargo test"}"#),
+            &mut Keys(keys),
             &mut output,
         );
         (decision, String::from_utf8(output).unwrap())
@@ -111,12 +159,25 @@ mod tests {
     }
 
     #[test]
-    fn the_prompt_names_the_tool_and_its_command() {
+    fn one_key_answers_on_a_terminal() {
+        assert_eq!(keys(b"y").0, ApprovalDecision::AllowOnce);
+        assert_eq!(keys(b"a").0, ApprovalDecision::AllowAlways);
+        assert_eq!(keys(b"n").0, ApprovalDecision::RejectOnce);
+        assert_eq!(keys(b"N").0, ApprovalDecision::RejectAlways);
+        // Enter or another key asks again; the key pressed is echoed.
+        let (decision, shown) = keys(b"\rxy");
+        assert_eq!(decision, ApprovalDecision::AllowOnce);
+        assert_eq!(shown.matches("please answer").count(), 2, "{shown}");
+        assert!(shown.ends_with("› y\n"), "{shown:?}");
+        // Ctrl-D or the end of input cancels.
+        assert_eq!(keys(&[CTRL_D]).0, ApprovalDecision::Cancelled);
+        assert_eq!(keys(b"").0, ApprovalDecision::Cancelled);
+    }
+
+    #[test]
+    fn the_prompt_names_the_tool_and_its_command_once() {
         let (_, shown) = run("y\n");
-        assert!(
-            shown.starts_with("? bash wants to run: bash: cargo test\n"),
-            "{shown}"
-        );
+        assert!(shown.starts_with("? bash: cargo test\n"), "{shown}");
         assert!(shown.contains("[a] always (bash)"), "{shown}");
     }
 
@@ -142,7 +203,7 @@ mod tests {
         let arguments = r#"{"command":"echo hi\u001b[2J\nrm -rf build"}"#;
         ask(
             &request("bash", arguments),
-            &mut "n\n".as_bytes(),
+            &mut Lines("n\n".as_bytes()),
             &mut output,
         );
         let shown = String::from_utf8(output).unwrap();
@@ -159,13 +220,10 @@ mod tests {
         let arguments = r#"{"path":"src/main.rs","old_string":"a","new_string":"b"}"#;
         ask(
             &request("edit_file", arguments),
-            &mut "y\n".as_bytes(),
+            &mut Lines("y\n".as_bytes()),
             &mut output,
         );
         let shown = String::from_utf8(output).unwrap();
-        assert!(
-            shown.starts_with("? edit_file wants to run: edit_file: src/main.rs\n"),
-            "{shown}"
-        );
+        assert!(shown.starts_with("? edit_file: src/main.rs\n"), "{shown}");
     }
 }

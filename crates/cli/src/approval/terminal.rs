@@ -51,11 +51,18 @@ pub fn prompt_on_terminal(request: ApprovalRequest) -> oneshot::Receiver<Approva
     let spawned = std::thread::Builder::new()
         .name("pod-approval-prompt".into())
         .spawn(move || {
-            let decision = prompt::ask(
-                &request,
-                &mut std::io::stdin().lock(),
-                &mut std::io::stderr().lock(),
-            );
+            let mut stderr = std::io::stderr().lock();
+            let decision = match RawMode::enter() {
+                // One key answers; the guard restores the terminal after.
+                Some(_raw) => {
+                    prompt::ask(&request, &mut prompt::Keys(std::io::stdin()), &mut stderr)
+                }
+                None => prompt::ask(
+                    &request,
+                    &mut prompt::Lines(std::io::stdin().lock()),
+                    &mut stderr,
+                ),
+            };
             let _ = reply.send(decision);
         });
     // Without a thread the reply is dropped, which reads as `Cancelled`.
@@ -63,4 +70,56 @@ pub fn prompt_on_terminal(request: ApprovalRequest) -> oneshot::Receiver<Approva
         tracing::warn!(%err, "cannot start the approval prompt");
     }
     answer
+}
+
+/// Stdin in non-canonical mode without echo while it lives, so a key is
+/// read as soon as it is pressed; the previous settings come back on drop.
+/// Ctrl-C still raises SIGINT (`ISIG` stays on), which the drive loop
+/// handles; the prompt thread may then stay blocked in its read, so the
+/// drive loop calls [`restore_terminal`] before pod exits.
+pub struct RawMode(());
+
+// The settings to restore: one terminal, one prompt at a time, shared by
+// the prompt thread and the drive loop that may end first.
+static SAVED: std::sync::Mutex<Option<libc::termios>> = std::sync::Mutex::new(None);
+
+impl RawMode {
+    /// Enters the mode; `None` when stdin is not a terminal.
+    pub fn enter() -> Option<Self> {
+        // SAFETY: tcgetattr/tcsetattr on fd 0 with a termios this function
+        // owns; a failure leaves the terminal as it was.
+        unsafe {
+            let mut saved: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(libc::STDIN_FILENO, &mut saved) != 0 {
+                return None;
+            }
+            let mut raw = saved;
+            raw.c_lflag &= !(libc::ICANON | libc::ECHO);
+            raw.c_cc[libc::VMIN] = 1;
+            raw.c_cc[libc::VTIME] = 0;
+            *SAVED.lock().unwrap_or_else(|e| e.into_inner()) = Some(saved);
+            if libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &raw) != 0 {
+                restore_terminal();
+                return None;
+            }
+            Some(Self(()))
+        }
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Puts the terminal back as it was before a prompt, if one changed it.
+pub fn restore_terminal() {
+    let saved = SAVED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(saved) = saved {
+        // SAFETY: restores the settings read in `RawMode::enter`.
+        unsafe {
+            libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &saved);
+        }
+    }
 }

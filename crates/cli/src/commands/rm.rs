@@ -39,7 +39,10 @@ pub fn remove_all(home: &PodHome, ids: &[Uuid]) -> Result<Outcome> {
     }
     if failed > 0 {
         bail!(Failure::new(
-            format!("{failed} of {} session(s) not deleted", ids.len()),
+            format!(
+                "{failed} of {} not deleted",
+                crate::render::plural(ids.len(), "session")
+            ),
             "a running session is deleted once its `pod` process has ended"
         ));
     }

@@ -3,7 +3,7 @@
 //! else was printed after it; elsewhere it is printed again in full.
 
 use super::{Finished, Output, Started};
-use crate::render;
+use crate::render::{self, plural};
 use crate::style::Style;
 use anyhow::{Context, Result};
 use pod::PodEvent;
@@ -129,7 +129,8 @@ impl Output for HumanOutput {
                 ..
             } => {
                 if *is_error {
-                    let line = format!("  ✗ {name}: {}", render::first_line(content, 100));
+                    // Wide enough for a refusal and its advice (--yes, --allow TOOL).
+                    let line = format!("  ✗ {name}: {}", render::first_line(content, 240));
                     self.lines(&s.red(&line))
                 } else if name == TODO_WRITE {
                     // The checklist that follows says it all.
@@ -198,6 +199,8 @@ impl Output for HumanOutput {
         let todos = &finished.todos;
         let mut state = if finished.interrupted {
             "interrupted".to_string()
+        } else if finished.reason.is_none() {
+            "the turn failed".to_string()
         } else if finished.stopped.is_some() {
             format!(
                 "stopped after {}",
@@ -232,7 +235,12 @@ impl Output for HumanOutput {
         if let Some(stopped) = &finished.stopped {
             text.push_str(&format!("\n  {}", s.yellow(&stopped.message)));
         }
-        if finished.interrupted || finished.stopped.is_some() || todos.completed < todos.total {
+        let failed = finished.reason.is_none();
+        if finished.interrupted
+            || failed
+            || finished.stopped.is_some()
+            || todos.completed < todos.total
+        {
             text.push_str(&format!(
                 "\n  continue with: pod resume {}",
                 finished.session_id
@@ -243,14 +251,6 @@ impl Output for HumanOutput {
 
     fn shows_hints_on_stdout(&self) -> bool {
         true
-    }
-}
-
-/// "1 tool call", "2 tool calls".
-pub fn plural(count: usize, noun: &str) -> String {
-    match count {
-        1 => format!("1 {noun}"),
-        n => format!("{n} {noun}s"),
     }
 }
 

@@ -55,8 +55,9 @@ impl Output for JsonOutput {
     }
 
     fn note(&mut self, text: &str) -> Result<()> {
-        // Notes are for people; stdout stays machine-readable.
-        eprintln!("{text}");
+        // Notes are for people; stdout stays machine-readable. A closed
+        // stderr loses them.
+        let _ = super::eprint(&format!("{text}\n"));
         Ok(())
     }
 

@@ -19,8 +19,9 @@ pub fn history(records: &[LogRecord], style: Style) -> String {
             }
             LogRecord::Compaction(boundary) => out.push_str(&boundary_lines(boundary, style)),
             LogRecord::Stopped(stopped) => out.push_str(&style.yellow(&format!(
-                "── run stopped by {} after {} model request(s) ──\n",
-                stopped.limit, stopped.requests
+                "── run stopped by {} after {} ──\n",
+                stopped.limit,
+                super::plural(stopped.requests as usize, "model request")
             ))),
             LogRecord::Header(_) => {}
         }
@@ -35,10 +36,10 @@ fn boundary_lines(boundary: &CompactionRecord, style: Style) -> String {
         _ => "",
     };
     let mut out = style.cyan(&format!(
-        "  ──── compacted: ~{} → ~{} tokens; {} recent item(s) kept, {} carried over ────\n",
+        "  ──── compacted: ~{} → ~{} tokens; {} kept, {} carried over ────\n",
         boundary.tokens_before,
         boundary.tokens_after,
-        boundary.tail.len(),
+        super::plural(boundary.tail.len(), "recent item"),
         boundary.carry_over.len()
     ));
     out.push_str(&style.cyan(&format!(
@@ -124,7 +125,10 @@ fn indent(text: &str) -> String {
         .collect::<Vec<_>>()
         .join(&format!("\n{}", " ".repeat(20)));
     if lines.len() > MAX_LINES {
-        out.push_str(&format!(" (+{} lines)", lines.len() - MAX_LINES));
+        out.push_str(&format!(
+            " (+{})",
+            super::plural(lines.len() - MAX_LINES, "line")
+        ));
     }
     out
 }

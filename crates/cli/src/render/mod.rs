@@ -49,11 +49,19 @@ pub fn tool_call(name: &str, arguments: &str) -> String {
     if name == TODO_WRITE {
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) {
             if let Some(todos) = value.get("todos").and_then(|t| t.as_array()) {
-                return format!("{name}({} items)", todos.len());
+                return format!("{name}({})", plural(todos.len(), "item"));
             }
         }
     }
     format!("{name}({})", shorten(arguments.trim(), 60))
+}
+
+/// "1 line", "2 lines": a count and its noun, in the right number.
+pub fn plural(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
 }
 
 /// The first line of `text`, at most `max` characters, with a marker when
@@ -64,7 +72,7 @@ pub fn first_line(text: &str, max: usize) -> String {
     let rest = lines.count();
     let line = shorten(first, max);
     if rest > 0 {
-        format!("{line} (+{rest} lines)")
+        format!("{line} (+{})", plural(rest, "line"))
     } else {
         line
     }

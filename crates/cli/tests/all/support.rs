@@ -51,11 +51,16 @@ impl TestEnv {
         cmd
     }
 
-    /// Writes `$XDG_CONFIG_HOME/pod/config.toml`.
-    pub fn config_file(&self, toml: &str) {
+    /// `$XDG_CONFIG_HOME/pod`, created.
+    pub fn config_dir(&self) -> PathBuf {
         let dir = self.dir.path().join("config").join("pod");
         std::fs::create_dir_all(&dir).expect("mkdir");
-        std::fs::write(dir.join("config.toml"), toml).expect("write config");
+        dir
+    }
+
+    /// Writes `$XDG_CONFIG_HOME/pod/config.toml`.
+    pub fn config_file(&self, toml: &str) {
+        std::fs::write(self.config_dir().join("config.toml"), toml).expect("write config");
     }
 
     /// Writes a script file and returns its path.

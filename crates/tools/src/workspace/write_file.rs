@@ -107,10 +107,11 @@ fn write(workspace: &Workspace, args: &WriteFileArgs) -> ToolOutput {
     match commit(workspace, &path, &rel, args.content.as_bytes()) {
         Ok(meta) => {
             let verb = if existed { "Overwrote" } else { "Created" };
+            let lines = args.content.lines().count();
             ToolOutput::ok(format!(
-                "{verb} `{rel}` ({} bytes, {} lines).",
+                "{verb} `{rel}` ({} bytes, {lines} {}).",
                 args.content.len(),
-                args.content.lines().count()
+                if lines == 1 { "line" } else { "lines" }
             ))
             .with_meta(meta.to_value())
         }

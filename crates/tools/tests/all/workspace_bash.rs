@@ -81,6 +81,15 @@ async fn refuses_empty_commands_and_zero_timeouts() {
         .err("bash", json!({"command": "true", "timeout_secs": 0}))
         .await;
     assert!(err.contains("at least 1"), "{err}");
+    // Past the documented maximum is an error the model can act on, not a
+    // silent cut.
+    let err = ws
+        .err("bash", json!({"command": "true", "timeout_secs": 601}))
+        .await;
+    assert!(
+        err.contains("timeout_secs 601 is more than the maximum of 600"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -340,7 +340,7 @@ impl Hands {
     fn check(&self) -> Result<()> {
         ensure!(
             self.failures.is_empty(),
-            "the agent's {} call(s) failed; the story expects every call to succeed",
+            "the agent's calls failed ({}); the story expects every call to succeed",
             self.failures.join(", ")
         );
         Ok(())

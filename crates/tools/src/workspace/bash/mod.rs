@@ -86,7 +86,14 @@ impl Tool for BashTool {
             Some(0) => {
                 return ToolOutput::error("bash failed: timeout_secs must be at least 1.");
             }
-            Some(secs) => Duration::from_secs(secs).min(limits.bash_max_timeout),
+            Some(secs) if Duration::from_secs(secs) > limits.bash_max_timeout => {
+                return ToolOutput::error(format!(
+                    "bash failed: timeout_secs {secs} is more than the maximum of {}. Pass at \
+                     most that, or split the command into shorter steps.",
+                    limits.bash_max_timeout.as_secs()
+                ));
+            }
+            Some(secs) => Duration::from_secs(secs),
             None => limits.bash_default_timeout,
         };
         let spec = RunSpec {

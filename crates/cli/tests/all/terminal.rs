@@ -1,0 +1,142 @@
+//! The approval prompt on a real terminal (a pseudo-terminal): one key
+//! answers, and Ctrl-D leaves the question unanswered, which cancels the
+//! turn and exits 130 with the way back on screen.
+
+use crate::support::*;
+use serde_json::json;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A child process whose stdin, stdout and stderr are a pseudo-terminal.
+struct OnTerminal {
+    child: Child,
+    master: File,
+    screen: mpsc::Receiver<Vec<u8>>,
+    seen: String,
+}
+
+impl OnTerminal {
+    fn spawn(mut command: std::process::Command) -> Self {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty fills two fds this function then owns.
+        let opened = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(opened, 0, "openpty failed");
+        // SAFETY: both fds are open and owned here.
+        let (master, slave) = unsafe { (File::from_raw_fd(master), File::from_raw_fd(slave)) };
+        let child = command
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave))
+            .spawn()
+            .unwrap();
+        let (tx, screen) = mpsc::channel();
+        let mut reader = master.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // Ends with EIO once the child has closed the terminal.
+            while let Ok(n @ 1..) = reader.read(&mut buf) {
+                if tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            master,
+            screen,
+            seen: String::new(),
+        }
+    }
+
+    /// Reads the screen until `text` shows (a minute at most).
+    fn wait_for(&mut self, text: &str) {
+        while !self.seen.contains(text) {
+            match self.screen.recv_timeout(Duration::from_secs(60)) {
+                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(_) => panic!("{text:?} never showed; the screen:\n{}", self.seen),
+            }
+        }
+    }
+
+    fn press(&mut self, keys: &[u8]) {
+        self.master.write_all(keys).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    /// Waits for the exit; returns its code and everything shown.
+    fn finish(mut self) -> (Option<i32>, String) {
+        let status = self.child.wait().unwrap();
+        // The rest of the output, until the reader sees the terminal close.
+        drop(self.master);
+        while let Ok(bytes) = self.screen.recv_timeout(Duration::from_secs(10)) {
+            self.seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        (status.code(), self.seen)
+    }
+}
+
+fn write_hello(env: &TestEnv) -> std::path::PathBuf {
+    env.script(
+        "s.json",
+        &script(vec![
+            call(
+                "write_file",
+                json!({"path": "hello.txt", "content": "hi\n"}),
+            ),
+            say("Written."),
+        ]),
+    )
+}
+
+#[test]
+fn one_key_answers_the_approval_prompt() {
+    let env = TestEnv::new();
+    let script = write_hello(&env);
+    let mut command = env.pod_process();
+    command.args(["run", "--script"]).arg(&script).arg("Say hi");
+    let mut term = OnTerminal::spawn(command);
+    term.wait_for("? write_file: hello.txt");
+    term.wait_for("allow?");
+    // No Enter: the key alone answers.
+    term.press(b"y");
+    let (code, screen) = term.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("Written."), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(env.workspace().join("hello.txt")).unwrap(),
+        "hi\n"
+    );
+}
+
+#[test]
+fn ctrl_d_at_the_prompt_cancels_and_exits_130_with_the_resume_line() {
+    let env = TestEnv::new();
+    let script = write_hello(&env);
+    let mut command = env.pod_process();
+    command.args(["run", "--script"]).arg(&script).arg("Say hi");
+    let mut term = OnTerminal::spawn(command);
+    term.wait_for("allow?");
+    term.press(&[0x04]);
+    let (code, screen) = term.finish();
+    assert_eq!(code, Some(130), "{screen}");
+    assert!(!env.workspace().join("hello.txt").exists());
+    let sessions = env.sessions_json();
+    let id = sessions[0]["id"].as_str().unwrap();
+    assert!(
+        screen.contains(&format!("continue with: pod resume {id}")),
+        "{screen}"
+    );
+    assert_eq!(sessions[0]["status"], "interrupted");
+}
