@@ -152,7 +152,7 @@ fn config_hint(err: &pod_providers::ConfigError) -> String {
             format!("export {var}=... (keys are read from the environment only)")
         }
         ConfigError::UnknownProfile { .. } | ConfigError::Parse { .. } => {
-            format!("profiles live in {file}; README's \"Real models\" section shows the format")
+            format!("profiles live in {file}; README's \"A real model\" section and docs/models.md show the format")
         }
         ConfigError::MissingModel(_) => "pass --model MODEL or set `model` in the profile".into(),
         _ => format!("check the flags and {file}"),
