@@ -6,11 +6,11 @@
 //! a `pending` `tool_call` (so the editor shows what it is asked about), and
 //! sends the request; a task spawned on the connection awaits the client's
 //! answer, so neither the dispatch loop nor the forwarder waits on the user.
-//! `session/cancel` (the prompt's token) resolves a pending question as
-//! [`ApprovalDecision::Cancelled`].
+//! The run's cancellation token, which the Pod hands to every question,
+//! resolves a pending question as [`ApprovalDecision::Cancelled`]
+//! (`session/cancel` cancels the run).
 
 use crate::forward::Control;
-use crate::sessions::TurnSlot;
 use crate::translate;
 use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
@@ -53,14 +53,12 @@ const OPTIONS: [(&str, &str, PermissionOptionKind, ApprovalDecision); 4] = [
 /// Asks the client about `ask` tools of one session.
 pub struct SessionApprover {
     control: mpsc::Sender<Control>,
-    turn: TurnSlot,
 }
 
 impl SessionApprover {
-    /// An approver asking through the forwarder behind `control`, cancelled
-    /// with the prompt running in `turn`.
-    pub fn new(control: mpsc::Sender<Control>, turn: TurnSlot) -> Self {
-        Self { control, turn }
+    /// An approver asking through the forwarder behind `control`.
+    pub fn new(control: mpsc::Sender<Control>) -> Self {
+        Self { control }
     }
 }
 
@@ -76,10 +74,11 @@ pub struct Question {
 
 #[async_trait::async_trait]
 impl Approver for SessionApprover {
-    async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
-        // Every ACP turn runs inside a prompt; a token that never fires only
-        // stands in should one not (the connection closing still ends it).
-        let cancel = self.turn.current().unwrap_or_default();
+    async fn decide(
+        &self,
+        request: ApprovalRequest,
+        cancel: CancellationToken,
+    ) -> ApprovalDecision {
         if cancel.is_cancelled() {
             return ApprovalDecision::Cancelled;
         }

@@ -106,7 +106,7 @@ pub async fn load(
 }
 
 /// A session's channels, made before its Pod so that the Pod's approver
-/// can reach the forwarder and the running prompt.
+/// can reach the forwarder.
 struct Wiring {
     control: mpsc::Sender<Control>,
     control_rx: mpsc::Receiver<Control>,
@@ -127,10 +127,7 @@ impl Wiring {
     /// the approver of `ask` tools (the policy itself is the factory's).
     fn configure(&self, mut config: PodConfig) -> PodConfig {
         config.event_capacity = config.event_capacity.max(EVENT_CAPACITY);
-        config.approver = Some(Arc::new(SessionApprover::new(
-            self.control.clone(),
-            self.turn.clone(),
-        )));
+        config.approver = Some(Arc::new(SessionApprover::new(self.control.clone())));
         config
     }
 }

@@ -15,17 +15,17 @@ pub struct Session {
     pub handle: PodHandle,
     /// The session's forwarder.
     pub control: mpsc::Sender<Control>,
-    /// The running prompt, shared with the session's approver.
+    /// The running prompt.
     pub turn: TurnSlot,
 }
 
 /// The cancellation token of a session's running prompt (`None` between
-/// prompts). `session/cancel` cancels it; the session's approver watches it
-/// so a pending permission request ends with the turn.
+/// prompts): it marks the session busy, and `session/cancel` cancels it,
+/// which cancels the Pod's run (and with it a pending permission question).
 #[derive(Clone, Default)]
 pub struct TurnSlot(
-    // Shared by the session table and the approver, which runs in the Pod's
-    // task; held only to read or swap the token, never across an await.
+    // Shared by the session table and the prompt's task; held only to read
+    // or swap the token, never across an await.
     Arc<Mutex<Option<CancellationToken>>>,
 );
 

@@ -44,7 +44,7 @@ pub fn stop_reason(reason: &TurnEndReason) -> StopReason {
         TurnEndReason::EndTurn
         | TurnEndReason::Aborted(_)
         | TurnEndReason::Paused(_)
-        | TurnEndReason::Yielded => StopReason::EndTurn,
+        | TurnEndReason::Yielded(_) => StopReason::EndTurn,
         TurnEndReason::MaxTokens => StopReason::MaxTokens,
         TurnEndReason::Refusal | TurnEndReason::Rejected(_) => StopReason::Refusal,
         // Every budget limit: the client may prompt again to go on, with a

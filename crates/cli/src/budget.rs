@@ -24,6 +24,10 @@ pub struct BudgetTable {
     pub max_run_tokens: Option<u64>,
     /// Identical failing calls in a row that end a run (0: never).
     pub repeated_failures: Option<u32>,
+    /// Model requests over a session's life (the session budget guard).
+    pub max_session_requests: Option<u64>,
+    /// Tokens over a session's life.
+    pub max_session_tokens: Option<u64>,
 }
 
 impl BudgetTable {
@@ -45,7 +49,7 @@ impl BudgetTable {
             max_turns: args.max_turns,
             max_run_requests: args.max_run_requests,
             max_run_tokens: args.max_run_tokens,
-            repeated_failures: None,
+            ..Self::default()
         }
     }
 
@@ -69,6 +73,21 @@ impl BudgetTable {
         }
         Ok(budget)
     }
+}
+
+/// The session budget: the file's `[budget]` table, then the profile's.
+/// It is read from the config file on every start (not recorded), so a
+/// raised cap lets a stopped session go on.
+pub fn session(
+    file: &pod_providers::ConfigFile,
+    profile: Option<&toml::Value>,
+) -> Result<pod::SessionBudget> {
+    let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table")?;
+    let profile = BudgetTable::parse(profile, "budget table of the profile")?;
+    Ok(pod::SessionBudget {
+        requests: profile.max_session_requests.or(top.max_session_requests),
+        tokens: profile.max_session_tokens.or(top.max_session_tokens),
+    })
 }
 
 /// The run's budget. `recorded`: what the resumed session was started with

@@ -73,8 +73,8 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     /// Without TEXT the model continues its unfinished plan; with TEXT it
     /// gets new instructions. The session starts the way it was started
     /// (model, approval flags, --until-done, budgets), each run with a fresh
-    /// budget; flags given here override: --profile or --provider replace
-    /// the recorded model, --model/--base-url/--script change one setting of
+    /// budget; flags given here override: --profile, --provider or --script
+    /// replace the recorded model, --model/--base-url change one setting of
     /// it, approval flags replace the recorded ones.
     #[command(after_help = "Examples:
   pod resume 3f2a

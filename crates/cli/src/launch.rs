@@ -5,10 +5,11 @@
 //! script path made absolute; only the *name* of the API key's variable,
 //! never a key), the profile's name, the approval flags, --until-done and
 //! the budget. What wins on resume:
-//! - `--profile` or `--provider` replace the recorded model settings (they
-//!   are resolved from the config file as `run` does); `--model`,
-//!   `--base-url` and `--script` alone change that setting of the recorded
-//!   ones. The file's `default_profile` never replaces a recorded model.
+//! - `--profile`, `--provider` or `--script` (alone: it means the scripted
+//!   model) replace the recorded model settings (resolved from the config
+//!   file as `run` does); `--model` and `--base-url` alone change that
+//!   setting of the recorded ones. The file's `default_profile` never
+//!   replaces a recorded model.
 //! - Approval flags given to resume replace the recorded ones.
 //! - `--until-done` turns until-done on; a recorded until-done stays on.
 //! - Budget flags override the recorded budget.

@@ -37,6 +37,8 @@ pub struct RunSettings {
     pub until_done: bool,
     /// The run's limits.
     pub budget: Budget,
+    /// The session's caps (from the config file).
+    pub session_budget: pod::SessionBudget,
 }
 
 impl RunSettings {
@@ -51,6 +53,7 @@ impl RunSettings {
             None => flags.approval.clone(),
         };
         let approval = approval::policy(&file, &approval_flags)?;
+        let session_budget = budget::session(&file, choice.raw.budget.as_ref())?;
         let budget = budget::resolve(
             &file,
             choice.raw.budget.as_ref(),
@@ -64,6 +67,7 @@ impl RunSettings {
             approval,
             until_done: flags.until_done || recorded.is_some_and(|launch| launch.until_done),
             budget,
+            session_budget,
         })
     }
 
@@ -93,6 +97,7 @@ impl RunSettings {
         config.compact_provider = self.model.compactor.clone();
         config.until_done = self.until_done;
         config.budget = self.budget.clone();
+        config.session_budget = self.session_budget;
         config.approval = self.approval.clone();
         config.launch = self.launch().to_json();
         config

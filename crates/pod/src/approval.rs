@@ -17,6 +17,7 @@ use pod_worker::PreToolAction;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::str::FromStr;
+use tokio_util::sync::CancellationToken;
 
 /// What to do with calls of one tool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -236,8 +237,11 @@ pub enum ApprovalDecision {
 /// prompt, ACP's `session/request_permission`).
 #[async_trait::async_trait]
 pub trait Approver: Send + Sync {
-    /// Decides about one call. Called while the turn waits.
-    async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision;
+    /// Decides about one call. Called while the turn waits; `cancel` is the
+    /// run's token: once it fires, withdraw the question and answer
+    /// [`ApprovalDecision::Cancelled`].
+    async fn decide(&self, request: ApprovalRequest, cancel: CancellationToken)
+        -> ApprovalDecision;
 }
 
 /// The session's policy and the front end that answers `ask`: what
@@ -260,19 +264,31 @@ impl ApprovalGate {
         &self.policy
     }
 
-    /// Decides about one call.
-    pub async fn check(&mut self, call_id: &str, tool: &str, arguments: &str) -> PreToolAction {
+    /// Decides about one call; `cancel` withdraws a question to the user.
+    pub async fn check(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancellationToken,
+    ) -> PreToolAction {
         match self.policy.get(tool) {
             ToolPolicy::Allow => PreToolAction::Continue,
             ToolPolicy::Deny => PreToolAction::Skip(format!(
                 "Not run: denied by the approval policy: `{tool}` is set to deny in this session. \
                  Do not retry it; find another way or ask the user to allow `{tool}`."
             )),
-            ToolPolicy::Ask => self.ask(call_id, tool, arguments).await,
+            ToolPolicy::Ask => self.ask(call_id, tool, arguments, cancel).await,
         }
     }
 
-    async fn ask(&mut self, call_id: &str, tool: &str, arguments: &str) -> PreToolAction {
+    async fn ask(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancellationToken,
+    ) -> PreToolAction {
         let Some(approver) = &self.approver else {
             return PreToolAction::Skip(format!(
                 "Not run: `{tool}` needs the user's approval and nobody can give it in this \
@@ -281,7 +297,10 @@ impl ApprovalGate {
             ));
         };
         let decision = approver
-            .decide(ApprovalRequest::new(call_id, tool, arguments))
+            .decide(
+                ApprovalRequest::new(call_id, tool, arguments),
+                cancel.clone(),
+            )
             .await;
         match decision {
             ApprovalDecision::AllowOnce => PreToolAction::Continue,

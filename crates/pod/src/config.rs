@@ -3,8 +3,9 @@
 use crate::approval::{ApprovalPolicy, Approver};
 use crate::compact::CompactionConfig;
 use crate::home::PodHome;
+use crate::interceptors::SessionBudget;
 use pod_llm::Provider;
-use pod_worker::{Budget, ToolRegistry};
+use pod_worker::{Budget, Interceptor, ToolRegistry};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,6 +26,12 @@ pub enum Durability {
     /// Never fsync: the OS decides when data reaches the disk.
     Never,
 }
+
+/// Makes one of an embedder's interceptors. A Pod makes its stack again
+/// when it rebuilds itself from the log after a crashed turn, so it takes a
+/// maker, not an instance; state an interceptor must keep across crashes
+/// belongs in the log.
+pub type InterceptorFactory = Arc<dyn Fn() -> Box<dyn Interceptor> + Send + Sync>;
 
 /// Settings of a Pod.
 #[derive(Clone)]
@@ -66,6 +73,13 @@ pub struct PodConfig {
     pub compaction: CompactionConfig,
     /// The model that writes compaction summaries; the main one when `None`.
     pub compact_provider: Option<Arc<dyn Provider>>,
+    /// Embedders' interceptors, first in the Pod's stack (before its own
+    /// approval, reminders, compaction and until-done: see
+    /// [`interceptors`](crate::interceptors) for the order and why).
+    pub interceptors: Vec<InterceptorFactory>,
+    /// Caps on the whole session's requests and tokens, across runs and
+    /// resumes (none by default).
+    pub session_budget: SessionBudget,
     /// How the front end started the session, stored in a new session's log
     /// header ([`SessionHeader::launch`](crate::log::SessionHeader::launch))
     /// for it to read back on resume. Never put secrets here.
@@ -100,6 +114,8 @@ impl PodConfig {
             until_done: false,
             compaction: CompactionConfig::default(),
             compact_provider: None,
+            interceptors: Vec::new(),
+            session_budget: SessionBudget::default(),
             launch: None,
         }
     }

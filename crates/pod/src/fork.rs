@@ -51,6 +51,8 @@ pub async fn fork_session(
     let dir = home.create_session_dir(id)?;
     let header = SessionHeader {
         forked_from: Some((source, take)),
+        // A fork starts the way its source did.
+        launch: source_header.launch,
         ..SessionHeader::new(id, source_header.model, source_header.workspace)
     };
     let log = LogWriter::create(&dir.join(LOG_FILE), &LogRecord::Header(header))?;
@@ -105,13 +107,18 @@ mod tests {
         assert_eq!(fork_item_count(&records), 4);
     }
 
+    fn source_launch() -> Option<serde_json::Value> {
+        Some(serde_json::json!({"front_end": "settings"}))
+    }
+
     #[tokio::test]
     async fn fork_copies_a_prefix_and_names_its_source() {
         let dir = tempfile::tempdir().unwrap();
         let home = PodHome::new(dir.path());
         let source = Uuid::new_v4();
         let source_dir = home.create_session_dir(source).unwrap();
-        let header = SessionHeader::new(source, "m".into(), "/w".into());
+        let mut header = SessionHeader::new(source, "m".into(), "/w".into());
+        header.launch = source_launch();
         let log =
             LogWriter::create(&source_dir.join(LOG_FILE), &LogRecord::Header(header)).unwrap();
         for i in 0..3 {
@@ -127,6 +134,7 @@ mod tests {
         let header = contents.header.unwrap();
         assert_eq!(header.session_id, fork);
         assert_eq!(header.forked_from, Some((source, 2)));
+        assert_eq!(header.launch, source_launch());
         assert_eq!(header.model, "m");
         assert_eq!(contents.records.len(), 2);
         assert_eq!(std::fs::read(home.log_path(source)).unwrap(), before);

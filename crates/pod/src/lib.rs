@@ -40,7 +40,7 @@ mod events;
 mod fork;
 mod handle;
 mod home;
-mod interceptor;
+pub mod interceptors;
 pub mod log;
 mod observer;
 mod pod;
@@ -54,11 +54,22 @@ pub use approval::{
     ToolPolicy,
 };
 pub use compact::{CompactionConfig, CompactionReport};
-pub use config::{Durability, PodConfig, DEFAULT_SYSTEM_PROMPT};
+pub use config::{Durability, InterceptorFactory, PodConfig, DEFAULT_SYSTEM_PROMPT};
 pub use error::PodError;
 pub use events::PodEvent;
 pub use fork::{fork_item_count, fork_session};
 pub use handle::PodHandle;
 pub use home::{PodHome, LOG_FILE};
-pub use interceptor::{context_estimate, PodInterceptor, MAX_COMPACTION_FAILURES};
+pub use interceptors::{context_estimate, SessionBudget, MAX_COMPACTION_FAILURES};
 pub use pod::Pod;
+
+// The types this crate's API takes and returns, so that an embedder can
+// depend on `pod` alone.
+pub use pod_llm::{Item, ItemKind, Provider, ScriptStep, ScriptedProvider, SystemKind, Usage};
+pub use pod_tools::{TodoItem, TodoStatus};
+pub use pod_worker::{
+    AbortReason, Budget, Interceptor, InterceptorStack, Limit, PostToolAction, PreRequestAction,
+    PreToolAction, PromptAction, RunStart, Tool, ToolCallInfo, ToolContext, ToolOutput,
+    ToolRegistry, ToolResultInfo, TurnEndAction, TurnEndReason, TurnOutcome, YieldReason,
+};
+pub use tokio_util::sync::CancellationToken;

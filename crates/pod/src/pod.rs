@@ -7,16 +7,19 @@ use crate::config::{Durability, PodConfig};
 use crate::error::PodError;
 use crate::events::PodEvent;
 use crate::handle::{Command, PodHandle};
-use crate::interceptor::{CompactionTrigger, PodInterceptor};
+use crate::interceptors::{
+    Approval, AutoCompact, CompactionTrigger, NotificationQueue, Notifications, Reminders,
+    SessionBudgetGuard, Spent, UntilDone,
+};
 use crate::log::{read_log, LogWriter};
 use crate::observer::PodObserver;
 use crate::replay::TodoTracker;
 use crate::session::{self, OpenSession};
 use crate::turn::{CompactionSetup, Job, JobResult, TurnParts};
 use pod_llm::tokens::estimate_request_tokens;
-use pod_llm::{Item, ItemKind, ProviderRequest, SystemKind};
+use pod_llm::{Item, ProviderRequest};
 use pod_tools::{TodoStore, TodoWriteTool, Workspace};
-use pod_worker::{TurnOutcome, Worker, WorkerConfig, WorkerError};
+use pod_worker::{InterceptorStack, TurnOutcome, Worker, WorkerConfig, WorkerError};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -99,7 +102,7 @@ struct PodActor {
     // The workspace tools' root and file tracker, when they are registered.
     workspace: Option<Workspace>,
     events: broadcast::Sender<PodEvent>,
-    notifications: mpsc::UnboundedSender<String>,
+    notifications: NotificationQueue,
     // `None` while a turn runs: the running task owns them.
     parts: Option<TurnParts>,
     running: Option<Running>,
@@ -129,7 +132,7 @@ fn start(config: PodConfig, session: OpenSession) -> Result<PodHandle, PodError>
     };
     let store = TodoStore::new();
     store.replace(session.todos);
-    let (notifications, notification_rx) = mpsc::unbounded_channel();
+    let notifications = NotificationQueue::default();
     let parts = build_parts(
         &config,
         &session.log,
@@ -137,7 +140,8 @@ fn start(config: PodConfig, session: OpenSession) -> Result<PodHandle, PodError>
         &store,
         workspace.as_ref(),
         session.history,
-        notification_rx,
+        &notifications,
+        session.spent,
     );
     let actor = PodActor {
         config,
@@ -156,6 +160,7 @@ fn start(config: PodConfig, session: OpenSession) -> Result<PodHandle, PodError>
     Ok(handle)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build_parts(
     config: &PodConfig,
     log: &LogWriter,
@@ -163,7 +168,8 @@ fn build_parts(
     store: &TodoStore,
     workspace: Option<&Workspace>,
     history: Vec<Item>,
-    notifications: mpsc::UnboundedReceiver<String>,
+    notifications: &NotificationQueue,
+    spent: Spent,
 ) -> TurnParts {
     let mut tools = config.tools.clone();
     tools.register(TodoWriteTool::new(store.clone()));
@@ -192,13 +198,7 @@ fn build_parts(
     worker.set_history(history);
     TurnParts {
         worker,
-        interceptor: PodInterceptor::new(store.clone(), config.remind_every, notifications)
-            .with_compaction(trigger)
-            .with_until_done(config.until_done)
-            .with_approval(ApprovalGate::new(
-                config.approval.clone(),
-                config.approver.clone(),
-            )),
+        interceptor: stack(config, store, notifications, trigger, spent),
         observer: PodObserver::new(log.clone(), events.clone(), tracker, config.durability),
         compaction: CompactionSetup {
             provider: config
@@ -212,6 +212,37 @@ fn build_parts(
             events: events.clone(),
         },
     }
+}
+
+/// The Pod's interceptors in their order (see [`crate::interceptors`]).
+fn stack(
+    config: &PodConfig,
+    store: &TodoStore,
+    notifications: &NotificationQueue,
+    trigger: Option<CompactionTrigger>,
+    spent: Spent,
+) -> InterceptorStack {
+    let mut stack = InterceptorStack::new();
+    for make in &config.interceptors {
+        stack.push_boxed(make());
+    }
+    if config.session_budget.is_set() {
+        stack.push(SessionBudgetGuard::new(config.session_budget, spent));
+    }
+    stack
+        .push(Notifications::new(notifications.clone()))
+        .push(Reminders::new(store.clone(), config.remind_every))
+        .push(Approval::new(ApprovalGate::new(
+            config.approval.clone(),
+            config.approver.clone(),
+        )));
+    if let Some(trigger) = trigger {
+        stack.push(AutoCompact::new(trigger));
+    }
+    if config.until_done {
+        stack.push(UntilDone::new(store.clone()));
+    }
+    stack
 }
 
 /// The model's context window, if known.
@@ -257,11 +288,7 @@ impl PodActor {
                 job: Job::Compact,
                 reply: JobReply::Compact(reply),
             }),
-            Command::Notify { text } => {
-                // The receiver lives as long as the actor; a send cannot fail
-                // while we are here.
-                let _ = self.notifications.send(text);
-            }
+            Command::Notify { text } => self.notifications.push(text),
             Command::Cancel => {
                 if let Some(running) = &self.running {
                     running.cancel.cancel();
@@ -303,8 +330,6 @@ impl PodActor {
             let _ = self.events.send(PodEvent::TurnStarted {
                 prompt: text.clone(),
             });
-            let unanswered = last_reminder_unanswered(parts.worker.history());
-            parts.interceptor.begin_turn(unanswered, text.is_some());
         }
         let cancel = CancellationToken::new();
         let token = cancel.clone();
@@ -401,22 +426,13 @@ impl PodActor {
     }
 
     async fn rebuild_from_log(&mut self) -> Result<(), PodError> {
-        let replayed = session::reload(&self.log).await?;
+        let (replayed, spent) = session::reload(&self.log).await?;
         self.store.replace(replayed.todos);
         self.workspace = self
             .workspace
             .as_ref()
             .map(|w| w.with_tracker(replayed.files));
-        // Keep undelivered notifications when the old parts came back (a
-        // failed append); after a panic they went down with the task.
-        let notification_rx = match self.parts.take() {
-            Some(parts) => parts.interceptor.into_notifications(),
-            None => {
-                let (notifications, notification_rx) = mpsc::unbounded_channel();
-                self.notifications = notifications;
-                notification_rx
-            }
-        };
+        // Undelivered notifications stay in the shared queue.
         self.parts = Some(build_parts(
             &self.config,
             &self.log,
@@ -424,7 +440,8 @@ impl PodActor {
             &self.store,
             self.workspace.as_ref(),
             replayed.history,
-            notification_rx,
+            &self.notifications,
+            spent,
         ));
         Ok(())
     }
@@ -457,19 +474,4 @@ async fn wait_for(running: &mut Option<Running>) -> Result<JobDone, tokio::task:
         Some(running) => (&mut running.task).await,
         None => std::future::pending().await,
     }
-}
-
-/// Whether the history's last reminder has no model response after it.
-fn last_reminder_unanswered(history: &[Item]) -> bool {
-    for item in history.iter().rev() {
-        match &item.kind {
-            ItemKind::Assistant { .. } => return false,
-            ItemKind::System {
-                kind: SystemKind::Reminder,
-                ..
-            } => return true,
-            _ => {}
-        }
-    }
-    false
 }

@@ -2,6 +2,7 @@
 
 use crate::config::PodConfig;
 use crate::error::PodError;
+use crate::interceptors::Spent;
 use crate::log::{read_log, LogRecord, LogWriter, SessionHeader};
 use crate::replay::{replay_owned, Replayed};
 use pod_llm::Item;
@@ -15,6 +16,8 @@ pub(crate) struct OpenSession {
     pub history: Vec<Item>,
     pub todos: Vec<TodoItem>,
     pub files: FileTracker,
+    /// What the session's answers spent before this Pod.
+    pub spent: Spent,
 }
 
 /// Creates a new session with an empty history.
@@ -30,6 +33,7 @@ pub(crate) fn create(config: &PodConfig) -> Result<OpenSession, PodError> {
         history: Vec::new(),
         todos: Vec::new(),
         files: FileTracker::new(),
+        spent: Spent::default(),
     })
 }
 
@@ -63,6 +67,7 @@ pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, 
         let header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
         log.append(&LogRecord::Header(header), true).await?;
     }
+    let spent = Spent::of_log(&contents.records);
     let replayed = commit_replay(&log, contents.records).await?;
     Ok(OpenSession {
         id,
@@ -70,6 +75,7 @@ pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, 
         history: replayed.history,
         todos: replayed.todos,
         files: replayed.files,
+        spent,
     })
 }
 
@@ -88,7 +94,8 @@ async fn commit_replay(log: &LogWriter, records: Vec<LogRecord>) -> Result<Repla
 
 /// Rebuilds the state of a session whose writer is already open (after a
 /// turn task died).
-pub(crate) async fn reload(log: &LogWriter) -> Result<Replayed, PodError> {
+pub(crate) async fn reload(log: &LogWriter) -> Result<(Replayed, Spent), PodError> {
     let contents = read_log(log.path())?;
-    commit_replay(log, contents.records).await
+    let spent = Spent::of_log(&contents.records);
+    Ok((commit_replay(log, contents.records).await?, spent))
 }

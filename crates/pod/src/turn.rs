@@ -5,12 +5,15 @@
 use crate::compact::{CompactionConfig, CompactionError, CompactionReport, Compactor};
 use crate::error::PodError;
 use crate::events::PodEvent;
-use crate::interceptor::PodInterceptor;
+
 use crate::log::{LogRecord, LogWriter, StoppedRecord};
 use crate::observer::PodObserver;
 use pod_llm::{Item, Provider};
 use pod_tools::{FileTracker, TodoStore};
-use pod_worker::{BudgetMeter, Limit, TurnEndReason, TurnOutcome, Worker};
+use pod_worker::{
+    BudgetMeter, Interceptor, InterceptorStack, Limit, RunStart, TurnEndReason, TurnOutcome,
+    Worker, YieldReason,
+};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -32,7 +35,7 @@ pub(crate) enum JobResult {
 /// Everything a job needs, moved into its task and back.
 pub(crate) struct TurnParts {
     pub worker: Worker,
-    pub interceptor: PodInterceptor,
+    pub interceptor: InterceptorStack,
     pub observer: PodObserver,
     pub compaction: CompactionSetup,
 }
@@ -62,6 +65,13 @@ impl TurnParts {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, PodError> {
         let mut prompt = text.map(Item::user);
+        self.interceptor
+            .on_run_start(&RunStart {
+                history: self.worker.history(),
+                prompt: prompt.as_ref(),
+                cancel,
+            })
+            .await;
         let mut total = TurnOutcome {
             reason: TurnEndReason::EndTurn,
             requests: 0,
@@ -87,9 +97,7 @@ impl TurnParts {
             if let TurnEndReason::Limit(limit) = &outcome.reason {
                 self.record_stop(limit.clone(), &meter).await?;
             }
-            if outcome.reason != TurnEndReason::Yielded
-                || !self.interceptor.take_compaction_request()
-            {
+            if outcome.reason != TurnEndReason::Yielded(YieldReason::Compact) {
                 return Ok(total);
             }
             // The turn yielded before a request because the context is full:
@@ -132,7 +140,6 @@ impl TurnParts {
                     tokens_after = report.tokens_after,
                     "compacted"
                 );
-                self.interceptor.compaction_succeeded();
                 let _ = setup.events.send(PodEvent::Compacted {
                     tokens_before: report.tokens_before,
                     tokens_after: report.tokens_after,
@@ -144,7 +151,6 @@ impl TurnParts {
                 // Everything is in the kept tail (an unanswered prompt is
                 // never summarised): the request goes out as it is.
                 tracing::debug!("nothing to compact before this request");
-                self.interceptor.compaction_skipped();
                 Err(PodError::Compaction(
                     CompactionError::NothingToCompact.to_string(),
                 ))
@@ -154,13 +160,9 @@ impl TurnParts {
                 Err(PodError::Compaction("cancelled".into()))
             }
             Err(err) => {
-                let paused = self.interceptor.compaction_failed();
-                let mut reason = err.to_string();
-                if paused {
-                    reason.push_str(
-                        "; automatic compaction is paused until the next prompt after repeated failures",
-                    );
-                }
+                // The compaction interceptor learns of it from the next
+                // request, whose context is still too large.
+                let reason = err.to_string();
                 tracing::warn!(%reason, "compaction failed");
                 let _ = setup.events.send(PodEvent::CompactionFailed {
                     reason: reason.clone(),

@@ -73,6 +73,11 @@ pub enum Limit {
     RunRequests(u64),
     /// [`Budget::tokens`] tokens in the run.
     RunTokens(u64),
+    /// Model requests of a whole session, across runs and resumes (a
+    /// session budget guard's limit).
+    SessionRequests(u64),
+    /// Tokens of a whole session, across runs and resumes.
+    SessionTokens(u64),
     /// The same call failed the same way this many times in a row.
     RepeatedFailure {
         /// The tool called.
@@ -89,6 +94,8 @@ impl std::fmt::Display for Limit {
             Limit::Continuations(n) => write!(f, "the limit of {n} continuations"),
             Limit::RunRequests(n) => write!(f, "the run budget of {n} model requests"),
             Limit::RunTokens(n) => write!(f, "the run budget of {n} tokens"),
+            Limit::SessionRequests(n) => write!(f, "the session budget of {n} model requests"),
+            Limit::SessionTokens(n) => write!(f, "the session budget of {n} tokens"),
             Limit::RepeatedFailure { tool, times } => write!(
                 f,
                 "the loop guard: the same {tool} call failed the same way {times} times in a row"

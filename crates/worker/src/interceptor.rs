@@ -1,6 +1,30 @@
 //! The hooks through which upper layers steer a turn.
 
+use crate::budget::Limit;
 use pod_llm::Item;
+use tokio_util::sync::CancellationToken;
+
+/// A run begins: a prompt (or a bare continue) and every continuation of
+/// it. Given to [`Interceptor::on_run_start`].
+#[derive(Debug, Clone, Copy)]
+pub struct RunStart<'a> {
+    /// The history before the run (the prompt is not in it yet).
+    pub history: &'a [Item],
+    /// The run's prompt; `None` when the model goes on from the history.
+    pub prompt: Option<&'a Item>,
+    /// Cancelled when the run is cancelled, for hooks that wait on someone
+    /// (an approval question) and must give up with the run.
+    pub cancel: &'a CancellationToken,
+}
+
+/// Why `pre_llm_request` yields the turn to its caller.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum YieldReason {
+    /// The context is too large: the caller compacts the history, then
+    /// continues the run.
+    Compact,
+}
 
 /// What to do with a submitted prompt.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,9 +46,14 @@ pub enum PreRequestAction {
     /// [`TurnEndReason::Aborted`](crate::TurnEndReason::Aborted) with this
     /// reason, and `on_abort` is called.
     Cancel(String),
-    /// End the turn without sending it, to be continued later (for example
-    /// after the caller compacts the history).
-    Yield,
+    /// End the turn without sending it, to be continued by the caller after
+    /// it did what the reason asks; it ends as
+    /// [`TurnEndReason::Yielded`](crate::TurnEndReason::Yielded).
+    Yield(YieldReason),
+    /// End the run without sending it because a budget is spent; it ends as
+    /// [`TurnEndReason::Limit`](crate::TurnEndReason::Limit). History is
+    /// valid; a later run may go on.
+    Stop(Limit),
 }
 
 /// What to do before one tool call.
@@ -99,23 +128,32 @@ pub struct ToolResultInfo {
     pub meta: Option<serde_json::Value>,
 }
 
-/// Hooks into a turn, called in this order:
+/// Hooks into a run, called in this order:
 ///
-/// `on_prompt_submit` once, then for each request `pending_history_appends`,
-/// `pre_llm_request`, and for each tool call of the response `pre_tool_call`
-/// and (after it ran) `post_tool_call`; `on_turn_end` when a response has no
-/// tool calls; `on_abort` when the turn is aborted or cancelled.
+/// `on_run_start` once (by [`Worker::run_turn`](crate::Worker::run_turn), or
+/// by the caller that drives a run over several
+/// [`run_turn_within`](crate::Worker::run_turn_within) calls), then
+/// `on_prompt_submit` if there is a prompt, then for each request
+/// `pending_history_appends`, `pre_llm_request`, and for each tool call of
+/// the response `pre_tool_call` and (after it ran) `post_tool_call`;
+/// `on_turn_end` when a response has no tool calls; `on_abort` when the
+/// turn is aborted or cancelled.
 ///
-/// Every method has a do-nothing default.
+/// Every method has a do-nothing default. Several interceptors compose in an
+/// [`InterceptorStack`](crate::InterceptorStack).
 #[async_trait::async_trait]
 pub trait Interceptor: Send {
+    /// A run begins; reset per-run state here.
+    async fn on_run_start(&mut self, _run: &RunStart<'_>) {}
+
     /// A prompt was submitted; may edit it, cancel the turn or add items.
     async fn on_prompt_submit(&mut self, _prompt: &mut Item) -> PromptAction {
         PromptAction::Continue
     }
 
-    /// Items to commit to history right before the next request.
-    async fn pending_history_appends(&mut self) -> Vec<Item> {
+    /// Items to commit to history right before the next request; `history`
+    /// is everything committed so far.
+    async fn pending_history_appends(&mut self, _history: &[Item]) -> Vec<Item> {
         Vec::new()
     }
 

@@ -19,6 +19,7 @@ mod error;
 mod execute;
 mod interceptor;
 mod observer;
+mod stack;
 mod tool;
 mod worker;
 
@@ -28,8 +29,9 @@ pub use budget::{
 pub use error::WorkerError;
 pub use interceptor::{
     AbortReason, Interceptor, NoopInterceptor, PostToolAction, PreRequestAction, PreToolAction,
-    PromptAction, ToolCallInfo, ToolResultInfo, TurnEndAction,
+    PromptAction, RunStart, ToolCallInfo, ToolResultInfo, TurnEndAction, YieldReason,
 };
 pub use observer::{NullObserver, PersistError, TurnObserver, WorkerEvent};
+pub use stack::InterceptorStack;
 pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry};
 pub use worker::{TurnEndReason, TurnOutcome, Worker, WorkerConfig};

@@ -2,7 +2,9 @@
 
 use crate::budget::{Budget, BudgetMeter, Limit};
 use crate::error::WorkerError;
-use crate::interceptor::{AbortReason, Interceptor, PreRequestAction, PromptAction, TurnEndAction};
+use crate::interceptor::{
+    AbortReason, Interceptor, PreRequestAction, PromptAction, RunStart, TurnEndAction, YieldReason,
+};
 use crate::observer::{TurnObserver, WorkerEvent};
 use crate::tool::ToolRegistry;
 use futures_util::StreamExt;
@@ -66,8 +68,9 @@ pub enum TurnEndReason {
     Aborted(String),
     /// An interceptor paused it; it can be continued with a new turn.
     Paused(String),
-    /// `pre_llm_request` yielded before a request; continue with a new turn.
-    Yielded,
+    /// `pre_llm_request` yielded before a request, for the caller to do what
+    /// the reason asks and continue the run.
+    Yielded(YieldReason),
     /// `on_prompt_submit` refused the prompt; nothing was committed.
     Rejected(String),
 }
@@ -164,13 +167,21 @@ impl Worker {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, WorkerError> {
         let mut meter = BudgetMeter::new(self.config.budget.clone());
+        hooks
+            .on_run_start(&RunStart {
+                history: &self.history,
+                prompt: prompt.as_ref(),
+                cancel,
+            })
+            .await;
         self.run_turn_within(prompt, &mut meter, hooks, observer, cancel)
             .await
     }
 
     /// Like [`run_turn`](Self::run_turn), spending from `meter`: for a caller
     /// that continues one run over several calls (after a yield) and keeps
-    /// one budget for all of them.
+    /// one budget for all of them. The caller calls
+    /// [`Interceptor::on_run_start`] once, before the first call.
     pub async fn run_turn_within(
         &mut self,
         prompt: Option<Item>,
@@ -209,7 +220,7 @@ impl Worker {
                 outcome.reason = TurnEndReason::Limit(limit);
                 return Ok(outcome);
             }
-            let appends = hooks.pending_history_appends().await;
+            let appends = hooks.pending_history_appends(&self.history).await;
             self.commit_all(appends, observer).await?;
             let mut request_items = self.history.clone();
             match hooks.pre_llm_request(&mut request_items).await {
@@ -221,8 +232,13 @@ impl Worker {
                     outcome.reason = TurnEndReason::Aborted(reason);
                     return Ok(outcome);
                 }
-                PreRequestAction::Yield => {
-                    outcome.reason = TurnEndReason::Yielded;
+                PreRequestAction::Yield(reason) => {
+                    outcome.reason = TurnEndReason::Yielded(reason);
+                    return Ok(outcome);
+                }
+                PreRequestAction::Stop(limit) => {
+                    tracing::info!(%limit, "an interceptor's budget is spent");
+                    outcome.reason = TurnEndReason::Limit(limit);
                     return Ok(outcome);
                 }
             }

@@ -31,7 +31,13 @@ pub fn channel() -> (TerminalApprover, mpsc::Receiver<Ask>) {
 
 #[async_trait::async_trait]
 impl Approver for TerminalApprover {
-    async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
+    // The drive loop answers `Cancelled` itself when the run is cancelled
+    // (Ctrl-C), so the run's token is not needed here.
+    async fn decide(
+        &self,
+        request: ApprovalRequest,
+        _cancel: pod::CancellationToken,
+    ) -> ApprovalDecision {
         let (reply, answer) = oneshot::channel();
         if self.asks.send(Ask { request, reply }).await.is_err() {
             // Nobody is driving any more: nobody can say yes.

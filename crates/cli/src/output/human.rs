@@ -76,7 +76,7 @@ impl HumanOutput {
             TurnEndReason::Limit(limit) => Some(format!("stopped by {limit}")),
             TurnEndReason::Aborted(why) => Some(format!("turn aborted: {why}")),
             TurnEndReason::Paused(why) => Some(format!("turn paused: {why}")),
-            TurnEndReason::Yielded => Some("turn yielded".into()),
+            TurnEndReason::Yielded(_) => Some("turn yielded".into()),
             TurnEndReason::Rejected(why) => Some(format!("prompt rejected: {why}")),
         };
         match note {

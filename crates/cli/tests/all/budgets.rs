@@ -248,3 +248,37 @@ fn human_output_names_the_limit_and_the_exact_resume_command() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("pod resume {id}")), "{stderr}");
 }
+
+#[test]
+fn a_session_budget_from_the_config_file_spans_resumes() {
+    let env = TestEnv::new();
+    let path = env.script("plan.json", &long_plan(3, Some(1)));
+    env.config_file("[budget]\nmax_session_requests = 4\n");
+    let (code, lines, stderr) = run_json(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--until-done",
+            "--script",
+            path.to_str().unwrap(),
+            "Work",
+        ],
+    );
+    assert_eq!(code, Some(3), "{stderr}");
+    let id = session_id(&lines);
+    assert_eq!(lines.last().unwrap()["requests"], 4);
+    assert!(
+        stderr.contains("the session budget of 4 model requests"),
+        "{stderr}"
+    );
+    // A resume starts a fresh run budget, but the session's is spent.
+    let (code, lines, _) = run_json(&env, &["resume", "--json", &id]);
+    assert_eq!(code, Some(3));
+    assert_eq!(lines.last().unwrap()["requests"], 0);
+    // Raising the cap lets it go on to the end.
+    env.config_file("[budget]\nmax_session_requests = 100\n");
+    let (code, lines, stderr) = run_json(&env, &["resume", "--json", &id]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(lines.last().unwrap()["todos"]["completed"], 3);
+}

@@ -214,7 +214,7 @@ async fn a_failing_compact_request_loses_nothing_and_stops_after_three() {
         }
     }
     assert_eq!(reasons.len(), 3);
-    assert!(reasons[2].contains("paused"), "{}", reasons[2]);
+    assert!(reasons[2].contains("compact model down"), "{}", reasons[2]);
     let history = pod.get_history().await.expect("history");
     assert!(!history
         .iter()

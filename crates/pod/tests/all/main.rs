@@ -6,5 +6,6 @@ mod compaction;
 mod properties;
 mod reminders;
 mod resume;
+mod stack;
 mod support;
 mod workspace;

@@ -152,7 +152,11 @@ impl ScriptedApprover {
 
 #[async_trait::async_trait]
 impl pod::Approver for ScriptedApprover {
-    async fn decide(&self, request: pod::ApprovalRequest) -> pod::ApprovalDecision {
+    async fn decide(
+        &self,
+        request: pod::ApprovalRequest,
+        _cancel: pod::CancellationToken,
+    ) -> pod::ApprovalDecision {
         self.requests.lock().push(request);
         self.decisions
             .lock()

@@ -54,7 +54,7 @@ struct Reminder {
 
 #[async_trait::async_trait]
 impl Interceptor for Reminder {
-    async fn pending_history_appends(&mut self) -> Vec<Item> {
+    async fn pending_history_appends(&mut self, _history: &[Item]) -> Vec<Item> {
         self.requests += 1;
         if self.requests == 2 {
             vec![Item::system(SystemKind::Reminder, "Stay on task.")]

@@ -4,7 +4,7 @@ use crate::support::{result_of, shape, Observed, Recorder, TestWorker};
 use pod_llm::{validate_history, Item, ItemKind, ScriptStep, SystemKind};
 use pod_worker::{
     AbortReason, PostToolAction, PreRequestAction, PreToolAction, PromptAction, TurnEndAction,
-    TurnEndReason,
+    TurnEndReason, YieldReason,
 };
 use serde_json::json;
 use std::sync::atomic::Ordering;
@@ -181,10 +181,10 @@ async fn pre_llm_request_cancel_ends_the_turn_without_a_request() {
 #[tokio::test]
 async fn pre_llm_request_yield_ends_the_turn_and_a_new_turn_continues() {
     let mut t = TestWorker::new(vec![ScriptStep::text("continued")]);
-    let mut hooks = Recorder::new().pre_request(PreRequestAction::Yield);
+    let mut hooks = Recorder::new().pre_request(PreRequestAction::Yield(YieldReason::Compact));
     let mut seen = Observed::default();
     let outcome = t.turn(Some("go"), &mut hooks, &mut seen).await.unwrap();
-    assert_eq!(outcome.reason, TurnEndReason::Yielded);
+    assert_eq!(outcome.reason, TurnEndReason::Yielded(YieldReason::Compact));
     assert!(t.provider.requests().is_empty());
     assert!(hooks.aborts.is_empty(), "yield is not an abort");
 

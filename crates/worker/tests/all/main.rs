@@ -5,4 +5,5 @@ mod concurrency;
 mod hooks;
 mod invariant;
 mod observer;
+mod stack;
 mod support;

@@ -108,7 +108,7 @@ impl Interceptor for Recorder {
         self.prompt.take().unwrap_or(PromptAction::Continue)
     }
 
-    async fn pending_history_appends(&mut self) -> Vec<Item> {
+    async fn pending_history_appends(&mut self, _history: &[Item]) -> Vec<Item> {
         self.log.push("pending_history_appends".into());
         self.appends.pop_front().unwrap_or_default()
     }

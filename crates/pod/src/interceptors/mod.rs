@@ -1,0 +1,38 @@
+//! The Pod's behaviours, one interceptor each, and the order of the stack
+//! a Pod runs ([`pod_worker::InterceptorStack`] says how answers combine).
+//!
+//! The stack, first to last:
+//!
+//! 1. **Embedders' interceptors** ([`PodConfig::interceptors`](crate::PodConfig::interceptors)),
+//!    in the order given.
+//! 2. [`SessionBudgetGuard`]: ends a run before a request once the session
+//!    budget is spent (only when one is set).
+//! 3. [`Notifications`]: delivers `notify` messages before the next request.
+//! 4. [`Reminders`]: reminds the model of its unfinished plan.
+//! 5. [`Approval`]: the approval policy, in `pre_tool_call`.
+//! 6. [`AutoCompact`]: yields for a compaction when the request would pass
+//!    the threshold; refuses a prompt larger than the context window.
+//! 7. [`UntilDone`]: continues a turn that ends with unfinished todos.
+//!
+//! Embedders go first so that what they change is what the Pod judges and
+//! measures: approval sees the arguments that will run (a rewriter placed
+//! after it would run a command the user never approved), compaction
+//! measures the request that will be sent (an interceptor that adds context
+//! after it could push a request past the window). The budget guard comes
+//! before compaction, so a spent budget ends the run instead of paying for
+//! a summary. Notifications come before reminders, so the model reads what
+//! the user sent before the runtime's reminder.
+
+mod approval;
+mod budget_guard;
+mod compaction;
+mod notifications;
+mod reminders;
+mod until_done;
+
+pub use approval::Approval;
+pub use budget_guard::{SessionBudget, SessionBudgetGuard, Spent};
+pub use compaction::{context_estimate, AutoCompact, CompactionTrigger, MAX_COMPACTION_FAILURES};
+pub use notifications::{NotificationQueue, Notifications};
+pub use reminders::{answered_since_plan, last_reminder_unanswered, Reminders};
+pub use until_done::UntilDone;
