@@ -125,13 +125,13 @@ impl TurnParts {
 
     async fn compact(&mut self, cancel: &CancellationToken) -> Result<CompactionReport, PodError> {
         let setup = &self.compaction;
-        let _ = setup.events.send(PodEvent::CompactionStarted);
         let compactor = Compactor {
             provider: setup.provider.clone(),
             config: &setup.config,
             todos: &setup.todos,
             files: setup.files.as_ref(),
             log: &setup.log,
+            events: &setup.events,
         };
         match compactor.run(&mut self.worker, cancel).await {
             Ok(report) => {

@@ -402,6 +402,8 @@ fn a_prompt_near_the_window_reaches_the_model_whole() {
     let lines = ndjson(stdout.as_bytes());
     assert!(events(&lines, "compacted").is_empty(), "{stdout}");
     assert!(events(&lines, "compaction_failed").is_empty(), "{stdout}");
+    // Nothing to compact: no "compacting" line left without an ending.
+    assert!(events(&lines, "compaction_started").is_empty(), "{stdout}");
     let shown = env.show_json(&session_id(&lines));
     let history = shown["history"].as_array().unwrap();
     assert_eq!(history[0]["text"], task.as_str());

@@ -87,6 +87,9 @@ pub(crate) struct Compactor<'a> {
     /// The workspace tools' tracker, when they are registered.
     pub files: Option<&'a FileTracker>,
     pub log: &'a LogWriter,
+    /// Told when a summary is being written (not when there is nothing to
+    /// compact, so no "compacting" line is left without an ending).
+    pub events: &'a tokio::sync::broadcast::Sender<crate::events::PodEvent>,
 }
 
 impl Compactor<'_> {
@@ -103,6 +106,8 @@ impl Compactor<'_> {
         if start == 0 {
             return Err(CompactionError::NothingToCompact);
         }
+        // No subscriber is fine: events are for display only.
+        let _ = self.events.send(crate::events::PodEvent::CompactionStarted);
         let snapshot = self.todos.snapshot();
         let input = compact_input(&history[..start], &snapshot, self.input_budget());
         let summary = self.summarise(input, cancel).await?;
