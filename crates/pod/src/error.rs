@@ -30,8 +30,8 @@ pub enum PodError {
         home: PathBuf,
     },
     /// A record could not be encoded.
-    #[error("cannot encode log record: {0}")]
-    Encode(String),
+    #[error("cannot encode log record")]
+    Encode(#[source] serde_json::Error),
     /// Another process has this session open.
     #[error("{path}: the session is open in another process")]
     SessionBusy {
@@ -48,12 +48,32 @@ pub enum PodError {
     #[error("turn failed: {0}")]
     Turn(#[from] pod_worker::WorkerError),
     /// A job's task crashed; the Pod rebuilt itself from its log.
-    #[error("the pod's turn crashed and was rebuilt from its log: {0}")]
-    Crashed(String),
-    /// A compaction failed; the history is unchanged.
-    #[error("compaction failed: {0}")]
-    Compaction(String),
+    #[error("the pod's turn crashed and was rebuilt from its log")]
+    Crashed(#[source] tokio::task::JoinError),
+    /// A job's task crashed and the Pod could not reload its log: it
+    /// answers every later job with this.
+    #[error("the pod lost its state and could not reload its log")]
+    Lost,
+    /// A compaction did not happen; the history is unchanged.
+    #[error("compaction failed")]
+    Compaction(#[source] crate::compact::CompactionError),
     /// The Pod's home directory could not be determined.
     #[error("cannot find a home for sessions: set POD_HOME")]
     NoHome,
+}
+
+/// An error and its causes on one line, each said once: for events and
+/// logs, which carry text, not the error.
+pub(crate) fn chain(err: &dyn std::error::Error) -> String {
+    let mut line = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        let text = next.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = next.source();
+    }
+    line
 }

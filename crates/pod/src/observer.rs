@@ -54,7 +54,7 @@ impl TurnObserver for PodObserver {
         self.log
             .append(&LogRecord::Item(item.clone()), sync)
             .await
-            .map_err(|e| PersistError(e.to_string()))?;
+            .map_err(PersistError::new)?;
         if let Some(todos) = self.todos.observe(item) {
             self.accepted = Some(todos);
         }

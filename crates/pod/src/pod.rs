@@ -312,9 +312,7 @@ impl PodActor {
             // A crashed job whose state could not be rebuilt from the log:
             // answer waiting callers instead of leaving them hanging.
             for queued in self.queue.drain(..) {
-                queued.reply.fail(|| {
-                    PodError::Crashed("the pod lost its state and could not reload its log".into())
-                });
+                queued.reply.fail(|| PodError::Lost);
             }
             return;
         };
@@ -358,7 +356,7 @@ impl PodActor {
                     tracing::error!(%err, "log append failed; rebuilding the pod from its log");
                     if let Err(err) = self.rebuild_from_log().await {
                         self.emit(PodEvent::Error {
-                            message: err.to_string(),
+                            message: crate::error::chain(&err),
                         });
                     }
                 }
@@ -369,7 +367,7 @@ impl PodActor {
                 // everything from the log, the one source of truth.
                 tracing::error!(%join, "pod job failed; rebuilding the pod from its log");
                 let err = match self.rebuild_from_log().await {
-                    Ok(()) => PodError::Crashed(join.to_string()),
+                    Ok(()) => PodError::Crashed(join),
                     Err(err) => err,
                 };
                 match running.reply {
@@ -381,7 +379,7 @@ impl PodActor {
         if self.config.durability != Durability::Never {
             if let Err(err) = self.log.sync().await {
                 self.emit(PodEvent::Error {
-                    message: err.to_string(),
+                    message: crate::error::chain(&err),
                 });
             }
         }
@@ -394,7 +392,7 @@ impl PodActor {
                         "turn ended"
                     ),
                     // The caller gets the error and reports it.
-                    Err(err) => tracing::info!(%err, "turn failed"),
+                    Err(err) => tracing::info!(err = %crate::error::chain(err), "turn failed"),
                 }
                 match &result {
                     Ok(outcome) => self.emit(PodEvent::TurnEnded {
@@ -403,7 +401,7 @@ impl PodActor {
                         requests: outcome.requests,
                     }),
                     Err(err) => self.emit(PodEvent::Error {
-                        message: err.to_string(),
+                        message: crate::error::chain(&err),
                     }),
                 }
                 let _ = reply.send(result);

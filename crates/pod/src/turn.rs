@@ -151,23 +151,21 @@ impl TurnParts {
                 // Everything is in the kept tail (an unanswered prompt is
                 // never summarised): the request goes out as it is.
                 tracing::debug!("nothing to compact before this request");
-                Err(PodError::Compaction(
-                    CompactionError::NothingToCompact.to_string(),
-                ))
+                Err(PodError::Compaction(CompactionError::NothingToCompact))
             }
             Err(_) if cancel.is_cancelled() => {
                 // Cancelled by the user: not a failure of the compact model.
-                Err(PodError::Compaction("cancelled".into()))
+                Err(PodError::Compaction(CompactionError::Cancelled))
             }
             Err(err) => {
                 // The compaction interceptor learns of it from the next
                 // request, whose context is still too large.
-                let reason = err.to_string();
+                let reason = crate::error::chain(&err);
                 tracing::warn!(%reason, "compaction failed");
                 let _ = setup.events.send(PodEvent::CompactionFailed {
                     reason: reason.clone(),
                 });
-                Err(PodError::Compaction(reason))
+                Err(PodError::Compaction(err))
             }
         }
     }

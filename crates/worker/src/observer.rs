@@ -1,9 +1,17 @@
 use pod_llm::{Item, ToolCall, Usage};
 
-/// An observer could not persist an item; the turn stops.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("could not persist history item: {0}")]
-pub struct PersistError(pub String);
+/// An observer could not persist an item; the turn stops. Keeps the cause
+/// (for a Pod, the log's `PodError`), so callers can tell what failed.
+#[derive(Debug, thiserror::Error)]
+#[error("could not persist history item")]
+pub struct PersistError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+
+impl PersistError {
+    /// A failure caused by `source`.
+    pub fn new(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Box::new(source))
+    }
+}
 
 /// What happens during a turn, for display. Committed items go through
 /// [`TurnObserver::on_history_append`] instead.

@@ -497,3 +497,28 @@ fn counts_are_in_the_right_number() {
     assert!(stdout.contains("3 model requests"), "{stdout}");
     assert!(!stdout.contains("(s)"), "{stdout}");
 }
+
+#[test]
+fn a_refused_connection_says_its_cause_once() {
+    let env = TestEnv::new();
+    // A port nothing listens on (bound, then closed), one attempt.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    env.config_file(&format!(
+        "[profiles.down]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
+         model = \"m\"\nmax_attempts = 1\n"
+    ));
+    let mut run = env.pod();
+    run.args(["run", "--profile", "down", "hi"]);
+    let (code, _, stderr) = code_and_output(run);
+    assert_eq!(code, Some(1), "{stderr}");
+    let error_line = stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .expect("an error line");
+    assert!(error_line.contains("refused"), "{stderr}");
+    assert_eq!(error_line.matches("refused").count(), 1, "{stderr}");
+}

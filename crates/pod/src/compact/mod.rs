@@ -66,7 +66,7 @@ pub enum CompactionError {
     #[error("nothing to compact: the history fits in the kept tail")]
     NothingToCompact,
     /// The compact request failed.
-    #[error("compact request failed: {0}")]
+    #[error("compact request failed")]
     Request(#[from] pod_worker::WorkerError),
     /// The compact model answered with nothing.
     #[error("the compact model returned an empty summary")]
@@ -75,8 +75,11 @@ pub enum CompactionError {
     #[error("the compact request did not finish: {0:?}")]
     Interrupted(TurnEndReason),
     /// The boundary could not be written; the old context stays.
-    #[error("could not write the compaction boundary: {0}")]
-    Log(#[from] crate::error::PodError),
+    #[error("could not write the compaction boundary")]
+    Log(#[source] Box<crate::error::PodError>),
+    /// The run was cancelled while the summary was being written.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// What a compaction works with.
@@ -138,7 +141,10 @@ impl Compactor<'_> {
             tokens_after,
         };
         let record = LogRecord::Compaction(record);
-        self.log.append(&record, true).await?;
+        self.log
+            .append(&record, true)
+            .await
+            .map_err(|err| CompactionError::Log(Box::new(err)))?;
         if let Some(files) = self.files {
             files.mark_read_required();
         }

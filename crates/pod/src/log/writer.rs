@@ -54,7 +54,7 @@ impl LogWriter {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let mut file = options.open(path).map_err(io_err)?;
         lock(&file, path)?;
-        let line = encode_line(header).map_err(|e| PodError::Encode(e.to_string()))?;
+        let line = encode_line(header).map_err(PodError::Encode)?;
         file.write_all(&line).map_err(io_err)?;
         file.sync_all().map_err(io_err)?;
         if let Some(dir) = path.parent() {
@@ -103,7 +103,7 @@ impl LogWriter {
 
     /// Appends a record; returns once it is written (and synced if `sync`).
     pub async fn append(&self, record: &LogRecord, sync: bool) -> Result<(), PodError> {
-        let line = encode_line(record).map_err(|e| PodError::Encode(e.to_string()))?;
+        let line = encode_line(record).map_err(PodError::Encode)?;
         self.request(|ack| Command::Append { line, sync, ack })
             .await
     }
