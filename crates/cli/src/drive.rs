@@ -15,7 +15,7 @@
 //! answers it `Cancelled` and cancels the turn.
 
 use crate::approval::terminal::{prompt_on_terminal, Ask};
-use crate::error::{Outcome, EXIT_INTERRUPTED};
+use crate::error::{is_broken_pipe, Outcome, EXIT_INTERRUPTED};
 use crate::output::{Finished, Output, Started, Stopped};
 use crate::session::{self, Progress};
 use anyhow::Result;
@@ -270,15 +270,6 @@ fn tell_terminal(finished: &Finished, outcome: Outcome, shown_on_stdout: bool) {
     }
     // Nothing to do if stderr is closed too.
     let _ = crate::output::eprint(&text);
-}
-
-/// Whether `err` is a write to a closed pipe.
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// Withdraws the question on screen, if any.

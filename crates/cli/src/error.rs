@@ -70,12 +70,7 @@ impl std::error::Error for Failure {}
 /// Prints `error: <cause chain in one line>` and a hint on stderr.
 pub fn report(err: &anyhow::Error) -> ExitCode {
     // The reader went away (`pod show ID | head`): nothing more to say.
-    let broken_pipe = err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    });
-    if broken_pipe {
+    if is_broken_pipe(err) {
         return ExitCode::SUCCESS;
     }
     let style = Style::for_stderr();
@@ -87,6 +82,15 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
     // A closed stderr loses the message, the exit code still tells.
     let _ = crate::output::eprint(&text);
     ExitCode::from(EXIT_ERROR)
+}
+
+/// Whether `err` is (caused by) a write to a closed pipe.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The error and its causes on one line, each said once: a cause whose text
@@ -137,7 +141,9 @@ fn pod_hint(err: &pod::PodError) -> &'static str {
             "the log is damaged in the middle; `pod fork ID --at N` can save the items before the damage"
         }
         PodError::NoHome => "set POD_HOME to a directory for sessions",
-        PodError::Turn(_) => "the session is saved; `pod resume ID` retries from where it stopped",
+        PodError::Turn(_) => {
+            "the session is saved; `pod resume` with its id retries from where it stopped"
+        }
         _ => "rerun with -v for details",
     }
 }

@@ -424,7 +424,8 @@ impl PodActor {
     }
 
     async fn rebuild_from_log(&mut self) -> Result<(), PodError> {
-        let (replayed, spent) = session::reload(&self.log).await?;
+        let (replayed, spent) =
+            session::reload(&self.log, self.config.session_budget.is_set()).await?;
         self.store.replace(replayed.todos);
         self.workspace = self
             .workspace

@@ -67,7 +67,7 @@ pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, 
         let header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
         log.append(&LogRecord::Header(header), true).await?;
     }
-    let spent = Spent::of_log(&contents.records);
+    let spent = spent_if(config.session_budget.is_set(), &contents.records);
     let replayed = commit_replay(&log, contents.records).await?;
     Ok(OpenSession {
         id,
@@ -94,8 +94,20 @@ async fn commit_replay(log: &LogWriter, records: Vec<LogRecord>) -> Result<Repla
 
 /// Rebuilds the state of a session whose writer is already open (after a
 /// turn task died).
-pub(crate) async fn reload(log: &LogWriter) -> Result<(Replayed, Spent), PodError> {
+pub(crate) async fn reload(
+    log: &LogWriter,
+    count_spent: bool,
+) -> Result<(Replayed, Spent), PodError> {
     let contents = read_log(log.path())?;
-    let spent = Spent::of_log(&contents.records);
+    let spent = spent_if(count_spent, &contents.records);
     Ok((commit_replay(log, contents.records).await?, spent))
+}
+
+/// What the log's answers spent, counted only when a session budget needs
+/// it: resume stays one pass over the records otherwise.
+fn spent_if(count: bool, records: &[LogRecord]) -> Spent {
+    match count {
+        true => Spent::of_log(records),
+        false => Spent::default(),
+    }
 }

@@ -132,5 +132,6 @@ mod tests {
         assert!(line.ends_with("…)"), "{line}");
         assert_eq!(line.chars().count(), "read_file()".len() + 60);
         assert_eq!(first_line("one\ntwo\nthree", 80), "one (+2 lines)");
+        assert_eq!(first_line("one\ntwo", 80), "one (+1 line)");
     }
 }
