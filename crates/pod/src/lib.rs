@@ -47,6 +47,7 @@ mod pod;
 pub mod reminder;
 pub mod replay;
 mod session;
+mod tools;
 mod turn;
 
 pub use approval::{
@@ -68,8 +69,9 @@ pub use pod::Pod;
 pub use pod_llm::{Item, ItemKind, Provider, ScriptStep, ScriptedProvider, SystemKind, Usage};
 pub use pod_tools::{TodoItem, TodoStatus};
 pub use pod_worker::{
-    AbortReason, Budget, Interceptor, InterceptorStack, Limit, PostToolAction, PreRequestAction,
-    PreToolAction, PromptAction, RunStart, Tool, ToolCallInfo, ToolContext, ToolOutput,
-    ToolRegistry, ToolResultInfo, TurnEndAction, TurnEndReason, TurnOutcome, YieldReason,
+    AbortReason, Budget, CommittedCall, Interceptor, InterceptorStack, Limit, PostToolAction,
+    PreRequestAction, PreToolAction, PromptAction, RunStart, Tool, ToolCallInfo, ToolContext,
+    ToolOutput, ToolRegistry, ToolResultInfo, ToolState, ToolStates, TurnEndAction, TurnEndReason,
+    TurnOutcome, YieldReason,
 };
 pub use tokio_util::sync::CancellationToken;

@@ -4,8 +4,8 @@
 use crate::config::Durability;
 use crate::events::PodEvent;
 use crate::log::{LogRecord, LogWriter};
-use crate::replay::TodoTracker;
 use pod_llm::{Item, ItemKind, SystemKind};
+use pod_tools::{TodoStore, TODO_WRITE};
 use pod_worker::{PersistError, TurnObserver, WorkerEvent};
 use tokio::sync::broadcast;
 
@@ -13,10 +13,9 @@ use tokio::sync::broadcast;
 pub struct PodObserver {
     log: LogWriter,
     events: broadcast::Sender<PodEvent>,
-    todos: TodoTracker,
-    // A list accepted by the result just committed, announced right after
-    // that call's `ToolCallFinished` so front ends see the call end first.
-    accepted: Option<Vec<pod_tools::TodoItem>>,
+    // Read when a `todo_write` call finishes: its committed result has
+    // already changed the list.
+    todos: TodoStore,
     durability: Durability,
 }
 
@@ -25,14 +24,13 @@ impl PodObserver {
     pub fn new(
         log: LogWriter,
         events: broadcast::Sender<PodEvent>,
-        todos: TodoTracker,
+        todos: TodoStore,
         durability: Durability,
     ) -> Self {
         Self {
             log,
             events,
             todos,
-            accepted: None,
             durability,
         }
     }
@@ -55,9 +53,6 @@ impl TurnObserver for PodObserver {
             .append(&LogRecord::Item(item.clone()), sync)
             .await
             .map_err(PersistError::new)?;
-        if let Some(todos) = self.todos.observe(item) {
-            self.accepted = Some(todos);
-        }
         if let ItemKind::System { kind, text } = &item.kind {
             match kind {
                 SystemKind::Reminder => {
@@ -96,12 +91,17 @@ impl TurnObserver for PodObserver {
             }
             WorkerEvent::RequestStarted { .. } | WorkerEvent::Usage(_) => return,
         };
-        let finished = matches!(event, PodEvent::ToolCallFinished { .. });
+        // A plan change is announced right after its call's end, so front
+        // ends see the call finish first.
+        let plan_changed = matches!(
+            &event,
+            PodEvent::ToolCallFinished { name, is_error: false, .. } if name == TODO_WRITE
+        );
         self.emit(event);
-        if finished {
-            if let Some(todos) = self.accepted.take() {
-                self.emit(PodEvent::TodosChanged { todos });
-            }
+        if plan_changed {
+            self.emit(PodEvent::TodosChanged {
+                todos: self.todos.snapshot(),
+            });
         }
     }
 }

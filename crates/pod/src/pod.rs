@@ -13,12 +13,12 @@ use crate::interceptors::{
 };
 use crate::log::{read_log, LogWriter};
 use crate::observer::PodObserver;
-use crate::replay::TodoTracker;
 use crate::session::{self, OpenSession};
+use crate::tools::SessionTools;
 use crate::turn::{CompactionSetup, Job, JobResult, TurnParts};
 use pod_llm::tokens::estimate_request_tokens;
 use pod_llm::{Item, ProviderRequest};
-use pod_tools::{TodoStore, TodoWriteTool, Workspace};
+use pod_tools::TodoStore;
 use pod_worker::{InterceptorStack, TurnOutcome, Worker, WorkerConfig, WorkerError};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -37,6 +37,7 @@ pub struct Pod;
 impl Pod {
     /// Starts a new session.
     pub async fn spawn(config: PodConfig) -> Result<PodHandle, PodError> {
+        let tools = SessionTools::new(&config)?;
         let session = session::create(&config)?;
         tracing::info!(
             session = %session.id,
@@ -44,20 +45,21 @@ impl Pod {
             model = %config.provider.model_name(),
             "session created"
         );
-        start(config, session)
+        start(config, session, tools)
     }
 
     /// Reopens session `id` from its log and starts it.
     pub async fn resume(id: Uuid, config: PodConfig) -> Result<PodHandle, PodError> {
-        let session = session::resume(id, &config).await?;
+        let tools = SessionTools::new(&config)?;
+        let session = session::resume(id, &config, &mut tools.states()).await?;
         tracing::info!(
             session = %id,
             items = session.history.len(),
-            todos = session.todos.len(),
+            todos = tools.todos.snapshot().len(),
             model = %config.provider.model_name(),
             "session resumed"
         );
-        start(config, session)
+        start(config, session, tools)
     }
 }
 
@@ -98,9 +100,8 @@ struct PodActor {
     config: PodConfig,
     log: LogWriter,
     log_path: PathBuf,
-    store: TodoStore,
-    // The workspace tools' root and file tracker, when they are registered.
-    workspace: Option<Workspace>,
+    // The plan as `GetTodos` answers it (the current tools' store).
+    todos: TodoStore,
     events: broadcast::Sender<PodEvent>,
     notifications: NotificationQueue,
     // `None` while a turn runs: the running task owns them.
@@ -110,17 +111,11 @@ struct PodActor {
     rx: mpsc::Receiver<Command>,
 }
 
-fn start(config: PodConfig, session: OpenSession) -> Result<PodHandle, PodError> {
-    let workspace = if config.workspace_tools {
-        let workspace =
-            Workspace::new(&config.workspace, session.files).map_err(|source| PodError::Io {
-                path: config.workspace.clone(),
-                source,
-            })?;
-        Some(workspace)
-    } else {
-        None
-    };
+fn start(
+    config: PodConfig,
+    session: OpenSession,
+    tools: SessionTools,
+) -> Result<PodHandle, PodError> {
     let (tx, rx) = mpsc::channel(MAILBOX);
     let (events, _) = broadcast::channel(config.event_capacity.max(1));
     let log_path = session.log.path().to_path_buf();
@@ -130,15 +125,13 @@ fn start(config: PodConfig, session: OpenSession) -> Result<PodHandle, PodError>
         session_id: session.id,
         log_path: log_path.clone(),
     };
-    let store = TodoStore::new();
-    store.replace(session.todos);
     let notifications = NotificationQueue::default();
+    let todos = tools.todos.clone();
     let parts = build_parts(
         &config,
         &session.log,
         &events,
-        &store,
-        workspace.as_ref(),
+        tools,
         session.history,
         &notifications,
         session.spent,
@@ -147,8 +140,7 @@ fn start(config: PodConfig, session: OpenSession) -> Result<PodHandle, PodError>
         config,
         log: session.log,
         log_path,
-        store,
-        workspace,
+        todos,
         events,
         notifications,
         parts: Some(parts),
@@ -160,53 +152,53 @@ fn start(config: PodConfig, session: OpenSession) -> Result<PodHandle, PodError>
     Ok(handle)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The parts a job runs with, over tools whose state is already rebuilt.
 fn build_parts(
     config: &PodConfig,
     log: &LogWriter,
     events: &broadcast::Sender<PodEvent>,
-    store: &TodoStore,
-    workspace: Option<&Workspace>,
+    tools: SessionTools,
     history: Vec<Item>,
     notifications: &NotificationQueue,
     spent: Spent,
 ) -> TurnParts {
-    let mut tools = config.tools.clone();
-    tools.register(TodoWriteTool::new(store.clone()));
-    if let Some(workspace) = workspace {
-        workspace.register(&mut tools);
-    }
+    let SessionTools {
+        registry,
+        todos: store,
+        workspace,
+    } = tools;
     let worker_config = WorkerConfig {
         system_prompt: config.system_prompt.clone(),
         budget: config.budget.clone(),
         ..WorkerConfig::default()
     };
-    let mut tracker = TodoTracker::new();
-    for item in &history {
-        tracker.observe(item);
-    }
     let trigger = context_window(config).map(|window| CompactionTrigger {
         window,
         limit: (window as f64 * config.compaction.threshold.clamp(0.05, 1.0)) as u64,
         overhead: estimate_request_tokens(&ProviderRequest {
             system_prompt: config.system_prompt.clone(),
             history: Vec::new(),
-            tools: tools.specs(),
+            tools: registry.specs(),
         }),
     });
-    let mut worker = Worker::new(config.provider.clone(), tools, worker_config);
+    let mut worker = Worker::new(config.provider.clone(), registry, worker_config);
     worker.set_history(history);
     TurnParts {
         worker,
-        interceptor: stack(config, store, notifications, trigger, spent),
-        observer: PodObserver::new(log.clone(), events.clone(), tracker, config.durability),
+        interceptor: stack(config, &store, notifications, trigger, spent),
+        observer: PodObserver::new(
+            log.clone(),
+            events.clone(),
+            store.clone(),
+            config.durability,
+        ),
         compaction: CompactionSetup {
             provider: config
                 .compact_provider
                 .clone()
                 .unwrap_or_else(|| config.provider.clone()),
             config: config.compaction.clone(),
-            todos: store.clone(),
+            todos: store,
             files: workspace.map(|w| w.tracker().clone()),
             log: log.clone(),
             events: events.clone(),
@@ -298,7 +290,7 @@ impl PodActor {
                 let _ = reply.send(self.full_history().await);
             }
             Command::GetTodos { reply } => {
-                let _ = reply.send(self.store.snapshot());
+                let _ = reply.send(self.todos.snapshot());
             }
             Command::Shutdown { .. } => {}
         }
@@ -424,21 +416,23 @@ impl PodActor {
     }
 
     async fn rebuild_from_log(&mut self) -> Result<(), PodError> {
-        let (replayed, spent) =
-            session::reload(&self.log, self.config.session_budget.is_set()).await?;
-        self.store.replace(replayed.todos);
-        self.workspace = self
-            .workspace
-            .as_ref()
-            .map(|w| w.with_tracker(replayed.files));
+        // Fresh tools, so nothing the failed job held survives; the
+        // embedder's tools are cleared by the replay.
+        let tools = SessionTools::new(&self.config)?;
+        let (history, spent) = session::reload(
+            &self.log,
+            self.config.session_budget.is_set(),
+            &mut tools.states(),
+        )
+        .await?;
+        self.todos = tools.todos.clone();
         // Undelivered notifications stay in the shared queue.
         self.parts = Some(build_parts(
             &self.config,
             &self.log,
             &self.events,
-            &self.store,
-            self.workspace.as_ref(),
-            replayed.history,
+            tools,
+            history,
             &self.notifications,
             spent,
         ));

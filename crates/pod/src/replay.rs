@@ -1,69 +1,75 @@
-//! Rebuilding a session's state from its log: the history, the todos and
-//! the workspace tools' file tracker.
+//! Rebuilding a session's state from its log: the active context, and the
+//! state of every stateful tool.
 //!
-//! Todos are not stored anywhere else: the list is the last `todo_write`
-//! call that the tool accepted, decided from the logged result (an error or a
-//! skipped call changed nothing) and from the very same validation the tool
-//! runs, so arguments from an older schema are ignored.
-//!
-//! The [`FileTracker`] is rebuilt the same way, from the stamps the file
-//! tools attach to successful results (`FileTracker::observe`); a
-//! compaction boundary marks every known file "read required", as the live
-//! compaction did.
+//! Tool state is not stored anywhere else: each stateful tool's
+//! [`ToolState`] is fed the tool's own logged calls and results, in log
+//! order, through the same [`ToolStates`] the live worker uses when it
+//! commits a result. The todos are the last `todo_write` call the tool
+//! accepted (an error or a skipped call changed nothing), checked by the
+//! same validation, so arguments from an older schema are ignored; the
+//! [`FileTracker`] records the stamps the file tools attach to successful
+//! results. A compaction boundary tells every state (the tracker marks
+//! every known file "read required", as the live compaction did).
 
 use crate::log::LogRecord;
 use pod_llm::{Item, ItemKind};
-use pod_tools::{parse_todo_write, FileTracker, TodoItem, TODO_WRITE};
-use std::collections::HashMap;
+use pod_tools::{
+    FileTracker, TodoItem, TodoState, TodoStore, EDIT_FILE, READ_FILE, TODO_WRITE, WRITE_FILE,
+};
+use pod_worker::{ToolState, ToolStates};
+use std::sync::Arc;
 
 /// The result a resumed session commits for a call that never finished.
 pub const INTERRUPTED_RESULT: &str =
     "Interrupted: the session stopped before this tool finished. Its effects are unknown; \
      check the state before you retry.";
 
-/// Follows committed items and reports each accepted `todo_write`.
-#[derive(Debug, Default, Clone)]
-pub struct TodoTracker {
-    // Arguments of todo_write calls whose result has not been seen yet.
-    open_calls: HashMap<String, String>,
+/// The active context rebuilt from a log.
+#[derive(Debug, Default)]
+pub struct ActiveContext {
+    /// Every item since the last compaction boundary (starting with that
+    /// boundary's summary, tail and carry-over).
+    pub history: Vec<Item>,
+    /// Results to commit for calls the crash left unanswered, in call order.
+    pub interrupted: Vec<Item>,
 }
 
-impl TodoTracker {
-    /// A tracker that has seen nothing.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Observes one committed item; returns the new list when the item is
-    /// the successful result of a valid `todo_write` call.
-    pub fn observe(&mut self, item: &Item) -> Option<Vec<TodoItem>> {
-        self.observe_unparsed(item)
-            .and_then(|arguments| parse_todo_write(&arguments).ok())
-    }
-
-    /// Like [`observe`](Self::observe) but returns the call's raw arguments
-    /// without validating them, so replay can validate only the last ones.
-    pub fn observe_unparsed(&mut self, item: &Item) -> Option<String> {
-        match &item.kind {
-            ItemKind::Assistant { tool_calls, .. } => {
-                for call in tool_calls.iter().filter(|c| c.name == TODO_WRITE) {
-                    self.open_calls
-                        .insert(call.id.clone(), call.arguments.clone());
-                }
-                None
+/// Replays records it owns into the active context, moving items instead of
+/// copying them, and rebuilds `states` (cleared first) from the tools'
+/// logged calls.
+pub fn replay_into(
+    records: impl IntoIterator<Item = LogRecord>,
+    states: &mut ToolStates,
+) -> ActiveContext {
+    states.clear();
+    let records = records.into_iter();
+    let mut history = Vec::with_capacity(records.size_hint().0);
+    for record in records {
+        match record {
+            LogRecord::Item(item) => {
+                states.observe(&item);
+                history.push(item);
             }
-            ItemKind::ToolResult {
-                call_id, is_error, ..
-            } => {
-                let arguments = self.open_calls.remove(call_id)?;
-                (!*is_error).then_some(arguments)
+            LogRecord::Compaction(boundary) => {
+                // The active context restarts here; no call spans a boundary.
+                history = boundary.into_context();
+                states.compacted();
             }
-            _ => None,
+            LogRecord::Header(_) | LogRecord::Stopped(_) => {}
         }
     }
+    let interrupted = unanswered_calls(&history)
+        .into_iter()
+        .map(|id| Item::tool_result(id, INTERRUPTED_RESULT, true))
+        .collect();
+    ActiveContext {
+        history,
+        interrupted,
+    }
 }
 
-/// State rebuilt from a log.
+/// A session as a reader sees it: the active context and the state of the
+/// Pod's own stateful tools, rebuilt without a Pod.
 #[derive(Debug, Default)]
 pub struct Replayed {
     /// The active context: every item since the last compaction boundary
@@ -77,56 +83,24 @@ pub struct Replayed {
     pub interrupted: Vec<Item>,
 }
 
-/// Replays records into history and todos.
+/// Replays records into the history, the todos and the file tracker, through
+/// the same [`ToolState`]s a Pod registers.
 pub fn replay(records: &[LogRecord]) -> Replayed {
-    replay_owned(records.iter().cloned())
-}
-
-/// Replays records it owns, moving items into the history instead of
-/// copying them (the resume path).
-pub fn replay_owned(records: impl IntoIterator<Item = LogRecord>) -> Replayed {
-    let records = records.into_iter();
-    let mut out = Replayed {
-        history: Vec::with_capacity(records.size_hint().0),
-        ..Replayed::default()
-    };
-    let mut tracker = TodoTracker::new();
-    // Arguments of todo_write calls with a successful result since the last
-    // boundary. Only the last valid one decides the list, so validation runs
-    // backwards at the end instead of on every call.
-    let mut candidates: Vec<String> = Vec::new();
-    for record in records {
-        match record {
-            LogRecord::Item(item) => {
-                if let Some(arguments) = tracker.observe_unparsed(&item) {
-                    candidates.push(arguments);
-                }
-                out.files.observe(&item);
-                out.history.push(item);
-            }
-            LogRecord::Compaction(mut boundary) => {
-                // The active context restarts here; no call spans a boundary.
-                out.todos = std::mem::take(&mut boundary.todos);
-                out.history = boundary.into_context();
-                candidates.clear();
-                tracker = TodoTracker::new();
-                out.files.mark_read_required();
-            }
-            LogRecord::Header(_) | LogRecord::Stopped(_) => {}
-        }
+    let todos = TodoStore::new();
+    let files = FileTracker::new();
+    let mut states = ToolStates::new();
+    states.insert(TODO_WRITE, Arc::new(TodoState(todos.clone())));
+    let tracker: Arc<dyn ToolState> = Arc::new(files.clone());
+    for name in [READ_FILE, WRITE_FILE, EDIT_FILE] {
+        states.insert(name, tracker.clone());
     }
-    if let Some(todos) = candidates
-        .iter()
-        .rev()
-        .find_map(|arguments| parse_todo_write(arguments).ok())
-    {
-        out.todos = todos;
+    let context = replay_into(records.iter().cloned(), &mut states);
+    Replayed {
+        history: context.history,
+        todos: todos.snapshot(),
+        files,
+        interrupted: context.interrupted,
     }
-    out.interrupted = unanswered_calls(&out.history)
-        .into_iter()
-        .map(|id| Item::tool_result(id, INTERRUPTED_RESULT, true))
-        .collect();
-    out
 }
 
 /// The full history for audit and display: every logged item, with each

@@ -4,18 +4,17 @@ use crate::config::PodConfig;
 use crate::error::PodError;
 use crate::interceptors::Spent;
 use crate::log::{read_log, LogRecord, LogWriter, SessionHeader};
-use crate::replay::{replay_owned, Replayed};
+use crate::replay::replay_into;
 use pod_llm::Item;
-use pod_tools::{FileTracker, TodoItem};
+use pod_worker::ToolStates;
 use uuid::Uuid;
 
-/// A session ready for a Pod: its log writer and its rebuilt state.
+/// A session ready for a Pod: its log writer and its active context (its
+/// tools' state is rebuilt into the states the caller passed).
 pub(crate) struct OpenSession {
     pub id: Uuid,
     pub log: LogWriter,
     pub history: Vec<Item>,
-    pub todos: Vec<TodoItem>,
-    pub files: FileTracker,
     /// What the session's answers spent before this Pod.
     pub spent: Spent,
 }
@@ -31,16 +30,18 @@ pub(crate) fn create(config: &PodConfig) -> Result<OpenSession, PodError> {
         id,
         log,
         history: Vec::new(),
-        todos: Vec::new(),
-        files: FileTracker::new(),
         spent: Spent::default(),
     })
 }
 
-/// Reopens a session from its log: repairs a torn tail, rebuilds history and
-/// todos, and commits an "interrupted" result for every call a crash left
-/// without one.
-pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, PodError> {
+/// Reopens a session from its log: repairs a torn tail, rebuilds the history
+/// and the tools' `states`, and commits an "interrupted" result for every
+/// call a crash left without one.
+pub(crate) async fn resume(
+    id: Uuid,
+    config: &PodConfig,
+    states: &mut ToolStates,
+) -> Result<OpenSession, PodError> {
     let path = config.home.log_path(id);
     if !path.is_file() {
         return Err(PodError::NoSuchSession {
@@ -68,39 +69,45 @@ pub(crate) async fn resume(id: Uuid, config: &PodConfig) -> Result<OpenSession, 
         log.append(&LogRecord::Header(header), true).await?;
     }
     let spent = spent_if(config.session_budget.is_set(), &contents.records);
-    let replayed = commit_replay(&log, contents.records).await?;
+    let history = commit_replay(&log, contents.records, states).await?;
     Ok(OpenSession {
         id,
         log,
-        history: replayed.history,
-        todos: replayed.todos,
-        files: replayed.files,
+        history,
         spent,
     })
 }
 
-/// Replays `records` and commits an "interrupted" result for every call
-/// without one, so the history is valid for model APIs. The returned
-/// history includes those results; `interrupted` is drained.
-async fn commit_replay(log: &LogWriter, records: Vec<LogRecord>) -> Result<Replayed, PodError> {
-    let mut replayed = replay_owned(records);
-    for item in std::mem::take(&mut replayed.interrupted) {
+/// Replays `records` into `states` and commits an "interrupted" result for
+/// every call without one, so the history is valid for model APIs. Returns
+/// the history with those results.
+async fn commit_replay(
+    log: &LogWriter,
+    records: Vec<LogRecord>,
+    states: &mut ToolStates,
+) -> Result<Vec<Item>, PodError> {
+    let mut context = replay_into(records, states);
+    for item in context.interrupted {
         log.append(&LogRecord::Item(item.clone()), false).await?;
-        replayed.history.push(item);
+        // An interrupted result is an error: no state changes, but the
+        // states see the call closed as the live worker would.
+        states.observe(&item);
+        context.history.push(item);
     }
     log.sync().await?;
-    Ok(replayed)
+    Ok(context.history)
 }
 
-/// Rebuilds the state of a session whose writer is already open (after a
-/// turn task died).
+/// Rebuilds the history and `states` of a session whose writer is already
+/// open (after a turn task died).
 pub(crate) async fn reload(
     log: &LogWriter,
     count_spent: bool,
-) -> Result<(Replayed, Spent), PodError> {
+    states: &mut ToolStates,
+) -> Result<(Vec<Item>, Spent), PodError> {
     let contents = read_log(log.path())?;
     let spent = spent_if(count_spent, &contents.records);
-    Ok((commit_replay(log, contents.records).await?, spent))
+    Ok((commit_replay(log, contents.records, states).await?, spent))
 }
 
 /// What the log's answers spent, counted only when a session budget needs

@@ -29,8 +29,8 @@ pub mod todo;
 pub mod workspace;
 
 pub use todo::{
-    parse_todo_write, render_todos, TodoError, TodoItem, TodoStatus, TodoStore, TodoWriteTool,
-    TODO_WRITE,
+    parse_todo_write, render_todos, TodoError, TodoItem, TodoState, TodoStatus, TodoStore,
+    TodoWriteTool, TODO_WRITE,
 };
 pub use workspace::{
     FileMeta, FileStamp, FileTracker, Limits, Workspace, BASH, EDIT_FILE, GLOB, GREP, LIST_DIR,

@@ -21,6 +21,7 @@ mod interceptor;
 mod observer;
 mod stack;
 mod tool;
+mod tool_state;
 mod worker;
 
 pub use budget::{
@@ -34,4 +35,5 @@ pub use interceptor::{
 pub use observer::{NullObserver, PersistError, TurnObserver, WorkerEvent};
 pub use stack::InterceptorStack;
 pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry};
+pub use tool_state::{CommittedCall, ToolState, ToolStates};
 pub use worker::{TurnEndReason, TurnOutcome, Worker, WorkerConfig};

@@ -1,5 +1,6 @@
 //! Tools: typed arguments in each tool, raw JSON only in the registry.
 
+use crate::tool_state::ToolState;
 use pod_llm::ToolSpec;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
@@ -73,6 +74,13 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// The session state this tool keeps, if any. The tool reads it while
+    /// it runs but never writes it: the state changes when the call's result
+    /// is committed, and replaying the log rebuilds it (see [`ToolState`]).
+    fn state(&self) -> Option<Arc<dyn ToolState>> {
+        None
+    }
+
     /// Runs the call.
     async fn call(&self, args: Self::Args, ctx: ToolContext) -> ToolOutput;
 }
@@ -84,6 +92,8 @@ pub trait DynTool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     /// See [`Tool::concurrency_safe`].
     fn concurrency_safe(&self) -> bool;
+    /// See [`Tool::state`].
+    fn state(&self) -> Option<Arc<dyn ToolState>>;
     /// Parses raw JSON arguments and runs the call; bad arguments become an
     /// error result.
     async fn call_json(&self, arguments: &str, ctx: ToolContext) -> ToolOutput;
@@ -101,6 +111,10 @@ impl<T: Tool> DynTool for T {
 
     fn concurrency_safe(&self) -> bool {
         Tool::concurrency_safe(self)
+    }
+
+    fn state(&self) -> Option<Arc<dyn ToolState>> {
+        Tool::state(self)
     }
 
     async fn call_json(&self, arguments: &str, ctx: ToolContext) -> ToolOutput {

@@ -7,6 +7,7 @@ use crate::interceptor::{
 };
 use crate::observer::{TurnObserver, WorkerEvent};
 use crate::tool::ToolRegistry;
+use crate::tool_state::ToolStates;
 use futures_util::StreamExt;
 use pod_llm::{
     AssembledResponse, FinishReason, Item, ItemKind, Provider, ProviderRequest, ResponseAssembler,
@@ -95,6 +96,8 @@ pub struct Worker {
     // Every call id in history, so a provider that reuses ids across
     // responses cannot make two calls share one result.
     call_ids: HashSet<String>,
+    // The stateful tools, told of each committed result.
+    states: ToolStates,
 }
 
 enum Streamed {
@@ -120,6 +123,7 @@ impl Worker {
     pub fn new(provider: Arc<dyn Provider>, tools: ToolRegistry, config: WorkerConfig) -> Self {
         Self {
             provider,
+            states: ToolStates::of(&tools),
             tools,
             config,
             history: Vec::new(),
@@ -145,6 +149,12 @@ impl Worker {
     /// The tool registry.
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools
+    }
+
+    /// The stateful tools' states, which the worker updates as results are
+    /// committed. The owner of the history tells them of a compaction.
+    pub fn tool_states(&mut self) -> &mut ToolStates {
+        &mut self.states
     }
 
     /// The provider.
@@ -448,6 +458,8 @@ impl Worker {
         observer: &mut dyn TurnObserver,
     ) -> Result<(), WorkerError> {
         observer.on_history_append(&item).await?;
+        // Saved: a stateful tool's call takes effect now, not before.
+        self.states.observe(&item);
         self.history.push(item);
         Ok(())
     }

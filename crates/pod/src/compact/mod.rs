@@ -145,9 +145,9 @@ impl Compactor<'_> {
             .append(&record, true)
             .await
             .map_err(|err| CompactionError::Log(Box::new(err)))?;
-        if let Some(files) = self.files {
-            files.mark_read_required();
-        }
+        // The tools' state learns of it (the file tracker marks every file
+        // "read required"), as replay does at this boundary.
+        worker.tool_states().compacted();
         // The boundary is durable: the worker now runs on its context.
         if let LogRecord::Compaction(record) = record {
             worker.set_history(record.into_context());

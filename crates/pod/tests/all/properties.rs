@@ -103,9 +103,24 @@ proptest! {
         let tool = TodoWriteTool::new(store.clone());
         let ctx = || ToolContext { call_id: "c".into(), cancel: CancellationToken::new() };
         let rt = runtime();
-        rt.block_on(tool.call_json(&before.to_string(), ctx()));
+        // Each result is committed, as the worker does once the log has it.
+        let commit = |arguments: &str, output: &pod_worker::ToolOutput| {
+            if let Some(state) = pod_worker::Tool::state(&tool) {
+                state.apply(&pod_worker::CommittedCall {
+                    call_id: "c",
+                    name: pod_tools::TODO_WRITE,
+                    arguments,
+                    content: &output.content,
+                    is_error: output.is_error,
+                    meta: output.meta.as_ref(),
+                });
+            }
+        };
+        let first = rt.block_on(tool.call_json(&before.to_string(), ctx()));
+        commit(&before.to_string(), &first);
         let old = store.snapshot();
         let output = rt.block_on(tool.call_json(&args.to_string(), ctx()));
+        commit(&args.to_string(), &output);
         match oracle(&args) {
             Some(expected) => {
                 prop_assert!(!output.is_error, "{}", output.content);
@@ -194,13 +209,13 @@ proptest! {
         use pod_worker::{PersistError, ToolRegistry, TurnObserver, Worker, WorkerConfig};
         use std::sync::Arc;
 
-        /// Records, after each committed item, what the live store holds.
+        /// Records, as each item is committed, what the live store holds.
         struct Snapshots { store: TodoStore, after: Vec<Vec<TodoItem>> }
         #[async_trait::async_trait]
         impl TurnObserver for Snapshots {
             async fn on_history_append(&mut self, _item: &Item) -> Result<(), PersistError> {
-                // A tool runs before its result is committed, so the store
-                // already holds the effect of this item.
+                // A result takes effect once saved, right after this call:
+                // the store holds the effect of the items before this one.
                 self.after.push(self.store.snapshot());
                 Ok(())
             }
@@ -236,10 +251,10 @@ proptest! {
             &CancellationToken::new(),
         )).expect("turn");
         let history = worker.history().to_vec();
-        // `after[i]` is the live list once items 0..=i were committed.
-        let mut live: Vec<Vec<TodoItem>> = vec![Vec::new()];
-        live.extend(observer.after);
-        prop_assert_eq!(live.last(), Some(&store.snapshot()));
+        // `live[i]` is the live list once items 0..i were committed.
+        let mut live: Vec<Vec<TodoItem>> = observer.after;
+        prop_assert_eq!(live.first(), Some(&Vec::new()));
+        live.push(store.snapshot());
         for cut in 0..=history.len() {
             let records: Vec<LogRecord> = history[..cut].iter().cloned().map(LogRecord::Item).collect();
             prop_assert_eq!(&replay(&records).todos, &live[cut], "prefix of {} items", cut);

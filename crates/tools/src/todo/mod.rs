@@ -6,7 +6,7 @@ mod tool;
 mod validate;
 
 pub use render::render_todos;
-pub use tool::{TodoWriteTool, TODO_WRITE};
+pub use tool::{TodoState, TodoWriteTool, TODO_WRITE};
 pub use validate::{parse_todo_write, validate_todos, TodoError, MAX_CONTENT_CHARS, MAX_TODOS};
 
 use parking_lot::Mutex;
@@ -52,8 +52,10 @@ pub struct TodoItem {
     pub status: TodoStatus,
 }
 
-/// The session's plan, shared between the `todo_write` tool and the session
-/// owner. The lock is held only to copy or swap the list.
+/// The session's plan, shared between the `todo_write` tool, the interceptors
+/// that read it and the session owner. In a session its one writer is
+/// [`TodoState`], when a `todo_write` result is committed. The lock is held
+/// only to copy or swap the list.
 #[derive(Clone, Debug, Default)]
 pub struct TodoStore(Arc<Mutex<Vec<TodoItem>>>);
 
@@ -73,7 +75,8 @@ impl TodoStore {
         self.0.lock().iter().any(|t| t.status.is_unfinished())
     }
 
-    /// Replaces the list, returning the old one. Callers validate first.
+    /// Replaces the list, returning the old one. Callers validate first; in
+    /// a session only [`TodoState`] calls this.
     pub fn replace(&self, todos: Vec<TodoItem>) -> Vec<TodoItem> {
         std::mem::replace(&mut *self.0.lock(), todos)
     }

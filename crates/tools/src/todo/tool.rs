@@ -1,24 +1,63 @@
 //! The `todo_write` tool.
 
 use super::render::render_todos;
-use super::validate::{validate_todos, MAX_CONTENT_CHARS, MAX_TODOS};
+use super::validate::{parse_todo_write, validate_todos, MAX_CONTENT_CHARS, MAX_TODOS};
 use super::TodoStore;
-use pod_worker::{Tool, ToolContext, ToolOutput};
+use pod_worker::{CommittedCall, Tool, ToolContext, ToolOutput, ToolState};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The tool's name.
 pub const TODO_WRITE: &str = "todo_write";
 
 /// Replaces the session plan with the list the model sends.
-#[derive(Clone, Debug)]
+///
+/// The call only validates the list and reads it back; the store changes
+/// when the result is committed, through [`TodoState`], so the store never
+/// holds a list the log does not have.
+#[derive(Clone)]
 pub struct TodoWriteTool {
     store: TodoStore,
+    state: Arc<dyn ToolState>,
+}
+
+impl std::fmt::Debug for TodoWriteTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TodoWriteTool")
+            .field("store", &self.store)
+            .finish()
+    }
 }
 
 impl TodoWriteTool {
-    /// A tool writing to `store`.
+    /// A tool whose committed calls write `store`.
     pub fn new(store: TodoStore) -> Self {
-        Self { store }
+        Self {
+            state: Arc::new(TodoState(store.clone())),
+            store,
+        }
+    }
+}
+
+/// The plan as `todo_write`'s state: a committed, successful call replaces
+/// the list with its arguments, checked by the very validation the tool ran
+/// (so on replay, arguments an older schema accepted and this one refuses
+/// change nothing). The plan outlives compaction.
+#[derive(Debug)]
+pub struct TodoState(pub TodoStore);
+
+impl ToolState for TodoState {
+    fn apply(&self, call: &CommittedCall<'_>) {
+        if call.is_error {
+            return;
+        }
+        if let Ok(todos) = parse_todo_write(call.arguments) {
+            self.0.replace(todos);
+        }
+    }
+
+    fn clear(&self) {
+        self.0.replace(Vec::new());
     }
 }
 
@@ -72,6 +111,10 @@ impl Tool for TodoWriteTool {
         })
     }
 
+    fn state(&self) -> Option<Arc<dyn ToolState>> {
+        Some(self.state.clone())
+    }
+
     async fn call(&self, args: Value, _ctx: ToolContext) -> ToolOutput {
         let todos = match validate_todos(&args) {
             Ok(todos) => todos,
@@ -82,7 +125,7 @@ impl Tool for TodoWriteTool {
                 ))
             }
         };
-        let old = self.store.replace(todos.clone());
+        let old = self.store.snapshot();
         let dropped: Vec<&str> = old
             .iter()
             .filter(|t| t.status.is_unfinished() && !todos.iter().any(|n| n.id == t.id))

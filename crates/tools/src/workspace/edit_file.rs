@@ -3,9 +3,10 @@
 
 use super::write_file::{check_fresh, commit};
 use super::{blocking, Workspace};
-use pod_worker::{Tool, ToolContext, ToolOutput};
+use pod_worker::{Tool, ToolContext, ToolOutput, ToolState};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The tool's name.
 pub const EDIT_FILE: &str = "edit_file";
@@ -67,6 +68,10 @@ impl Tool for EditFileTool {
             "required": ["path", "old_string", "new_string"],
             "additionalProperties": false
         })
+    }
+
+    fn state(&self) -> Option<Arc<dyn ToolState>> {
+        Some(self.workspace.tracker_state())
     }
 
     async fn call(&self, args: EditFileArgs, _ctx: ToolContext) -> ToolOutput {
@@ -134,7 +139,7 @@ fn edit(workspace: &Workspace, args: &EditFileArgs) -> ToolOutput {
     } else {
         text.replacen(args.old_string.as_str(), &args.new_string, 1)
     };
-    match commit(workspace, &path, &rel, updated.as_bytes()) {
+    match commit(&path, &rel, updated.as_bytes()) {
         Ok(meta) => {
             let what = if count == 1 {
                 format!("1 occurrence at line {first_line}")

@@ -29,7 +29,7 @@ pub use read_file::{ReadFileTool, READ_FILE};
 pub use tracker::{FileMeta, FileStamp, FileTracker, StaleError};
 pub use write_file::{WriteFileTool, WRITE_FILE};
 
-use pod_worker::{ToolOutput, ToolRegistry};
+use pod_worker::{ToolOutput, ToolRegistry, ToolState};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -41,11 +41,22 @@ pub const WORKSPACE_TOOLS: [&str; 7] =
 #[derive(Clone, Debug)]
 pub struct Workspace(Arc<WorkspaceInner>);
 
-#[derive(Debug)]
 struct WorkspaceInner {
     root: Root,
     tracker: FileTracker,
+    // The tracker as the file tools' one shared state.
+    state: Arc<dyn ToolState>,
     limits: Limits,
+}
+
+impl std::fmt::Debug for WorkspaceInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspace")
+            .field("root", &self.root)
+            .field("tracker", &self.tracker)
+            .field("limits", &self.limits)
+            .finish()
+    }
 }
 
 impl Workspace {
@@ -62,19 +73,10 @@ impl Workspace {
     ) -> std::io::Result<Self> {
         Ok(Self(Arc::new(WorkspaceInner {
             root: Root::new(root)?,
+            state: Arc::new(tracker.clone()),
             tracker,
             limits,
         })))
-    }
-
-    /// The same root and limits with another tracker (a session rebuilt
-    /// from its log).
-    pub fn with_tracker(&self, tracker: FileTracker) -> Self {
-        Self(Arc::new(WorkspaceInner {
-            root: self.0.root.clone(),
-            tracker,
-            limits: self.0.limits.clone(),
-        }))
     }
 
     /// The confined root.
@@ -85,6 +87,12 @@ impl Workspace {
     /// The session's read-before-edit tracker.
     pub fn tracker(&self) -> &FileTracker {
         &self.0.tracker
+    }
+
+    /// The tracker as the state the file tools declare (one for all three,
+    /// so a compaction or a replay reaches it once).
+    pub fn tracker_state(&self) -> Arc<dyn ToolState> {
+        self.0.state.clone()
     }
 
     /// The caps and timeouts.

@@ -4,10 +4,11 @@
 use super::limits::{cut_line, looks_binary};
 use super::tracker::{FileMeta, FileStamp};
 use super::{blocking, Workspace};
-use pod_worker::{Tool, ToolContext, ToolOutput};
+use pod_worker::{Tool, ToolContext, ToolOutput, ToolState};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// The tool's name.
 pub const READ_FILE: &str = "read_file";
@@ -76,6 +77,10 @@ impl Tool for ReadFileTool {
         true
     }
 
+    fn state(&self) -> Option<Arc<dyn ToolState>> {
+        Some(self.workspace.tracker_state())
+    }
+
     async fn call(&self, args: ReadFileArgs, _ctx: ToolContext) -> ToolOutput {
         let workspace = self.workspace.clone();
         blocking(move || read(&workspace, &args)).await
@@ -133,10 +138,8 @@ fn read(workspace: &Workspace, args: &ReadFileArgs) -> ToolOutput {
         stamp: FileStamp::new(&bytes, Some(&metadata)),
     };
     match render(&rel, text, args, workspace) {
-        Ok(content) => {
-            workspace.tracker().record(&meta.path, meta.stamp.clone());
-            ToolOutput::ok(content).with_meta(meta.to_value())
-        }
+        // The tracker records the stamp when this result is committed.
+        Ok(content) => ToolOutput::ok(content).with_meta(meta.to_value()),
         Err(message) => ToolOutput::error(message),
     }
 }

@@ -4,19 +4,17 @@
 //! `edit_file` and an overwriting `write_file` are refused on a file the
 //! model has not read, or that changed on disk since (compared by content
 //! hash), so the model never edits from a stale or imagined copy. State is
-//! session-lifetime and rebuilt on resume by [`FileTracker::observe`] over
-//! the logged calls and results: the tools attach a [`FileMeta`] to every
-//! successful result, and nothing is stored anywhere else.
+//! session-lifetime: the tools attach a [`FileMeta`] to every successful
+//! result, and the tracker records it when the result is committed (its
+//! [`ToolState`]), live and on replay alike; nothing is stored anywhere else.
 
 use parking_lot::Mutex;
-use pod_llm::{Item, ItemKind};
+use pod_worker::{CommittedCall, ToolState};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs::Metadata;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
-
-use super::{EDIT_FILE, READ_FILE, WRITE_FILE};
 
 /// The key under which a tool result's meta carries its [`FileMeta`].
 pub const FILE_META_KEY: &str = "file";
@@ -113,8 +111,6 @@ struct Known {
 struct Inner {
     // Keyed by path relative to the workspace root, ordered so lists are stable.
     files: BTreeMap<String, Known>,
-    // Replay only: file tool calls whose result has not been seen yet.
-    open_calls: HashMap<String, String>,
 }
 
 /// The session's read-before-edit state, shared between the file tools and
@@ -128,7 +124,9 @@ impl FileTracker {
         Self::default()
     }
 
-    /// The model now knows `path` as `stamp` (it read or wrote it).
+    /// The model now knows `path` as `stamp` (it read or wrote it). In a
+    /// session only the committed results of the file tools call this,
+    /// through the tracker's [`ToolState`].
     pub fn record(&self, path: &str, stamp: FileStamp) {
         self.0.lock().files.insert(
             path.to_string(),
@@ -167,7 +165,6 @@ impl FileTracker {
     /// edited. Returns those files, sorted.
     pub fn mark_read_required(&self) -> Vec<String> {
         let mut inner = self.0.lock();
-        inner.open_calls.clear();
         inner
             .files
             .iter_mut()
@@ -193,39 +190,28 @@ impl FileTracker {
             .map(|(p, _)| p.clone())
             .collect()
     }
+}
 
-    /// Replay: observes one committed item. A successful result of a file
-    /// tool records its stamp; an error or skipped call changed nothing.
-    pub fn observe(&self, item: &Item) {
-        let mut inner = self.0.lock();
-        match &item.kind {
-            ItemKind::Assistant { tool_calls, .. } => {
-                for call in tool_calls {
-                    if [READ_FILE, WRITE_FILE, EDIT_FILE].contains(&call.name.as_str()) {
-                        inner.open_calls.insert(call.id.clone(), call.name.clone());
-                    }
-                }
-            }
-            ItemKind::ToolResult {
-                call_id,
-                is_error,
-                meta,
-                ..
-            } => {
-                if inner.open_calls.remove(call_id).is_none() || *is_error {
-                    return;
-                }
-                if let Some(file) = meta.as_ref().and_then(FileMeta::from_value) {
-                    inner.files.insert(
-                        file.path,
-                        Known {
-                            stamp: file.stamp,
-                            read_required: false,
-                        },
-                    );
-                }
-            }
-            _ => {}
+/// The file tools' shared state: a committed, successful result of
+/// `read_file`, `write_file` or `edit_file` records the stamp it carries; an
+/// error or skipped call changed nothing.
+impl ToolState for FileTracker {
+    fn apply(&self, call: &CommittedCall<'_>) {
+        if call.is_error {
+            return;
         }
+        if let Some(file) = call.meta.and_then(FileMeta::from_value) {
+            self.record(&file.path, file.stamp);
+        }
+    }
+
+    /// Every file the model knew is out of view once a summary replaces the
+    /// reads: it must read them again before editing.
+    fn compacted(&self) {
+        self.mark_read_required();
+    }
+
+    fn clear(&self) {
+        self.0.lock().files.clear();
     }
 }

@@ -3,10 +3,11 @@
 
 use super::tracker::{FileMeta, FileStamp};
 use super::{blocking, Workspace};
-use pod_worker::{Tool, ToolContext, ToolOutput};
+use pod_worker::{Tool, ToolContext, ToolOutput, ToolState};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The tool's name.
 pub const WRITE_FILE: &str = "write_file";
@@ -62,6 +63,10 @@ impl Tool for WriteFileTool {
         })
     }
 
+    fn state(&self) -> Option<Arc<dyn ToolState>> {
+        Some(self.workspace.tracker_state())
+    }
+
     async fn call(&self, args: WriteFileArgs, _ctx: ToolContext) -> ToolOutput {
         let workspace = self.workspace.clone();
         blocking(move || write(&workspace, &args)).await
@@ -104,7 +109,7 @@ fn write(workspace: &Workspace, args: &WriteFileArgs) -> ToolOutput {
             ));
         }
     }
-    match commit(workspace, &path, &rel, args.content.as_bytes()) {
+    match commit(&path, &rel, args.content.as_bytes()) {
         Ok(meta) => {
             let verb = if existed { "Overwrote" } else { "Created" };
             let lines = args.content.lines().count();
@@ -134,19 +139,14 @@ pub(crate) fn check_fresh(
     Ok(bytes)
 }
 
-/// Writes `content` and records that the model knows it.
-pub(crate) fn commit(
-    workspace: &Workspace,
-    path: &Path,
-    rel: &str,
-    content: &[u8],
-) -> std::io::Result<FileMeta> {
+/// Writes `content` and returns the stamp the tracker records once the
+/// result is committed.
+pub(crate) fn commit(path: &Path, rel: &str, content: &[u8]) -> std::io::Result<FileMeta> {
     std::fs::write(path, content)?;
     let metadata = path.metadata().ok();
     let meta = FileMeta {
         path: rel.to_string(),
         stamp: FileStamp::new(content, metadata.as_ref()),
     };
-    workspace.tracker().record(rel, meta.stamp.clone());
     Ok(meta)
 }

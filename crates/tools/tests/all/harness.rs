@@ -2,7 +2,7 @@
 //! exactly as the worker calls it, and builders for argument lists.
 
 use pod_tools::{render_todos, TodoItem, TodoStatus, TodoStore, TodoWriteTool, TODO_WRITE};
-use pod_worker::{ToolContext, ToolOutput, ToolRegistry};
+use pod_worker::{CommittedCall, ToolContext, ToolOutput, ToolRegistry};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -26,8 +26,30 @@ impl TodoHarness {
         self.write_raw(&args.to_string()).await
     }
 
-    /// Calls `todo_write` with raw argument text, through the registry.
+    /// Calls `todo_write` with raw argument text, through the registry, and
+    /// commits the result as the worker does once the log has it.
     pub async fn write_raw(&self, raw: &str) -> ToolOutput {
+        let output = self.write_uncommitted(raw).await;
+        let tool = self
+            .tools
+            .get(TODO_WRITE)
+            .expect("todo_write is registered");
+        if let Some(state) = tool.state() {
+            state.apply(&CommittedCall {
+                call_id: "call_test",
+                name: TODO_WRITE,
+                arguments: raw,
+                content: &output.content,
+                is_error: output.is_error,
+                meta: output.meta.as_ref(),
+            });
+        }
+        output
+    }
+
+    /// Calls `todo_write` without committing its result (the log refused
+    /// it, or the process died first).
+    pub async fn write_uncommitted(&self, raw: &str) -> ToolOutput {
         let tool = self
             .tools
             .get(TODO_WRITE)

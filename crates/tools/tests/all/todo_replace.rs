@@ -92,3 +92,24 @@ async fn content_is_stored_as_sent_and_not_trimmed() {
     assert_eq!(out, "Todo list (0 of 1 completed):\n[ ] a:   padded  ");
     assert_eq!(out, readback(&h.store.snapshot()));
 }
+
+#[tokio::test]
+async fn the_list_changes_when_the_result_is_committed_not_before() {
+    let h = TodoHarness::new();
+    h.write_ok(&example_plan()).await;
+    let next = vec![todo("docs", "Document the config", InProgress)];
+    let out = h
+        .write_uncommitted(&crate::harness::args(&next).to_string())
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    // The readback shows the new list, but until the result is committed
+    // the store (what `get_todos` answers) keeps the one the log has.
+    assert!(
+        out.content.contains("Document the config"),
+        "{}",
+        out.content
+    );
+    assert_eq!(h.store.snapshot(), example_plan());
+    h.write_ok(&next).await;
+    assert_eq!(h.store.snapshot(), next);
+}

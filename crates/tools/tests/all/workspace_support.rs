@@ -2,7 +2,7 @@
 //! registered, called with raw JSON through the registry as the worker does.
 
 use pod_tools::{FileTracker, Limits, Workspace};
-use pod_worker::{ToolContext, ToolOutput, ToolRegistry};
+use pod_worker::{CommittedCall, ToolContext, ToolOutput, ToolRegistry};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
@@ -71,6 +71,29 @@ impl Ws {
     }
 
     pub async fn call_with(
+        &self,
+        tool: &str,
+        args: Value,
+        cancel: CancellationToken,
+    ) -> ToolOutput {
+        let output = self.call_uncommitted(tool, args.clone(), cancel).await;
+        // Committed, as the worker does once the log has the result.
+        if let Some(state) = self.tools.get(tool).and_then(|t| t.state()) {
+            state.apply(&CommittedCall {
+                call_id: "call_test",
+                name: tool,
+                arguments: &args.to_string(),
+                content: &output.content,
+                is_error: output.is_error,
+                meta: output.meta.as_ref(),
+            });
+        }
+        output
+    }
+
+    /// Runs a call whose result is never committed (the log refused it, or
+    /// the process died first): the tool's state must not change.
+    pub async fn call_uncommitted(
         &self,
         tool: &str,
         args: Value,

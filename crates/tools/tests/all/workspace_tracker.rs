@@ -1,11 +1,12 @@
-//! The FileTracker: rebuilt from logged calls and results, and marked
-//! "read required" after a compaction.
+//! The FileTracker: changed only by committed results, rebuilt from logged
+//! calls and results, and marked "read required" after a compaction.
 
 use crate::workspace_support::Ws;
 use pod_llm::{Item, ItemKind, ToolCall};
 use pod_tools::{FileTracker, Workspace};
-use pod_worker::{ToolContext, ToolOutput, ToolRegistry};
+use pod_worker::{ToolContext, ToolOutput, ToolRegistry, ToolState, ToolStates};
 use serde_json::json;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> Item {
@@ -77,8 +78,9 @@ async fn observe_rebuilds_the_tracker_from_logged_calls_and_results() {
     ));
 
     let replayed = FileTracker::new();
+    let mut states = states_of(&replayed);
     for item in &log {
-        replayed.observe(item);
+        states.observe(item);
     }
     for path in ["a.txt", "c.txt"] {
         assert_eq!(replayed.stamp(path), ws.tracker().stamp(path), "{path}");
@@ -122,8 +124,53 @@ async fn a_result_without_its_call_is_ignored() {
     ws.put("a.txt", "alpha");
     let out = ws.call("read_file", json!({"path": "a.txt"})).await;
     let tracker = FileTracker::new();
-    tracker.observe(&result("orphan", &out));
+    states_of(&tracker).observe(&result("orphan", &out));
     assert_eq!(tracker.stamp("a.txt"), None);
+}
+
+#[tokio::test]
+async fn a_result_that_is_never_committed_changes_nothing() {
+    let ws = Ws::new();
+    ws.put("a.txt", "alpha");
+    let out = ws
+        .call_uncommitted(
+            "read_file",
+            json!({"path": "a.txt"}),
+            CancellationToken::new(),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(out.meta.is_some(), "the stamp travels in the result");
+    assert_eq!(ws.tracker().stamp("a.txt"), None);
+    let err = ws
+        .err(
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "alpha", "new_string": "A"}),
+        )
+        .await;
+    assert!(err.contains("has not been read"), "{err}");
+}
+
+#[tokio::test]
+async fn the_three_file_tools_share_one_state_and_a_compaction_reaches_it() {
+    let ws = Ws::new();
+    ws.put("a.txt", "alpha");
+    ws.ok("read_file", json!({"path": "a.txt"})).await;
+    let mut states = ToolStates::of(&ws.tools);
+    states.compacted();
+    assert_eq!(ws.tracker().read_required(), vec!["a.txt"]);
+    states.clear();
+    assert!(ws.tracker().known().is_empty());
+}
+
+/// The file tools' states over `tracker`, as a Pod registers them.
+fn states_of(tracker: &FileTracker) -> ToolStates {
+    let state: Arc<dyn ToolState> = Arc::new(tracker.clone());
+    let mut states = ToolStates::new();
+    for name in ["read_file", "write_file", "edit_file"] {
+        states.insert(name, state.clone());
+    }
+    states
 }
 
 #[tokio::test]

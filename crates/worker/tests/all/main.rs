@@ -7,3 +7,4 @@ mod invariant;
 mod observer;
 mod stack;
 mod support;
+mod tool_state;
