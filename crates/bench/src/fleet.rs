@@ -1,9 +1,10 @@
 //! Throughput of many concurrent Pods against a loopback server that speaks
 //! the OpenAI-compatible Chat Completions streaming format.
 
-use crate::support::{fmt_duration, Echo};
+use crate::support::fmt_duration;
 use pod::{Durability, Pod, PodConfig, PodHome};
 use pod_providers::{Endpoint, OpenAiProvider};
+use pod_testkit::tools::Echo;
 use pod_worker::ToolRegistry;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,7 +124,7 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let mut config = PodConfig::new(PodHome::new(dir.path()), dir.path(), provider);
     let mut tools = ToolRegistry::new();
-    tools.register(Echo);
+    tools.register(Echo::concurrent());
     config.tools = tools;
     config.durability = Durability::Turn;
     let mut handles = Vec::with_capacity(pods);

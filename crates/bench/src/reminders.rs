@@ -1,9 +1,9 @@
 //! Reminder cost: reminder tokens as a share of all prompt tokens.
 
-use crate::support::Echo;
 use pod::{Pod, PodConfig, PodHome};
 use pod_llm::tokens::{estimate_item_tokens, estimate_request_tokens};
 use pod_llm::{ItemKind, ScriptStep, ScriptedProvider, SystemKind};
+use pod_testkit::tools::Echo;
 use pod_worker::ToolRegistry;
 use serde_json::json;
 use std::collections::HashSet;
@@ -47,7 +47,7 @@ pub async fn run(_quick: bool) -> Result<(), Box<dyn std::error::Error>> {
             Arc::new(model.clone()),
         );
         let mut tools = ToolRegistry::new();
-        tools.register(Echo);
+        tools.register(Echo::concurrent());
         config.tools = tools;
         config.remind_every = every;
         let pod = Pod::spawn(config).await?;

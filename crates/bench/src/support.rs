@@ -1,31 +1,7 @@
-//! Shared pieces: an instant echo tool, timing and memory readings.
+//! Shared pieces: timing and memory readings (the instant echo tool is the
+//! test kit's, concurrency-safe).
 
-use pod_worker::{Tool, ToolContext, ToolOutput};
-use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-/// Returns its `text` argument at once.
-pub struct Echo;
-
-#[async_trait::async_trait]
-impl Tool for Echo {
-    type Args = Value;
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> String {
-        "Returns its text argument.".into()
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"text": {"type": "string"}}})
-    }
-    fn concurrency_safe(&self) -> bool {
-        true
-    }
-    async fn call(&self, args: Value, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::ok(args["text"].as_str().unwrap_or_default().to_string())
-    }
-}
 
 /// Median of `runs` timings of `f`.
 pub async fn median<F, Fut>(runs: usize, mut f: F) -> Result<Duration, Box<dyn std::error::Error>>

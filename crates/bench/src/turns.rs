@@ -1,8 +1,9 @@
 //! Runtime overhead per turn with an instant scripted model.
 
-use crate::support::{fmt_duration, Echo};
+use crate::support::fmt_duration;
 use pod::{Durability, Pod, PodConfig, PodHome};
 use pod_llm::{ScriptStep, ScriptedProvider};
+use pod_testkit::tools::Echo;
 use pod_worker::ToolRegistry;
 use serde_json::json;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
             Arc::new(ScriptedProvider::from_steps(steps).without_recording()),
         );
         let mut tools = ToolRegistry::new();
-        tools.register(Echo);
+        tools.register(Echo::concurrent());
         config.tools = tools;
         config.durability = durability;
         let pod = Pod::spawn(config).await?;

@@ -66,6 +66,8 @@ pub use pod::Pod;
 
 // The types this crate's API takes and returns, so that an embedder can
 // depend on `pod` alone.
+/// The attribute a [`Tool`] or [`Interceptor`] implementation needs.
+pub use async_trait::async_trait;
 pub use pod_llm::{Item, ItemKind, Provider, ScriptStep, ScriptedProvider, SystemKind, Usage};
 pub use pod_tools::{TodoItem, TodoStatus};
 pub use pod_worker::{

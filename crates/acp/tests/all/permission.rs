@@ -3,7 +3,8 @@
 
 use crate::client::{join_chunks, summarize, AcpClient};
 use crate::support::{script, TestHome};
-use pod_llm::{validate_history, Item, ItemKind};
+use pod_llm::validate_history;
+use pod_testkit::result_of;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -20,22 +21,6 @@ fn write_script() -> Value {
 
 fn selected(option: &str) -> Value {
     json!({"outcome": {"outcome": "selected", "optionId": option}})
-}
-
-/// The result the model got for `call_id`: (content, is_error).
-fn result_of(history: &[Item], call_id: &str) -> (String, bool) {
-    history
-        .iter()
-        .find_map(|item| match &item.kind {
-            ItemKind::ToolResult {
-                call_id: id,
-                content,
-                is_error,
-                ..
-            } if id == call_id => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no result for {call_id}"))
 }
 
 /// Starts a prompt in a new session and waits for its permission request;

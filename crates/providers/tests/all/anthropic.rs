@@ -1,9 +1,9 @@
 //! Anthropic Messages over loopback.
 
-use crate::server::{anthropic_sse, LoopbackServer, Part, Reply};
 use crate::support::{ask, assistant, complete, endpoint, events, read_file_tool, rich_history};
 use pod_llm::{FinishReason, Item, ProviderError, ProviderRequest, Reasoning, StreamEvent, Usage};
 use pod_providers::AnthropicProvider;
+use pod_testkit::server::{anthropic_sse, LoopbackServer, Part, Reply};
 use serde_json::json;
 
 async fn provider_for(replies: Vec<Reply>) -> (LoopbackServer, AnthropicProvider) {

@@ -1,11 +1,8 @@
 //! Integration tests of pod-providers against a loopback HTTP server; one
-//! binary so the workspace links once.
+//! binary so the workspace links once. A Pod or worker driven through these
+//! providers is an end-to-end suite: see the workspace's `tests/e2e`.
 
 mod anthropic;
 mod openai;
-mod pod_faults;
 mod retry;
-mod server;
 mod support;
-mod wire;
-mod worker_e2e;

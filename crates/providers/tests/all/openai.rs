@@ -1,10 +1,10 @@
 //! Chat Completions over loopback, in the wire formats of OpenAI, DeepSeek,
 //! Ollama and llama.cpp.
 
-use crate::server::{LoopbackServer, Part, Reply};
 use crate::support::{ask, complete, endpoint, events, read_file_tool, rich_history};
 use pod_llm::{FinishReason, ProviderError, ProviderRequest, StreamEvent, Usage};
 use pod_providers::{OpenAiProvider, Timeouts};
+use pod_testkit::server::{LoopbackServer, Part, Reply};
 use std::time::Duration;
 
 async fn provider_for(replies: Vec<Reply>) -> (LoopbackServer, OpenAiProvider) {

@@ -1,12 +1,12 @@
 //! The retry policy over loopback, and its timing under paused time.
 
 use crate::anthropic::TEXT_STREAM;
-use crate::server::{LoopbackServer, Part, Reply};
 use crate::support::{ask, complete, endpoint, events};
 use futures_util::stream;
 use parking_lot::Mutex;
 use pod_llm::{EventStream, FinishReason, Provider, ProviderError, ProviderRequest, StreamEvent};
 use pod_providers::{AnthropicProvider, OpenAiProvider, RetryPolicy, RetryingProvider};
+use pod_testkit::server::{LoopbackServer, Part, Reply};
 use std::time::Duration;
 
 /// Tiny delays so loopback tests take milliseconds.

@@ -1,20 +1,16 @@
-//! Test helpers: a recording interceptor, a recording observer, tiny tools
-//! and a worker builder around the scripted provider.
+//! Test helpers: a recording interceptor, a recording observer and a worker
+//! builder around the scripted provider; the tools and history helpers are
+//! the workspace test kit's.
 
 use async_trait::async_trait;
-use parking_lot::Mutex;
 use pod_llm::{validate_history, Item, ItemKind, ScriptStep, ScriptedProvider};
 use pod_worker::{
     AbortReason, Interceptor, PersistError, PostToolAction, PreRequestAction, PreToolAction,
-    PromptAction, Tool, ToolCallInfo, ToolContext, ToolOutput, ToolRegistry, ToolResultInfo,
-    TurnEndAction, TurnObserver, TurnOutcome, Worker, WorkerConfig, WorkerError, WorkerEvent,
+    PromptAction, ToolCallInfo, ToolRegistry, ToolResultInfo, TurnEndAction, TurnObserver,
+    TurnOutcome, Worker, WorkerConfig, WorkerError, WorkerEvent,
 };
-use serde::Deserialize;
-use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 // ---------------------------------------------------------------- interceptor
@@ -206,160 +202,8 @@ impl TurnObserver for Observed {
 
 // ---------------------------------------------------------------------- tools
 
-#[derive(Deserialize)]
-pub struct TextArgs {
-    pub text: String,
-}
-
-/// Echoes its text; counts its runs.
-#[derive(Default, Clone)]
-pub struct Echo {
-    pub runs: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl Tool for Echo {
-    type Args = TextArgs;
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> String {
-        "Echoes its text.".into()
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
-    }
-    async fn call(&self, args: TextArgs, _ctx: ToolContext) -> ToolOutput {
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        ToolOutput::ok(args.text)
-    }
-}
-
-/// Runs until its call is cancelled; tells the test when it has started.
-/// With `stubborn`, it ignores cancellation and must be dropped.
-#[derive(Clone)]
-pub struct Slow {
-    pub started: Arc<Notify>,
-    pub stubborn: bool,
-    /// Set when the running call's future is dropped.
-    pub dropped: Arc<AtomicBool>,
-}
-
-impl Slow {
-    pub fn new(stubborn: bool) -> Self {
-        Self {
-            started: Arc::new(Notify::new()),
-            stubborn,
-            dropped: Arc::new(AtomicBool::new(false)),
-        }
-    }
-}
-
-struct SetOnDrop(Arc<AtomicBool>);
-
-impl Drop for SetOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-#[async_trait]
-impl Tool for Slow {
-    type Args = Value;
-    fn name(&self) -> &str {
-        if self.stubborn {
-            "stubborn"
-        } else {
-            "slow"
-        }
-    }
-    fn description(&self) -> String {
-        "Runs until cancelled.".into()
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, _args: Value, ctx: ToolContext) -> ToolOutput {
-        let _guard = SetOnDrop(self.dropped.clone());
-        self.started.notify_one();
-        if self.stubborn {
-            std::future::pending::<()>().await;
-        }
-        ctx.cancel.cancelled().await;
-        ToolOutput::error("slow: stopped because the turn was cancelled")
-    }
-}
-
-/// Panics with its text.
-pub struct Panics;
-
-#[async_trait]
-impl Tool for Panics {
-    type Args = TextArgs;
-    fn name(&self) -> &str {
-        "panics"
-    }
-    fn description(&self) -> String {
-        "Always panics.".into()
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, args: TextArgs, _ctx: ToolContext) -> ToolOutput {
-        panic!("{}", args.text)
-    }
-}
-
-#[derive(Deserialize)]
-pub struct GaugeArgs {
-    /// How often to yield before finishing, so calls can finish out of order.
-    pub yields: usize,
-}
-
-/// Shared record of a [`Gauge`] tool: how many calls ran at once, and in
-/// which order they finished.
-#[derive(Default)]
-pub struct GaugeState {
-    pub running: AtomicUsize,
-    pub max_running: AtomicUsize,
-    pub finished: Mutex<Vec<String>>,
-}
-
-/// A tool that measures how many of its calls overlap.
-#[derive(Clone)]
-pub struct Gauge {
-    pub name: &'static str,
-    pub safe: bool,
-    pub state: Arc<GaugeState>,
-}
-
-#[async_trait]
-impl Tool for Gauge {
-    type Args = GaugeArgs;
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn description(&self) -> String {
-        "Measures concurrency.".into()
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"yields": {"type": "integer"}}})
-    }
-    fn concurrency_safe(&self) -> bool {
-        self.safe
-    }
-    async fn call(&self, args: GaugeArgs, ctx: ToolContext) -> ToolOutput {
-        let now = self.state.running.fetch_add(1, Ordering::SeqCst) + 1;
-        self.state.max_running.fetch_max(now, Ordering::SeqCst);
-        // Yielding lets the worker poll the other calls of the batch.
-        for _ in 0..args.yields {
-            tokio::task::yield_now().await;
-        }
-        self.state.running.fetch_sub(1, Ordering::SeqCst);
-        self.state.finished.lock().push(ctx.call_id.clone());
-        ToolOutput::ok(format!("{} done", ctx.call_id))
-    }
-}
+pub use pod_testkit::tools::{Echo, Gauge, GaugeState, Panics, Slow};
+pub use pod_testkit::{result_of, shape};
 
 // --------------------------------------------------------------------- worker
 
@@ -440,39 +284,4 @@ impl TestWorker {
             "observer saw exactly the history"
         );
     }
-}
-
-/// The result item answering `call_id`: (content, is_error).
-pub fn result_of(history: &[Item], call_id: &str) -> (String, bool) {
-    history
-        .iter()
-        .find_map(|item| match &item.kind {
-            ItemKind::ToolResult {
-                call_id: id,
-                content,
-                is_error,
-                ..
-            } if id == call_id => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no result for {call_id}"))
-}
-
-/// A compact description of each item: `user:..`, `assistant:..[calls]`,
-/// `result:<id>`, `system:..`.
-pub fn shape(history: &[Item]) -> Vec<String> {
-    history
-        .iter()
-        .map(|item| match &item.kind {
-            ItemKind::User { text } => format!("user:{text}"),
-            ItemKind::Assistant {
-                text, tool_calls, ..
-            } => {
-                let ids: Vec<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
-                format!("assistant:{text}{ids:?}")
-            }
-            ItemKind::ToolResult { call_id, .. } => format!("result:{call_id}"),
-            ItemKind::System { text, .. } => format!("system:{text}"),
-        })
-        .collect()
 }

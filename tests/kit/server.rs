@@ -5,9 +5,6 @@
 //! down to splitting an SSE line across two TCP writes or dropping the
 //! connection in the middle of a chunked body.
 
-// A helper for every suite: not each one uses every method.
-#![allow(dead_code)]
-
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;

@@ -14,13 +14,13 @@
 //! short delay (half a second of real time: `PodConfig` does not expose it,
 //! and paused time cannot drive real sockets).
 
-use crate::server::{anthropic_sse, LoopbackServer, Part, Reply};
-use crate::support::endpoint;
-use crate::wire::{anthropic_parts, openai_parts, Call, TOOL};
 use parking_lot::Mutex;
 use pod::{Pod, PodConfig, PodError, PodEvent, PodHandle, PodHome};
 use pod_llm::{validate_history, Item, ItemKind, Provider};
 use pod_providers::{AnthropicProvider, OpenAiProvider, RetryPolicy, RetryingProvider};
+use pod_testkit::provider::endpoint;
+use pod_testkit::server::{anthropic_sse, LoopbackServer, Part, Reply};
+use pod_testkit::wire::{anthropic_parts, openai_parts, Call, TOOL};
 use pod_worker::{Tool, ToolContext, ToolOutput, ToolRegistry, TurnEndReason};
 use serde_json::{json, Value};
 use std::sync::Arc;

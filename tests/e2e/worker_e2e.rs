@@ -2,10 +2,10 @@
 //! each wire format over loopback, through `build_provider` and the retry
 //! wrapper.
 
-use crate::server::{LoopbackServer, Reply};
-use crate::wire::{anthropic_step, openai_step, Call};
 use pod_llm::{validate_history, Item, ItemKind, SystemKind};
 use pod_providers::{build_provider, ProviderKind, RawProviderConfig};
+use pod_testkit::server::{LoopbackServer, Reply};
+use pod_testkit::wire::{anthropic_step, openai_step, Call};
 use pod_worker::{
     Interceptor, NullObserver, Tool, ToolContext, ToolOutput, ToolRegistry, TurnEndReason, Worker,
     WorkerConfig,
@@ -230,8 +230,9 @@ async fn scripted_kind_builds_from_a_script_file() {
     let provider = build_provider(&raw.resolve_with(|_| None).unwrap()).unwrap();
     std::fs::remove_file(&path).unwrap();
     assert_eq!(provider.model_name(), "demo");
-    let response = crate::support::complete(provider.as_ref(), crate::support::ask("x"))
-        .await
-        .unwrap();
+    let response =
+        pod_testkit::provider::complete(provider.as_ref(), pod_testkit::provider::ask("x"))
+            .await
+            .unwrap();
     assert_eq!(response.text, "hi");
 }

@@ -1,43 +1,17 @@
 //! A whole session: a scripted model plans with `todo_write`, works through
 //! the plan with another tool, updates the plan and finishes.
 
-use crate::harness::todo;
+use pod::log::LogRecord;
 use pod_llm::{validate_history, Item, ItemKind, ScriptStep, ScriptedProvider};
-use pod_tools::{parse_todo_write, TodoItem, TodoStatus, TodoStore, TodoWriteTool, TODO_WRITE};
+use pod_testkit::tools::Echo;
+use pod_tools::{TodoItem, TodoStatus, TodoStore, TodoWriteTool, TODO_WRITE};
 use pod_worker::{
-    NoopInterceptor, NullObserver, Tool, ToolContext, ToolOutput, ToolRegistry, TurnEndReason,
-    Worker, WorkerConfig,
+    NoopInterceptor, NullObserver, ToolRegistry, TurnEndReason, Worker, WorkerConfig,
 };
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-
-/// Echoes its text back, standing in for real work.
-struct Echo;
-
-#[derive(Deserialize)]
-struct EchoArgs {
-    text: String,
-}
-
-#[async_trait::async_trait]
-impl Tool for Echo {
-    type Args = EchoArgs;
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> String {
-        "Echoes its text.".into()
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
-    }
-    async fn call(&self, args: EchoArgs, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::ok(args.text)
-    }
-}
 
 fn plan(statuses: [&str; 3]) -> Value {
     json!({"todos": [
@@ -51,7 +25,7 @@ fn worker(provider: &ScriptedProvider, store: &TodoStore) -> Worker {
     let mut tools = ToolRegistry::new();
     tools
         .register(TodoWriteTool::new(store.clone()))
-        .register(Echo);
+        .register(Echo::default());
     Worker::new(Arc::new(provider.clone()), tools, WorkerConfig::default())
 }
 
@@ -93,21 +67,18 @@ fn transcript(items: &[Item]) -> String {
     out
 }
 
-/// Rebuilds the plan from history the way replay does: the last accepted
-/// `todo_write` call, parsed by the tool's own validation.
+/// The plan a resumed Pod would rebuild from this history.
 fn replay(history: &[Item]) -> Vec<TodoItem> {
-    let mut plan = Vec::new();
-    for item in history {
-        for call in item.tool_calls().iter().filter(|c| c.name == TODO_WRITE) {
-            let accepted = history.iter().any(|i| {
-                matches!(&i.kind, ItemKind::ToolResult { call_id, is_error: false, .. } if *call_id == call.id)
-            });
-            if accepted {
-                plan = parse_todo_write(&call.arguments).expect("accepted calls parse");
-            }
-        }
+    let records: Vec<LogRecord> = history.iter().cloned().map(LogRecord::Item).collect();
+    pod::replay::replay(&records).todos
+}
+
+fn todo(id: &str, content: &str, status: TodoStatus) -> TodoItem {
+    TodoItem {
+        id: id.into(),
+        content: content.into(),
+        status,
     }
-    plan
 }
 
 #[tokio::test]

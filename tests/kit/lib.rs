@@ -1,0 +1,22 @@
+//! The test kit the workspace's suites share, so that no suite keeps its own
+//! copy of a tool, a history helper or a test server.
+//!
+//! - [`tools`]: small tools (echo, slow, panicking, concurrency gauge, a
+//!   stateful tally).
+//! - [`history`]: reading results and shapes out of a history.
+//! - [`pod`]: a scripted Pod in a temporary `POD_HOME`, approvers, events.
+//! - [`server`] and [`wire`]: a loopback HTTP server that plays scripted
+//!   replies byte for byte, and model answers in both wire formats.
+//! - [`provider`]: running one request against a real provider.
+//!
+//! Test code: helpers panic with a message instead of returning errors.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod history;
+pub mod pod;
+pub mod provider;
+pub mod server;
+pub mod tools;
+pub mod wire;
+
+pub use history::{calls_of, result_of, shape};
