@@ -134,7 +134,7 @@ async fn the_model_plans_works_updates_the_plan_and_finishes() {
     );
     // The last request saw the whole session.
     assert_eq!(
-        requests[4].history,
+        requests[4].history[..],
         worker.history()[..worker.history().len() - 1]
     );
     insta::assert_snapshot!(transcript(worker.history()));

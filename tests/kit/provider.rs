@@ -49,7 +49,7 @@ pub fn endpoint(base_url: String) -> Endpoint {
 pub fn ask(text: &str) -> ProviderRequest {
     ProviderRequest {
         system_prompt: "You are terse.".into(),
-        history: vec![Item::user(text)],
-        tools: vec![],
+        history: vec![Item::user(text)].into(),
+        tools: vec![].into(),
     }
 }

@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --release -p pod-bench -- [all|resume|turns|idle|fleet|reminders] [--quick]
 //! ```
-//! `--quick` runs smaller sizes (a smoke run, not for the published table).
+//! `--quick` runs smaller sizes (a smoke run, not for the published table);
+//! `turns --turns=N` runs N turns.
 
 mod fleet;
 mod idle;

@@ -61,7 +61,7 @@ pub async fn run(_quick: bool) -> Result<(), Box<dyn std::error::Error>> {
         let mut reminders = HashSet::new();
         for request in &requests {
             all += estimate_request_tokens(request);
-            for item in &request.history {
+            for item in request.history.iter() {
                 if let ItemKind::System {
                     kind: SystemKind::Reminder,
                     ..

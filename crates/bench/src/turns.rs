@@ -11,7 +11,10 @@ use std::time::Instant;
 
 /// Prints per-turn time and append throughput for each durability setting.
 pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
-    let turns = if quick { 200 } else { 2_000 };
+    // `--turns=N` sets the length (the flat-cost check runs 20,000).
+    let turns = std::env::args()
+        .find_map(|a| a.strip_prefix("--turns=").and_then(|n| n.parse().ok()))
+        .unwrap_or(if quick { 200 } else { 2_000 });
     println!("\n### Per-turn overhead (instant scripted model, one tool call per turn)\n");
     println!("| durability | turns | per turn | items appended / s |");
     println!("|---|---:|---:|---:|");
@@ -28,7 +31,11 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
         let mut config = PodConfig::new(
             PodHome::new(dir.path()),
             dir.path(),
-            Arc::new(ScriptedProvider::from_steps(steps).without_recording()),
+            Arc::new(
+                ScriptedProvider::from_steps(steps)
+                    .without_recording()
+                    .without_usage_estimate(),
+            ),
         );
         let mut tools = ToolRegistry::new();
         tools.register(Echo::concurrent());

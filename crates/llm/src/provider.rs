@@ -3,17 +3,23 @@
 use crate::item::{Item, Usage};
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything a model needs to produce its next step.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// The history and the tool specs are shared, not copied: a request holds
+/// the worker's own history (copy-on-write: an interceptor that edits it gets
+/// its own copy, the history stays as it was) and the registry's specs, so
+/// building a request costs the same whatever the history's length.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ProviderRequest {
     /// The system prompt.
     pub system_prompt: String,
     /// The conversation so far, oldest first.
-    pub history: Vec<Item>,
+    pub history: Arc<Vec<Item>>,
     /// The tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    pub tools: Arc<[ToolSpec]>,
 }
 
 /// A tool as the model sees it.

@@ -243,9 +243,12 @@ impl Script {
 struct State {
     next_step: usize,
     requests: Vec<ProviderRequest>,
-    // Benchmarks turn recording off: copying every request would dominate
-    // the runtime overhead they measure.
+    // Benchmarks turn recording off: a kept request shares the worker's
+    // history, so its next append would copy it whole.
     record: bool,
+    // Benchmarks turn the prompt-token estimate off: it reads every item of
+    // every request, a cost of the stand-in model, not of the runtime.
+    estimate: bool,
 }
 
 impl Default for State {
@@ -254,6 +257,7 @@ impl Default for State {
             next_step: 0,
             requests: Vec::new(),
             record: true,
+            estimate: true,
         }
     }
 }
@@ -284,6 +288,14 @@ impl ScriptedProvider {
     /// Stops recording requests (for benchmarks); `requests()` stays empty.
     pub fn without_recording(self) -> Self {
         self.state.lock().record = false;
+        self
+    }
+
+    /// Reports 0 prompt tokens instead of estimating them from each
+    /// request (for benchmarks: the model then costs the same at any
+    /// history length).
+    pub fn without_usage_estimate(self) -> Self {
+        self.state.lock().estimate = false;
         self
     }
 
@@ -327,18 +339,21 @@ impl ScriptedProvider {
 #[async_trait::async_trait]
 impl Provider for ScriptedProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
-        let usage = Usage {
-            prompt_tokens: estimate_request_tokens(request),
-            completion_tokens: 0,
-        };
-        let (index, step) = {
+        let (index, step, usage) = {
             let mut state = self.state.lock();
+            let usage = Usage {
+                prompt_tokens: match state.estimate {
+                    true => estimate_request_tokens(request),
+                    false => 0,
+                },
+                completion_tokens: 0,
+            };
             if state.record {
                 state.requests.push(request.clone());
             }
             let index = state.next_step;
             state.next_step += 1;
-            (index, self.script.steps.get(index).cloned())
+            (index, self.script.steps.get(index).cloned(), usage)
         };
         let Some(step) = step else {
             return Err(ProviderError::Scripted(format!(

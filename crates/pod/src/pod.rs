@@ -177,7 +177,7 @@ fn build_parts(
         limit: (window as f64 * config.compaction.threshold.clamp(0.05, 1.0)) as u64,
         overhead: estimate_request_tokens(&ProviderRequest {
             system_prompt: config.system_prompt.clone(),
-            history: Vec::new(),
+            history: Default::default(),
             tools: registry.specs(),
         }),
     });

@@ -18,8 +18,8 @@
 //! let provider = OpenAiProvider::new(Endpoint::new("http://127.0.0.1:11434/v1", "qwen3")).unwrap();
 //! let body = provider.request_body(&ProviderRequest {
 //!     system_prompt: "Be brief.".into(),
-//!     history: vec![Item::user("hi")],
-//!     tools: vec![],
+//!     history: vec![Item::user("hi")].into(),
+//!     tools: vec![].into(),
 //! });
 //! assert_eq!(body["messages"][1]["content"], "hi");
 //! assert_eq!(provider.model_name(), "qwen3");

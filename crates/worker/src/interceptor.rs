@@ -2,6 +2,7 @@
 
 use crate::budget::Limit;
 use pod_llm::Item;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// A run begins: a prompt (or a bare continue) and every continuation of
@@ -157,8 +158,10 @@ pub trait Interceptor: Send {
         Vec::new()
     }
 
-    /// May edit this request's copy of the history; edits never reach history.
-    async fn pre_llm_request(&mut self, _request: &mut Vec<Item>) -> PreRequestAction {
+    /// May edit the history this request sends; edits never reach history.
+    /// The request shares the history until an edit: `Arc::make_mut`
+    /// gives this request its own copy to change.
+    async fn pre_llm_request(&mut self, _request: &mut Arc<Vec<Item>>) -> PreRequestAction {
         PreRequestAction::Continue
     }
 

@@ -102,7 +102,10 @@ impl Interceptor for InterceptorStack {
         items
     }
 
-    async fn pre_llm_request(&mut self, request: &mut Vec<Item>) -> PreRequestAction {
+    async fn pre_llm_request(
+        &mut self,
+        request: &mut std::sync::Arc<Vec<Item>>,
+    ) -> PreRequestAction {
         for layer in &mut self.layers {
             match layer.pre_llm_request(request).await {
                 PreRequestAction::Continue => {}

@@ -151,6 +151,9 @@ pub struct ToolRegistry {
     // Insertion order is kept so the model sees tools in a stable order.
     order: Vec<String>,
     tools: HashMap<String, Arc<dyn DynTool>>,
+    // The specs in that order, built once: every request shares them, and a
+    // byte-stable tools prefix is what provider prompt caches key on.
+    specs: Arc<[ToolSpec]>,
 }
 
 impl ToolRegistry {
@@ -166,10 +169,16 @@ impl ToolRegistry {
 
     /// Adds an already erased tool.
     pub fn register_dyn(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
-        let name = tool.spec().name;
+        let spec = tool.spec();
+        let name = spec.name.clone();
+        let mut specs = self.specs.to_vec();
         if self.tools.insert(name.clone(), tool).is_none() {
             self.order.push(name);
+            specs.push(spec);
+        } else if let Some(slot) = specs.iter_mut().find(|s| s.name == name) {
+            *slot = spec;
         }
+        self.specs = specs.into();
         self
     }
 
@@ -178,13 +187,10 @@ impl ToolRegistry {
         self.tools.get(name)
     }
 
-    /// Specs of every tool, in registration order.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.order
-            .iter()
-            .filter_map(|name| self.tools.get(name))
-            .map(|tool| tool.spec())
-            .collect()
+    /// Specs of every tool, in registration order (shared, built when the
+    /// tools were registered).
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        Arc::clone(&self.specs)
     }
 
     /// Names of every tool, in registration order.

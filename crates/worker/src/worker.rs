@@ -92,7 +92,8 @@ pub struct Worker {
     provider: Arc<dyn Provider>,
     tools: ToolRegistry,
     config: WorkerConfig,
-    history: Vec<Item>,
+    // Shared with the request in flight (see `ProviderRequest`).
+    history: Arc<Vec<Item>>,
     // Every call id in history, so a provider that reuses ids across
     // responses cannot make two calls share one result.
     call_ids: HashSet<String>,
@@ -126,7 +127,7 @@ impl Worker {
             states: ToolStates::of(&tools),
             tools,
             config,
-            history: Vec::new(),
+            history: Arc::new(Vec::new()),
             call_ids: HashSet::new(),
         }
     }
@@ -143,7 +144,7 @@ impl Worker {
             .iter()
             .flat_map(|item| item.tool_calls().iter().map(|c| c.id.clone()))
             .collect();
-        self.history = history;
+        self.history = Arc::new(history);
     }
 
     /// The tool registry.
@@ -232,7 +233,8 @@ impl Worker {
             }
             let appends = hooks.pending_history_appends(&self.history).await;
             self.commit_all(appends, observer).await?;
-            let mut request_items = self.history.clone();
+            // Shared with the history; an interceptor's edit copies it.
+            let mut request_items = Arc::clone(&self.history);
             match hooks.pre_llm_request(&mut request_items).await {
                 PreRequestAction::Continue => {}
                 PreRequestAction::Cancel(reason) => {
@@ -460,7 +462,10 @@ impl Worker {
         observer.on_history_append(&item).await?;
         // Saved: a stateful tool's call takes effect now, not before.
         self.states.observe(&item);
-        self.history.push(item);
+        // The request that shared the history was dropped when its response
+        // ended, so nothing is copied here (a provider that keeps requests,
+        // like the scripted one, costs one copy).
+        Arc::make_mut(&mut self.history).push(item);
         Ok(())
     }
 

@@ -144,7 +144,10 @@ impl Interceptor for SessionBudgetGuard {
         Vec::new()
     }
 
-    async fn pre_llm_request(&mut self, _request: &mut Vec<Item>) -> PreRequestAction {
+    async fn pre_llm_request(
+        &mut self,
+        _request: &mut std::sync::Arc<Vec<Item>>,
+    ) -> PreRequestAction {
         match self.exceeded() {
             Some(limit) => PreRequestAction::Stop(limit),
             None => PreRequestAction::Continue,
@@ -201,7 +204,9 @@ mod tests {
             }
         );
         assert_eq!(
-            guard.pre_llm_request(&mut history.clone()).await,
+            guard
+                .pre_llm_request(&mut std::sync::Arc::new(history.clone()))
+                .await,
             PreRequestAction::Continue
         );
         history.push(answer(30));
@@ -229,7 +234,9 @@ mod tests {
             }
         );
         assert_eq!(
-            guard.pre_llm_request(&mut history.clone()).await,
+            guard
+                .pre_llm_request(&mut std::sync::Arc::new(history.clone()))
+                .await,
             PreRequestAction::Stop(Limit::SessionTokens(100))
         );
     }

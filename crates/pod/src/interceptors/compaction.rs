@@ -70,7 +70,10 @@ impl Interceptor for AutoCompact {
         PromptAction::Continue
     }
 
-    async fn pre_llm_request(&mut self, request: &mut Vec<Item>) -> PreRequestAction {
+    async fn pre_llm_request(
+        &mut self,
+        request: &mut std::sync::Arc<Vec<Item>>,
+    ) -> PreRequestAction {
         let over = context_estimate(request, self.trigger.overhead) > self.trigger.limit;
         if std::mem::take(&mut self.yielded) {
             if over {
@@ -152,16 +155,22 @@ mod tests {
         let mut compact = AutoCompact::new(trigger());
         start(&mut compact, true).await;
         assert_eq!(
-            compact.pre_llm_request(&mut small()).await,
+            compact
+                .pre_llm_request(&mut std::sync::Arc::new(small()))
+                .await,
             PreRequestAction::Continue
         );
         assert_eq!(
-            compact.pre_llm_request(&mut big()).await,
+            compact
+                .pre_llm_request(&mut std::sync::Arc::new(big()))
+                .await,
             PreRequestAction::Yield(YieldReason::Compact)
         );
         // It worked: the context is small again.
         assert_eq!(
-            compact.pre_llm_request(&mut small()).await,
+            compact
+                .pre_llm_request(&mut std::sync::Arc::new(small()))
+                .await,
             PreRequestAction::Continue
         );
         assert_eq!(compact.failures, 0);
@@ -173,29 +182,39 @@ mod tests {
         start(&mut compact, true).await;
         for _ in 0..MAX_COMPACTION_FAILURES {
             assert_eq!(
-                compact.pre_llm_request(&mut big()).await,
+                compact
+                    .pre_llm_request(&mut std::sync::Arc::new(big()))
+                    .await,
                 PreRequestAction::Yield(YieldReason::Compact)
             );
             // Still too big: the compaction failed, the request goes out.
             assert_eq!(
-                compact.pre_llm_request(&mut big()).await,
+                compact
+                    .pre_llm_request(&mut std::sync::Arc::new(big()))
+                    .await,
                 PreRequestAction::Continue
             );
         }
         assert_eq!(
-            compact.pre_llm_request(&mut big()).await,
+            compact
+                .pre_llm_request(&mut std::sync::Arc::new(big()))
+                .await,
             PreRequestAction::Continue,
             "paused"
         );
         // A continue does not re-enable it; a prompt does.
         start(&mut compact, false).await;
         assert_eq!(
-            compact.pre_llm_request(&mut big()).await,
+            compact
+                .pre_llm_request(&mut std::sync::Arc::new(big()))
+                .await,
             PreRequestAction::Continue
         );
         start(&mut compact, true).await;
         assert_eq!(
-            compact.pre_llm_request(&mut big()).await,
+            compact
+                .pre_llm_request(&mut std::sync::Arc::new(big()))
+                .await,
             PreRequestAction::Yield(YieldReason::Compact)
         );
     }

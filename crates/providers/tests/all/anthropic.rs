@@ -215,8 +215,8 @@ async fn request_body_maps_history() {
     history.extend(rich_history());
     let request = ProviderRequest {
         system_prompt: "You are pod.".into(),
-        history,
-        tools: vec![read_file_tool()],
+        history: history.into(),
+        tools: vec![read_file_tool()].into(),
     };
     complete(&provider, request).await.unwrap();
     // Key order is not part of the contract, and serde_json's preserve_order

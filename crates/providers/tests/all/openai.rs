@@ -198,8 +198,9 @@ fn deepseek_reasoning_is_sent_back_only_for_tool_calling_turns() {
             Item::user("q2"),
             assistant("", thought("tool thoughts"), &[("c1", "read_file", "{}")]),
             Item::tool_result("c1", "ok", false),
-        ],
-        tools: vec![],
+        ]
+        .into(),
+        tools: vec![].into(),
     });
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages[1].get("reasoning_content"), None);
@@ -297,8 +298,8 @@ async fn request_body_maps_history_one_to_one() {
     let (server, provider) = provider_for(vec![Reply::sse([OPENAI_TEXT])]).await;
     let request = ProviderRequest {
         system_prompt: "You are pod.".into(),
-        history: rich_history(),
-        tools: vec![read_file_tool()],
+        history: rich_history().into(),
+        tools: vec![read_file_tool()].into(),
     };
     complete(&provider, request).await.unwrap();
     // Key order is not part of the contract, and serde_json's preserve_order

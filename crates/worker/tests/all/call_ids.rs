@@ -44,7 +44,7 @@ async fn duplicate_and_empty_call_ids_are_renamed_uniquely() {
     assert_eq!(result_of(t.history(), "call_3"), ("d".into(), false));
     // The model is sent the renamed ids.
     assert_eq!(
-        t.provider.requests()[2].history,
+        t.provider.requests()[2].history[..],
         t.history()[..t.history().len() - 1]
     );
     t.assert_valid(&seen);

@@ -83,7 +83,7 @@ async fn on_prompt_submit_continue_with_commits_the_prompt_then_the_items() {
         ["user:go", "system:remember the plan", "assistant:ok[]"]
     );
     assert_eq!(t.history()[1], extra);
-    assert_eq!(t.provider.requests()[0].history, t.history()[..2]);
+    assert_eq!(t.provider.requests()[0].history[..], t.history()[..2]);
     t.assert_valid(&seen);
 }
 
@@ -114,8 +114,8 @@ async fn pending_history_appends_are_committed_before_each_request() {
         ]
     );
     let requests = t.provider.requests();
-    assert_eq!(requests[0].history, t.history()[..2]);
-    assert_eq!(requests[1].history, t.history()[..6]);
+    assert_eq!(requests[0].history[..], t.history()[..2]);
+    assert_eq!(requests[1].history[..], t.history()[..6]);
     t.assert_valid(&seen);
 }
 
@@ -340,7 +340,7 @@ async fn on_turn_end_continue_with_messages_asks_the_model_again() {
             "assistant:second[]"
         ]
     );
-    assert_eq!(t.provider.requests()[1].history, t.history()[..3]);
+    assert_eq!(t.provider.requests()[1].history[..], t.history()[..3]);
     assert_eq!(
         hooks.log,
         [

@@ -143,7 +143,7 @@ async fn single_call(step: ScriptStep) -> (String, bool) {
     );
     t.assert_valid(&seen);
     let result = result_of(t.history(), "call_0_0");
-    assert_eq!(t.provider.requests()[1].history, t.history()[..3]);
+    assert_eq!(t.provider.requests()[1].history[..], t.history()[..3]);
     result
 }
 

@@ -60,10 +60,10 @@ impl Interceptor for Layer {
         self.append.map(Item::user).into_iter().collect()
     }
 
-    async fn pre_llm_request(&mut self, request: &mut Vec<Item>) -> PreRequestAction {
+    async fn pre_llm_request(&mut self, request: &mut Arc<Vec<Item>>) -> PreRequestAction {
         self.say(format!("request of {}", request.len()));
         if self.tag_request {
-            request.push(Item::user(format!("tag {}", self.name)));
+            Arc::make_mut(request).push(Item::user(format!("tag {}", self.name)));
         }
         self.request.take().unwrap_or(PreRequestAction::Continue)
     }

@@ -109,10 +109,11 @@ impl Interceptor for Recorder {
         self.appends.pop_front().unwrap_or_default()
     }
 
-    async fn pre_llm_request(&mut self, request: &mut Vec<Item>) -> PreRequestAction {
+    async fn pre_llm_request(&mut self, request: &mut Arc<Vec<Item>>) -> PreRequestAction {
         self.log.push("pre_llm_request".into());
         if let Some(edit) = &mut self.request_edit {
-            edit(request);
+            // Copy-on-write: the history the request shares stays as it was.
+            edit(Arc::make_mut(request));
         }
         if let Some(token) = self.cancel_on_request.take() {
             token.cancel();
