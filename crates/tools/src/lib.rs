@@ -25,9 +25,11 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod sandbox;
 pub mod todo;
 pub mod workspace;
 
+pub use sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 pub use todo::{
     parse_todo_write, render_todos, TodoError, TodoItem, TodoState, TodoStatus, TodoStore,
     TodoWriteTool, TODO_WRITE,

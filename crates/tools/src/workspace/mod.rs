@@ -29,6 +29,7 @@ pub use read_file::{ReadFileTool, READ_FILE};
 pub use tracker::{FileMeta, FileStamp, FileTracker, StaleError};
 pub use write_file::{WriteFileTool, WRITE_FILE};
 
+use crate::sandbox::Sandbox;
 use pod_worker::{ToolOutput, ToolRegistry, ToolState};
 use std::path::Path;
 use std::sync::Arc;
@@ -43,6 +44,7 @@ pub struct Workspace(Arc<WorkspaceInner>);
 
 struct WorkspaceInner {
     root: Root,
+    sandbox: Sandbox,
     tracker: FileTracker,
     // The tracker as the file tools' one shared state.
     state: Arc<dyn ToolState>,
@@ -53,6 +55,7 @@ impl std::fmt::Debug for WorkspaceInner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Workspace")
             .field("root", &self.root)
+            .field("sandbox", &self.sandbox)
             .field("tracker", &self.tracker)
             .field("limits", &self.limits)
             .finish()
@@ -73,10 +76,27 @@ impl Workspace {
     ) -> std::io::Result<Self> {
         Ok(Self(Arc::new(WorkspaceInner {
             root: Root::new(root)?,
+            sandbox: Sandbox::off(),
             state: Arc::new(tracker.clone()),
             tracker,
             limits,
         })))
+    }
+
+    /// The same workspace whose commands run in `sandbox`.
+    pub fn with_sandbox(self, sandbox: Sandbox) -> Self {
+        Self(Arc::new(WorkspaceInner {
+            root: self.0.root.clone(),
+            sandbox,
+            tracker: self.0.tracker.clone(),
+            state: self.0.state.clone(),
+            limits: self.0.limits.clone(),
+        }))
+    }
+
+    /// The sandbox `bash` runs commands in (off unless set).
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.0.sandbox
     }
 
     /// The confined root.

@@ -10,6 +10,7 @@ mod workspace_bash;
 mod workspace_confine;
 mod workspace_edit;
 mod workspace_read;
+mod workspace_sandbox;
 mod workspace_search;
 mod workspace_support;
 mod workspace_tracker;

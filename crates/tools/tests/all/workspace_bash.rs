@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 /// Waits (up to ten seconds) for `pid` to exit, by the kernel's word: a
 /// pidfd turns readable when the process is gone. Its pipes close a moment
 /// before that, while it is still on its way out.
-fn wait_for_exit(pid: i32) -> bool {
+pub(crate) fn wait_for_exit(pid: i32) -> bool {
     // SAFETY: plain syscalls on an fd this function owns and closes.
     unsafe {
         let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as libc::c_int;

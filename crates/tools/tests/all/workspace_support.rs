@@ -1,7 +1,7 @@
 //! Test helpers for the workspace tools: a temp workspace with the tools
 //! registered, called with raw JSON through the registry as the worker does.
 
-use pod_tools::{FileTracker, Limits, Workspace};
+use pod_tools::{FileTracker, Limits, Sandbox, SandboxPolicy, Workspace};
 use pod_worker::{CommittedCall, ToolContext, ToolOutput, ToolRegistry};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -23,11 +23,30 @@ impl Ws {
     }
 
     pub fn with_limits(limits: Limits) -> Self {
+        Self::build(limits, None)
+    }
+
+    /// A workspace whose commands run under `policy`, with `tmp/` (next to
+    /// `ws/` and `outside/`) as their `TMPDIR`.
+    pub fn sandboxed(policy: SandboxPolicy) -> Self {
+        Self::build(Limits::default(), Some(policy))
+    }
+
+    fn build(limits: Limits, sandbox: Option<SandboxPolicy>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir(dir.path().join("ws")).expect("ws dir");
         std::fs::create_dir(dir.path().join("outside")).expect("outside dir");
-        let workspace =
+        std::fs::create_dir(dir.path().join("tmp")).expect("tmp dir");
+        let mut workspace =
             Workspace::with_limits(dir.path().join("ws"), FileTracker::new(), limits).expect("ws");
+        if let Some(policy) = sandbox {
+            let sandbox = Sandbox::new(
+                policy,
+                workspace.root().path(),
+                Some(dir.path().join("tmp")),
+            );
+            workspace = workspace.with_sandbox(sandbox);
+        }
         let mut tools = ToolRegistry::new();
         workspace.register(&mut tools);
         Self {

@@ -7,6 +7,7 @@ mod process;
 pub use env::{is_secret, scrub_env};
 
 use super::Workspace;
+use crate::sandbox::refusal_note;
 use pod_worker::{Tool, ToolContext, ToolOutput};
 use process::{run, Ending, Finished, RunSpec};
 use serde::Deserialize;
@@ -96,18 +97,43 @@ impl Tool for BashTool {
             Some(secs) => Duration::from_secs(secs),
             None => limits.bash_default_timeout,
         };
+        let sandbox = self.workspace.sandbox();
+        let prepared = match sandbox.prepare() {
+            Ok(prepared) => prepared,
+            Err(err) => return ToolOutput::error(format!("bash refused: {err}.")),
+        };
+        let mut env = scrub_env(std::env::vars_os());
+        if let Some(tmpdir) = sandbox.tmpdir() {
+            env.retain(|(name, _)| name != "TMPDIR");
+            env.push(("TMPDIR".into(), tmpdir.as_os_str().to_owned()));
+        }
         let spec = RunSpec {
             command: &args.command,
             cwd: self.workspace.root().path(),
-            env: scrub_env(std::env::vars_os()),
+            env,
             timeout,
             output_max_bytes: limits.bash_output_max_bytes,
             pipe_grace: limits.bash_pipe_grace,
+            sandbox: prepared,
         };
         match run(spec, &ctx.cancel).await {
-            Ok(finished) => report(finished, timeout),
-            Err(err) => ToolOutput::error(format!(
+            Ok(finished) => {
+                let mut output = report(finished, timeout);
+                if output.is_error {
+                    if let Some(note) = refusal_note(&sandbox.policy(), &output.content) {
+                        output.content.push('\n');
+                        output.content.push_str(&note);
+                    }
+                }
+                output
+            }
+            Err(err) if !sandbox.policy().is_enforced() => ToolOutput::error(format!(
                 "bash failed: could not start `bash` ({err}). Is bash installed and on PATH?"
+            )),
+            Err(err) => ToolOutput::error(format!(
+                "bash failed: could not start `bash` in its sandbox ({}): {err}. Is bash \
+                 installed and on PATH?",
+                sandbox.policy().describe()
             )),
         }
     }

@@ -4,6 +4,7 @@
 //! child outlives the call.
 
 use super::super::limits::HeadTail;
+use crate::sandbox::Prepared;
 use parking_lot::Mutex;
 use std::ffi::OsString;
 use std::path::Path;
@@ -52,6 +53,8 @@ pub struct RunSpec<'a> {
     pub output_max_bytes: usize,
     /// Wait for the pipes to close after the group is gone.
     pub pipe_grace: Duration,
+    /// The sandbox restrictions, applied in the child before exec.
+    pub sandbox: Prepared,
 }
 
 /// Kills the process group when dropped, so a call dropped mid-command
@@ -79,7 +82,8 @@ impl Drop for GroupGuard {
 
 /// Runs `spec.command`.
 pub async fn run(spec: RunSpec<'_>, cancel: &CancellationToken) -> std::io::Result<Finished> {
-    let mut child = Command::new("bash")
+    let mut command = Command::new("bash");
+    command
         .arg("-c")
         .arg(spec.command)
         .current_dir(spec.cwd)
@@ -90,8 +94,20 @@ pub async fn run(spec: RunSpec<'_>, cancel: &CancellationToken) -> std::io::Resu
         .stderr(Stdio::piped())
         // Its own group, so the whole tree can be killed at once.
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
+        .kill_on_drop(true);
+    let sandbox = Arc::new(spec.sandbox);
+    if !sandbox.is_empty() {
+        let sandbox = sandbox.clone();
+        // SAFETY: runs in the child between fork and exec; `apply` makes
+        // system calls only, on values built before the fork. Its error
+        // fails the spawn: a command never runs less confined than asked.
+        unsafe {
+            command.pre_exec(move || sandbox.apply());
+        }
+    }
+    let mut child = command.spawn()?;
+    // The ruleset's descriptor is closed once the child has it.
+    drop(sandbox);
     let mut guard = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
     let stdout = Arc::new(Mutex::new(HeadTail::new(spec.output_max_bytes)));
     let stderr = Arc::new(Mutex::new(HeadTail::new(spec.output_max_bytes)));
