@@ -237,6 +237,37 @@ pub struct ApprovalArgs {
     pub deny: Vec<String>,
 }
 
+/// Where `bash` may write and whether it has the network: shared by `run`,
+/// `resume` and `acp`.
+///
+/// Laid over the session's record (on resume), then the `[sandbox]` table
+/// of the config file, then the default: workspace-write, network off.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SandboxArgs {
+    /// What commands may touch: workspace-write (read anywhere, write in
+    /// the workspace and $TMPDIR), read-only, strict (read only the
+    /// workspace and system paths) or off. Enforced by the kernel (Landlock);
+    /// under a sandbox, bash runs without asking.
+    #[arg(long, value_name = "MODE", value_parser = parse_sandbox_mode)]
+    pub sandbox: Option<pod::SandboxMode>,
+    /// Whether commands may use the network under the sandbox.
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub network: Option<bool>,
+}
+
+fn parse_sandbox_mode(text: &str) -> Result<pod::SandboxMode, String> {
+    text.parse()
+        .map_err(|err: pod_tools::sandbox::UnknownMode| err.to_string())
+}
+
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("`{other}` is not on or off")),
+    }
+}
+
 /// `--durability` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DurabilityArg {
@@ -283,6 +314,9 @@ pub struct RunArgs {
     /// Which tool calls run without asking.
     #[command(flatten)]
     pub approval: ApprovalArgs,
+
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
 }
 
 /// `pod resume`.
@@ -309,6 +343,9 @@ pub struct ResumeArgs {
     /// Which tool calls run without asking.
     #[command(flatten)]
     pub approval: ApprovalArgs,
+
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
 }
 
 /// `pod sessions`.

@@ -3,8 +3,8 @@
 //!
 //! Recorded: the model settings (the profile merged with the flags, the
 //! script path made absolute; only the *name* of the API key's variable,
-//! never a key), the profile's name, the approval flags, --until-done and
-//! the budget. What wins on resume:
+//! never a key), the profile's name, the approval flags, --until-done, the
+//! budget and the sandbox. What wins on resume:
 //! - `--profile`, `--provider` or `--script` (alone: it means the scripted
 //!   model) replace the recorded model settings (resolved from the config
 //!   file as `run` does); `--model` and `--base-url` alone change that
@@ -13,6 +13,7 @@
 //! - Approval flags given to resume replace the recorded ones.
 //! - `--until-done` turns until-done on; a recorded until-done stays on.
 //! - Budget flags override the recorded budget.
+//! - `--sandbox` and `--network` override the recorded sandbox.
 
 use crate::cli::ApprovalArgs;
 use pod::log::SessionHeader;
@@ -37,6 +38,10 @@ pub struct Launch {
     /// The run's limits.
     #[serde(default)]
     pub budget: Budget,
+    /// The sandbox (absent in sessions from before it existed: they get
+    /// the config file's or the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<pod::SandboxPolicy>,
 }
 
 /// The approval flags as given.
@@ -134,6 +139,10 @@ mod tests {
             approval: RecordedApproval::default(),
             until_done: true,
             budget: Budget::default(),
+            sandbox: Some(pod::SandboxPolicy {
+                mode: pod::SandboxMode::Strict,
+                network: true,
+            }),
         };
         let mut header = SessionHeader::new(uuid::Uuid::nil(), "m".into(), "/w".into());
         header.launch = launch.to_json();

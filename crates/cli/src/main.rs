@@ -14,6 +14,7 @@ mod launch;
 mod model;
 mod output;
 mod render;
+mod sandbox;
 mod session;
 mod settings;
 mod style;

@@ -3,11 +3,12 @@
 
 use crate::approval;
 use crate::budget;
-use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs};
+use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, SandboxArgs};
 use crate::launch::{Launch, RecordedApproval};
 use crate::model::{self, Choice, Model};
+use crate::sandbox;
 use anyhow::Result;
-use pod::{ApprovalPolicy, Durability, PodConfig, PodHome};
+use pod::{ApprovalPolicy, Durability, PodConfig, PodHome, SandboxPolicy};
 use pod_worker::Budget;
 use std::path::PathBuf;
 
@@ -19,6 +20,8 @@ pub struct Flags<'a> {
     pub budget: &'a BudgetArgs,
     /// The approval flags.
     pub approval: &'a ApprovalArgs,
+    /// `--sandbox`, `--network`.
+    pub sandbox: &'a SandboxArgs,
     /// `--until-done`.
     pub until_done: bool,
 }
@@ -39,6 +42,8 @@ pub struct RunSettings {
     pub budget: Budget,
     /// The session's caps (from the config file).
     pub session_budget: pod::SessionBudget,
+    /// The sandbox `bash` runs in.
+    pub sandbox: SandboxPolicy,
 }
 
 impl RunSettings {
@@ -52,7 +57,8 @@ impl RunSettings {
             Some(launch) => launch.approval.or_given(flags.approval),
             None => flags.approval.clone(),
         };
-        let approval = approval::policy(&file, &approval_flags)?;
+        let sandbox = sandbox::resolve(&file, recorded.and_then(|l| l.sandbox), flags.sandbox)?;
+        let approval = approval::policy(&file, &approval_flags, sandbox.is_enforced())?;
         let session_budget = budget::session(&file, choice.raw.budget.as_ref())?;
         let budget = budget::resolve(
             &file,
@@ -68,6 +74,7 @@ impl RunSettings {
             until_done: flags.until_done || recorded.is_some_and(|launch| launch.until_done),
             budget,
             session_budget,
+            sandbox,
         })
     }
 
@@ -81,6 +88,7 @@ impl RunSettings {
             approval: RecordedApproval::from_args(&self.approval_flags),
             until_done: self.until_done,
             budget: self.budget.clone(),
+            sandbox: Some(self.sandbox),
         }
     }
 
@@ -99,6 +107,7 @@ impl RunSettings {
         config.budget = self.budget.clone();
         config.session_budget = self.session_budget;
         config.approval = self.approval.clone();
+        config.sandbox = self.sandbox;
         config.launch = self.launch().to_json();
         config
     }

@@ -5,6 +5,7 @@ use crate::compact::CompactionConfig;
 use crate::home::PodHome;
 use crate::interceptors::SessionBudget;
 use pod_llm::Provider;
+use pod_tools::SandboxPolicy;
 use pod_worker::{Budget, Interceptor, ToolRegistry};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -84,6 +85,11 @@ pub struct PodConfig {
     /// header ([`SessionHeader::launch`](crate::log::SessionHeader::launch))
     /// for it to read back on resume. Never put secrets here.
     pub launch: Option<serde_json::Value>,
+    /// The sandbox `bash` runs commands in (`workspace-write`, network off,
+    /// by default; see [`pod_tools::sandbox`]). Its temp dir is the
+    /// session's `tmp/`. With a sandbox the kernel enforces, a front end may
+    /// let `bash` run without asking.
+    pub sandbox: SandboxPolicy,
 }
 
 /// The system prompt used when none is given.
@@ -117,6 +123,7 @@ impl PodConfig {
             interceptors: Vec::new(),
             session_budget: SessionBudget::default(),
             launch: None,
+            sandbox: SandboxPolicy::default(),
         }
     }
 }

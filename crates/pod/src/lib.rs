@@ -69,7 +69,7 @@ pub use pod::Pod;
 /// The attribute a [`Tool`] or [`Interceptor`] implementation needs.
 pub use async_trait::async_trait;
 pub use pod_llm::{Item, ItemKind, Provider, ScriptStep, ScriptedProvider, SystemKind, Usage};
-pub use pod_tools::{TodoItem, TodoStatus};
+pub use pod_tools::{SandboxMode, SandboxPolicy, TodoItem, TodoStatus};
 pub use pod_worker::{
     AbortReason, Budget, CommittedCall, Interceptor, InterceptorStack, Limit, PostToolAction,
     PreRequestAction, PreToolAction, PromptAction, RunStart, Tool, ToolCallInfo, ToolContext,

@@ -37,8 +37,8 @@ pub struct Pod;
 impl Pod {
     /// Starts a new session.
     pub async fn spawn(config: PodConfig) -> Result<PodHandle, PodError> {
-        let tools = SessionTools::new(&config)?;
         let session = session::create(&config)?;
+        let tools = SessionTools::new(&config, &config.home.session_dir(session.id))?;
         tracing::info!(
             session = %session.id,
             workspace = %config.workspace.display(),
@@ -50,7 +50,7 @@ impl Pod {
 
     /// Reopens session `id` from its log and starts it.
     pub async fn resume(id: Uuid, config: PodConfig) -> Result<PodHandle, PodError> {
-        let tools = SessionTools::new(&config)?;
+        let tools = SessionTools::new(&config, &config.home.session_dir(id))?;
         let session = session::resume(id, &config, &mut tools.states()).await?;
         tracing::info!(
             session = %id,
@@ -116,6 +116,13 @@ fn start(
     session: OpenSession,
     tools: SessionTools,
 ) -> Result<PodHandle, PodError> {
+    if config.workspace_tools && config.sandbox.mode != pod_tools::SandboxMode::Off {
+        match config.sandbox.is_enforced() {
+            true => tracing::info!(sandbox = %config.sandbox.describe(), "bash is sandboxed"),
+            // Never silently unsandboxed; front ends say it to the user too.
+            false => tracing::warn!(sandbox = %config.sandbox.describe(), "bash sandbox"),
+        }
+    }
     let (tx, rx) = mpsc::channel(MAILBOX);
     let (events, _) = broadcast::channel(config.event_capacity.max(1));
     let log_path = session.log.path().to_path_buf();
@@ -418,7 +425,8 @@ impl PodActor {
     async fn rebuild_from_log(&mut self) -> Result<(), PodError> {
         // Fresh tools, so nothing the failed job held survives; the
         // embedder's tools are cleared by the replay.
-        let tools = SessionTools::new(&self.config)?;
+        let session_dir = self.log_path.parent().unwrap_or(&self.log_path);
+        let tools = SessionTools::new(&self.config, session_dir)?;
         let (history, spent) = session::reload(
             &self.log,
             self.config.session_budget.is_set(),

@@ -4,7 +4,12 @@
 
 use crate::config::PodConfig;
 use crate::error::PodError;
-use pod_tools::{FileTracker, TodoStore, TodoWriteTool, Workspace};
+use pod_tools::{FileTracker, Sandbox, TodoStore, TodoWriteTool, Workspace};
+use std::path::Path;
+
+/// The commands' temp dir, in the session's directory: writable under every
+/// sandbox mode but read-only, and gone with the session.
+pub(crate) const TMP_DIR: &str = "tmp";
 use pod_worker::{ToolRegistry, ToolStates};
 
 /// A session's tools and the state the Pod reads from them.
@@ -17,20 +22,24 @@ pub(crate) struct SessionTools {
 }
 
 impl SessionTools {
-    /// Fresh tools for `config`.
-    pub fn new(config: &PodConfig) -> Result<Self, PodError> {
+    /// Fresh tools for `config`, in the session whose directory is
+    /// `session_dir` (its `tmp/` is the commands' `TMPDIR`).
+    pub fn new(config: &PodConfig, session_dir: &Path) -> Result<Self, PodError> {
         let mut registry = config.tools.clone();
         let todos = TodoStore::new();
         registry.register(TodoWriteTool::new(todos.clone()));
         let workspace = match config.workspace_tools {
             true => {
-                let workspace =
-                    Workspace::new(&config.workspace, FileTracker::new()).map_err(|source| {
-                        PodError::Io {
-                            path: config.workspace.clone(),
-                            source,
-                        }
-                    })?;
+                let io = |path: &Path| {
+                    let path = path.to_path_buf();
+                    move |source| PodError::Io { path, source }
+                };
+                let workspace = Workspace::new(&config.workspace, FileTracker::new())
+                    .map_err(io(&config.workspace))?;
+                let tmpdir = session_dir.join(TMP_DIR);
+                std::fs::create_dir_all(&tmpdir).map_err(io(&tmpdir))?;
+                let sandbox = Sandbox::new(config.sandbox, workspace.root().path(), Some(tmpdir));
+                let workspace = workspace.with_sandbox(sandbox);
                 workspace.register(&mut registry);
                 Some(workspace)
             }

@@ -28,8 +28,10 @@ const KNOWN_TOOLS: &[&str] = &[
     pod_tools::TODO_WRITE,
 ];
 
-/// The session's policy: defaults, then `[approval]` from `file`, then the flags.
-pub fn policy(file: &ConfigFile, args: &ApprovalArgs) -> Result<ApprovalPolicy> {
+/// The session's policy: defaults, then `[approval]` from `file`, then the
+/// flags. Under a sandbox the kernel enforces, `bash` defaults to allow (the
+/// kernel holds the line); an `[approval]` entry for it or a flag still wins.
+pub fn policy(file: &ConfigFile, args: &ApprovalArgs, sandboxed: bool) -> Result<ApprovalPolicy> {
     let mut policy = match &file.approval {
         Some(table) => {
             let policy: ApprovalPolicy = table
@@ -43,6 +45,15 @@ pub fn policy(file: &ConfigFile, args: &ApprovalArgs) -> Result<ApprovalPolicy> 
         }
         None => ApprovalPolicy::default(),
     };
+    let bash_in_file = file
+        .approval
+        .as_ref()
+        .and_then(|table| table.get("tools"))
+        .and_then(|tools| tools.get(pod_tools::BASH))
+        .is_some();
+    if sandboxed && !bash_in_file {
+        policy.set(pod_tools::BASH, pod::ToolPolicy::Allow);
+    }
     for tool in args.allow.iter().chain(&args.deny) {
         check_tool(tool, "--allow/--deny")?;
     }
@@ -103,12 +114,12 @@ mod tests {
     #[test]
     fn the_file_is_laid_over_the_defaults_and_flags_over_the_file() {
         let file = file("[approval.tools]\nbash = \"allow\"\nread_file = \"deny\"\n");
-        let policy = policy(&file, &args(false, &[], &[])).unwrap();
+        let policy = policy(&file, &args(false, &[], &[]), false).unwrap();
         assert_eq!(policy.get("bash"), ToolPolicy::Allow);
         assert_eq!(policy.get("read_file"), ToolPolicy::Deny);
         assert_eq!(policy.get("edit_file"), ToolPolicy::Ask);
 
-        let policy = super::policy(&file, &args(true, &["read_file"], &["bash"])).unwrap();
+        let policy = super::policy(&file, &args(true, &["read_file"], &["bash"]), false).unwrap();
         assert_eq!(policy.get("bash"), ToolPolicy::Deny);
         assert_eq!(policy.get("read_file"), ToolPolicy::Allow);
         assert_eq!(policy.get("edit_file"), ToolPolicy::Allow);
@@ -116,16 +127,30 @@ mod tests {
 
     #[test]
     fn without_a_table_or_flags_writes_ask() {
-        let policy = policy(&ConfigFile::default(), &ApprovalArgs::default()).unwrap();
+        let policy = policy(&ConfigFile::default(), &ApprovalArgs::default(), false).unwrap();
         assert_eq!(policy, ApprovalPolicy::default());
     }
 
     #[test]
+    fn under_an_enforced_sandbox_bash_allows_unless_told_otherwise() {
+        let policy = policy(&ConfigFile::default(), &ApprovalArgs::default(), true).unwrap();
+        assert_eq!(policy.get("bash"), ToolPolicy::Allow);
+        assert_eq!(policy.get("write_file"), ToolPolicy::Ask);
+        // The file's word for bash stands, and so does a flag.
+        let file = file("[approval.tools]\nbash = \"ask\"\n");
+        let policy = super::policy(&file, &ApprovalArgs::default(), true).unwrap();
+        assert_eq!(policy.get("bash"), ToolPolicy::Ask);
+        let policy =
+            super::policy(&ConfigFile::default(), &args(false, &[], &["bash"]), true).unwrap();
+        assert_eq!(policy.get("bash"), ToolPolicy::Deny);
+    }
+
+    #[test]
     fn unknown_tools_and_policies_are_errors() {
-        let err = policy(&ConfigFile::default(), &args(false, &["bsh"], &[])).unwrap_err();
+        let err = policy(&ConfigFile::default(), &args(false, &["bsh"], &[]), false).unwrap_err();
         assert!(err.to_string().contains("unknown tool `bsh`"), "{err}");
         let bad = file("[approval.tools]\nbash = \"maybe\"\n");
-        let err = policy(&bad, &ApprovalArgs::default()).unwrap_err();
+        let err = policy(&bad, &ApprovalArgs::default(), false).unwrap_err();
         assert!(format!("{err:#}").contains("[approval]"), "{err:#}");
     }
 }

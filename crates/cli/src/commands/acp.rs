@@ -2,7 +2,7 @@
 //! Zed drives Pods. The protocol lives in pod-acp; this module only turns
 //! the model flags into a Pod config per session.
 
-use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs};
+use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, SandboxArgs};
 use crate::error::Outcome;
 use crate::session;
 use crate::settings::{Flags, RunSettings};
@@ -25,6 +25,9 @@ pub struct AcpArgs {
     /// Which tool calls run without asking the editor.
     #[command(flatten)]
     pub approval: ApprovalArgs,
+    /// The sandbox every session's commands run in.
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
 }
 
 /// Serves ACP on stdin/stdout until stdin closes.
@@ -34,7 +37,10 @@ pub async fn run(args: AcpArgs) -> Result<Outcome> {
         args,
     };
     // Fail at startup, where the editor's log shows it, not at the first session.
-    factory.settings()?;
+    let settings = factory.settings()?;
+    if let Some(warning) = crate::sandbox::warning(&settings.sandbox) {
+        eprintln!("{warning}");
+    }
     pod_acp::serve(factory, tokio::io::stdin(), tokio::io::stdout())
         .await
         .context("the ACP connection failed")?;
@@ -54,6 +60,7 @@ impl Factory {
                 model: &self.args.model,
                 budget: &self.args.budget,
                 approval: &self.args.approval,
+                sandbox: &self.args.sandbox,
                 until_done: false,
             },
             None,

@@ -33,12 +33,16 @@ pub async fn run(args: ResumeArgs) -> Result<Outcome> {
             model: &args.model,
             budget: &args.budget,
             approval: &args.approval,
+            sandbox: &args.sandbox,
             until_done: args.drive.until_done,
         },
         recorded.as_ref(),
     )?;
     // A scripted model goes on with the step after the last one answered.
     settings.model.resume_at(loaded.assistant_items());
+    if let Some(warning) = crate::sandbox::warning(&settings.sandbox) {
+        eprintln!("{warning}");
+    }
     let mut config = settings.pod_config(home, workspace, args.drive.durability.into());
     let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();

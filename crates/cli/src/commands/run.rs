@@ -32,10 +32,14 @@ pub async fn run(args: RunArgs) -> Result<Outcome> {
             model: &args.model,
             budget: &args.budget,
             approval: &args.approval,
+            sandbox: &args.sandbox,
             until_done: args.drive.until_done,
         },
         None,
     )?;
+    if let Some(warning) = crate::sandbox::warning(&settings.sandbox) {
+        eprintln!("{warning}");
+    }
     let mut config = settings.pod_config(home, workspace, args.drive.durability.into());
     let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();

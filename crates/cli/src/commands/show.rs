@@ -49,6 +49,12 @@ fn human(loaded: &Loaded, style: Style) -> String {
     );
     out.push_str(&format!("  model      {}\n", s.model));
     out.push_str(&format!("  workspace  {}\n", s.workspace.display()));
+    // Sessions from before the sandbox existed record none.
+    if let Some(sandbox) =
+        crate::launch::Launch::from_header(&loaded.header).and_then(|launch| launch.sandbox)
+    {
+        out.push_str(&format!("  sandbox    {}\n", sandbox.describe()));
+    }
     out.push_str(&format!(
         "  created    {}\n  updated    {}\n",
         s.created_at

@@ -1,6 +1,7 @@
 //! The approval policy from the command line and the config file: `--yes`,
 //! `--allow`, `--deny`, `[approval]`, and the refusal a non-interactive run
-//! gives the model.
+//! gives the model. (Under the default sandbox `bash` runs without asking:
+//! `sandbox.rs`; these tests turn it off where they need bash to ask.)
 
 use crate::support::*;
 use predicates::prelude::*;
@@ -68,8 +69,9 @@ fn yes_lets_write_file_and_bash_run() {
 #[test]
 fn without_yes_a_non_interactive_run_refuses_and_tells_the_model() {
     let env = TestEnv::new();
-    // Human output, stdin not a terminal: nobody can answer.
-    let history = run(&env, &[]);
+    // Human output, stdin not a terminal: nobody can answer. Without the
+    // sandbox, bash asks too.
+    let history = run(&env, &["--sandbox", "off"]);
     assert!(!env.workspace().join("hello.txt").exists());
     assert!(!env.workspace().join("ran").exists());
     let results = results(&history);
@@ -98,7 +100,10 @@ fn deny_wins_over_yes() {
 #[test]
 fn allow_sets_one_tool() {
     let env = TestEnv::new();
-    let history = run(&env, &["--allow", "write_file", "--json"]);
+    let history = run(
+        &env,
+        &["--allow", "write_file", "--sandbox", "off", "--json"],
+    );
     assert!(env.workspace().join("hello.txt").exists());
     assert!(!env.workspace().join("ran").exists());
     assert!(results(&history)[1].contains("needs the user's approval"));

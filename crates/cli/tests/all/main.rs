@@ -14,6 +14,7 @@ mod errors;
 mod first_steps;
 mod fork;
 mod run_resume;
+mod sandbox;
 mod sessions_show;
 mod terminal;
 mod until_done;

@@ -41,6 +41,10 @@ pub struct ConfigFile {
     /// ends, like `approval`.
     #[serde(default)]
     pub budget: Option<toml::Value>,
+    /// The `[sandbox]` table (`mode`, `network`), kept as parsed for front
+    /// ends, like `approval`.
+    #[serde(default)]
+    pub sandbox: Option<toml::Value>,
 }
 
 impl ConfigFile {
