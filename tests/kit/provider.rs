@@ -51,5 +51,6 @@ pub fn ask(text: &str) -> ProviderRequest {
         system_prompt: "You are terse.".into(),
         history: vec![Item::user(text)].into(),
         tools: vec![].into(),
+        cache_key: None,
     }
 }

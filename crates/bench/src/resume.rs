@@ -58,6 +58,7 @@ fn write_log(path: &Path, id: Uuid, items: usize) -> std::io::Result<()> {
                 usage: Some(Usage {
                     prompt_tokens: 12_000 + step as u64,
                     completion_tokens: 40,
+                    ..Default::default()
                 }),
             }),
         )?;

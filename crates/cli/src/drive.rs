@@ -73,6 +73,15 @@ impl CallsSeen {
     }
 }
 
+/// The session's ledger from its log; an unreadable log (reported
+/// elsewhere) counts nothing.
+fn session_usage(log: &std::path::Path) -> pod_llm::Usage {
+    match pod::log::read_log(log) {
+        Ok(contents) => pod::ledger::session_usage(&contents.records).0,
+        Err(_) => Default::default(),
+    }
+}
+
 /// Runs the turn, reporting to `out`; shuts the Pod down before returning.
 /// With `until_done` the Pod itself continues the turn while todos are
 /// unfinished (`PodConfig::until_done`), and ending with some unfinished is
@@ -179,11 +188,17 @@ pub async fn drive(
         (Ok(outcome), None) => stop_of(&outcome.reason, until_done, progress),
         _ => None,
     };
+    // Read after the Pod shut down, so every answer is in the log.
+    let session_usage = session_usage(&started.log_path);
     let finished = Finished {
         session_id: started.session_id,
         log_path: started.log_path,
         reason: result.as_ref().ok().map(|o| o.reason.clone()),
         requests: result.as_ref().map_or(0, |o| o.requests),
+        usage: result
+            .as_ref()
+            .map_or_else(|_| Default::default(), |o| o.usage),
+        session_usage,
         todos: progress,
         interrupted: interrupted.is_some(),
         stopped: stopped.clone(),

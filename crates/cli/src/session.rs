@@ -88,6 +88,11 @@ pub struct Summary {
     /// The limit that stopped its last run, when the status is `stopped`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<pod_worker::Limit>,
+    /// Tokens of all its answers, as the providers reported them.
+    pub usage: pod_llm::Usage,
+    /// What they cost, when the session's profile has prices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 /// A session read from its log.
@@ -149,6 +154,10 @@ pub fn load(home: &PodHome, id: Uuid) -> Result<Loaded> {
     } else {
         status_of(&replayed.history, &replayed.todos)
     };
+    let (usage, _) = pod::ledger::session_usage(&contents.records);
+    let cost = crate::launch::Launch::from_header(&header)
+        .and_then(|launch| launch.provider.prices)
+        .map(|prices| prices.cost(&usage));
     let summary = Summary {
         id,
         created_at: header.created_at,
@@ -161,6 +170,8 @@ pub fn load(home: &PodHome, id: Uuid) -> Result<Loaded> {
         log_path: path,
         forked_from: header.forked_from.map(|(id, at)| ForkedFrom { id, at }),
         stopped_by,
+        usage,
+        cost,
     };
     Ok(Loaded {
         summary,

@@ -191,15 +191,54 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// Token usage reported for one request.
+/// Token usage reported for one request (or summed over several).
+///
+/// `prompt_tokens` is the whole request, cached or not (the context size
+/// compaction watches); the cache fields say how much of it the provider
+/// read from or wrote to its prompt cache, so the fresh part is
+/// [`fresh_input`](Usage::fresh_input). Fields a provider does not report
+/// are 0, and zeros are left out of the log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens of the prompt (the whole request).
     #[serde(default)]
     pub prompt_tokens: u64,
-    /// Tokens the model generated.
+    /// Tokens the model generated (reasoning included).
     #[serde(default)]
     pub completion_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache (Anthropic bills them
+    /// above fresh input).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// Of the completion, tokens spent reasoning.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Usage {
+    /// Prompt tokens neither read from nor written to the cache.
+    pub fn fresh_input(&self) -> u64 {
+        self.prompt_tokens
+            .saturating_sub(self.cache_read_tokens)
+            .saturating_sub(self.cache_write_tokens)
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+    }
 }
 
 impl Item {

@@ -20,6 +20,10 @@ pub struct ProviderRequest {
     pub history: Arc<Vec<Item>>,
     /// The tools the model may call.
     pub tools: Arc<[ToolSpec]>,
+    /// Names the conversation for the provider's prompt cache (a Pod uses
+    /// its session id); servers that route by it keep one session's
+    /// requests on one cache.
+    pub cache_key: Option<Arc<str>>,
 }
 
 /// A tool as the model sees it.

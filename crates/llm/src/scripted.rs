@@ -347,6 +347,7 @@ impl Provider for ScriptedProvider {
                     false => 0,
                 },
                 completion_tokens: 0,
+                ..Default::default()
             };
             if state.record {
                 state.requests.push(request.clone());

@@ -177,6 +177,13 @@ fn build_parts(
     let worker_config = WorkerConfig {
         system_prompt: config.system_prompt.clone(),
         budget: config.budget.clone(),
+        // One session, one prompt cache.
+        cache_key: log
+            .path()
+            .parent()
+            .and_then(|dir| dir.file_name())
+            // (PodHome names a session's directory by its id.)
+            .map(|id| id.to_string_lossy().into()),
         ..WorkerConfig::default()
     };
     let trigger = context_window(config).map(|window| CompactionTrigger {
@@ -186,6 +193,7 @@ fn build_parts(
             system_prompt: config.system_prompt.clone(),
             history: Default::default(),
             tools: registry.specs(),
+            cache_key: None,
         }),
     });
     let mut worker = Worker::new(config.provider.clone(), registry, worker_config);

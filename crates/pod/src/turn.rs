@@ -91,8 +91,7 @@ impl TurnParts {
                 )
                 .await?;
             total.requests += outcome.requests;
-            total.usage.prompt_tokens += outcome.usage.prompt_tokens;
-            total.usage.completion_tokens += outcome.usage.completion_tokens;
+            total.usage += outcome.usage;
             total.reason = outcome.reason.clone();
             if let TurnEndReason::Limit(limit) = &outcome.reason {
                 self.record_stop(limit.clone(), &meter).await?;

@@ -25,6 +25,30 @@ pub struct Endpoint {
     pub thinking_budget: Option<u32>,
     /// Request and idle timeouts.
     pub timeouts: Timeouts,
+    /// Prompt caching.
+    pub cache: PromptCache,
+}
+
+/// Prompt caching settings of an endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PromptCache {
+    /// Mark cache breakpoints (Anthropic).
+    pub enabled: bool,
+    /// How long a marked prefix is kept (Anthropic).
+    pub ttl: crate::config::CacheTtl,
+    /// Send the request's cache key as `prompt_cache_key` (OpenAI wire).
+    pub send_key: bool,
+}
+
+impl Default for PromptCache {
+    /// Breakpoints on, 5 minutes, no key.
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            ttl: crate::config::CacheTtl::FiveMinutes,
+            send_key: false,
+        }
+    }
 }
 
 impl Endpoint {
@@ -39,6 +63,7 @@ impl Endpoint {
             context_window: None,
             thinking_budget: None,
             timeouts: Timeouts::default(),
+            cache: PromptCache::default(),
         }
     }
 

@@ -20,6 +20,7 @@
 //!     system_prompt: "Be brief.".into(),
 //!     history: vec![Item::user("hi")].into(),
 //!     tools: vec![].into(),
+//!     cache_key: None,
 //! });
 //! assert_eq!(body["messages"][1]["content"], "hi");
 //! assert_eq!(provider.model_name(), "qwen3");
@@ -37,8 +38,10 @@ mod secret;
 pub mod sse;
 
 pub use anthropic::AnthropicProvider;
-pub use config::{ConfigError, ConfigFile, ProviderConfig, ProviderKind, RawProviderConfig};
-pub use endpoint::Endpoint;
+pub use config::{
+    CacheTtl, ConfigError, ConfigFile, Prices, ProviderConfig, ProviderKind, RawProviderConfig,
+};
+pub use endpoint::{Endpoint, PromptCache};
 pub use http::Timeouts;
 pub use openai::OpenAiProvider;
 pub use retry::{RetryPolicy, RetryingProvider};

@@ -36,6 +36,8 @@ pub struct WorkerConfig {
     pub stream_retries: u32,
     /// Wait before the first such retry, doubled for each later one.
     pub stream_retry_delay: Duration,
+    /// Sent with every request as [`ProviderRequest::cache_key`].
+    pub cache_key: Option<Arc<str>>,
 }
 
 impl Default for WorkerConfig {
@@ -46,6 +48,7 @@ impl Default for WorkerConfig {
             cancel_grace: Duration::from_secs(2),
             stream_retries: 2,
             stream_retry_delay: Duration::from_millis(500),
+            cache_key: None,
         }
     }
 }
@@ -269,6 +272,7 @@ impl Worker {
                 system_prompt: self.config.system_prompt.clone(),
                 history: request_items,
                 tools: self.tools.specs(),
+                cache_key: self.config.cache_key.clone(),
             };
             let response = match self.stream_with_retries(request, observer, cancel).await? {
                 Streamed::Complete(response) => response,
@@ -283,8 +287,7 @@ impl Worker {
                 }
             };
             if let Some(usage) = response.usage {
-                outcome.usage.prompt_tokens += usage.prompt_tokens;
-                outcome.usage.completion_tokens += usage.completion_tokens;
+                outcome.usage += usage;
                 meter.spent_tokens(usage.prompt_tokens + usage.completion_tokens);
                 observer.on_event(WorkerEvent::Usage(usage));
             }

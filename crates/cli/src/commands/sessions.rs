@@ -2,6 +2,7 @@
 
 use crate::cli::SessionsArgs;
 use crate::error::Outcome;
+use crate::render;
 use crate::session::{self, Summary};
 use crate::style::Style;
 use anyhow::{Context, Result};
@@ -38,8 +39,8 @@ pub fn run(args: SessionsArgs) -> Result<Outcome> {
 /// The human table: one session per line.
 fn table(summaries: &[Summary], style: Style) -> String {
     let mut out = style.bold(&format!(
-        "{:<8}  {:<11}  {:<5}  {:<16}  {:<16}  {}\n",
-        "ID", "STATUS", "TODOS", "UPDATED", "MODEL", "WORKSPACE"
+        "{:<8}  {:<11}  {:<5}  {:<16}  {:<16}  {:<14}  {}\n",
+        "ID", "STATUS", "TODOS", "UPDATED", "MODEL", "TOKENS", "WORKSPACE"
     ));
     for s in summaries {
         let id = s.id.to_string();
@@ -56,14 +57,27 @@ fn table(summaries: &[Summary], style: Style) -> String {
         } else {
             format!("{}/{}", s.todos.completed, s.todos.total)
         };
+        // Tokens in and out, with the cached share of the input or the
+        // cost when the profile has prices.
+        let total = s.usage.prompt_tokens + s.usage.completion_tokens;
+        let spent = match (s.cost, s.usage.prompt_tokens) {
+            (_, 0) => "-".to_string(),
+            (Some(cost), _) => format!("{} {cost:.2}", render::tokens(total)),
+            (None, prompt) => format!(
+                "{} {:.0}%c",
+                render::tokens(total),
+                s.usage.cache_read_tokens as f64 * 100.0 / prompt as f64
+            ),
+        };
         out.push_str(&format!(
-            "{:<8}  {status}  {:<5}  {:<16}  {:<16}  {}\n",
+            "{:<8}  {status}  {:<5}  {:<16}  {:<16}  {:<14}  {}\n",
             &id[..8],
             todos,
             s.updated_at
                 .with_timezone(&chrono::Local)
                 .format("%Y-%m-%d %H:%M"),
             crate::render::shorten(&s.model, 16),
+            spent,
             s.workspace.display()
         ));
     }

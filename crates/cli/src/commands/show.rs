@@ -70,6 +70,10 @@ fn human(loaded: &Loaded, style: Style) -> String {
             fork.id, fork.at
         ));
     }
+    out.push_str(&format!(
+        "  tokens     {}\n",
+        render::usage(&s.usage, s.cost)
+    ));
     out.push_str(&format!("  log        {}\n\n", s.log_path.display()));
     out.push_str(&render::history::history(&loaded.records, style));
     out.push('\n');

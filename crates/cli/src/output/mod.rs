@@ -38,6 +38,10 @@ pub struct Finished {
     pub reason: Option<TurnEndReason>,
     /// Model requests made.
     pub requests: u32,
+    /// Tokens this run's answers used.
+    pub usage: pod_llm::Usage,
+    /// Tokens of every answer of the session so far (from its log).
+    pub session_usage: pod_llm::Usage,
     /// Todo progress at the end.
     pub todos: Progress,
     /// Whether it was interrupted (Ctrl-C, end of input at a prompt, a

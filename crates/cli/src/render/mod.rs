@@ -135,3 +135,58 @@ mod tests {
         assert_eq!(first_line("one\ntwo", 80), "one (+1 line)");
     }
 }
+
+/// A token count in few characters: `950`, `12.3k`, `1.5M`.
+pub fn tokens(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+/// What a session's answers used, in one line: `1.5M in (91% cached), 20.1k
+/// out`, with the cost when prices are known.
+pub fn usage(usage: &pod_llm::Usage, cost: Option<f64>) -> String {
+    let mut line = format!("{} in", tokens(usage.prompt_tokens));
+    if usage.prompt_tokens > 0 && (usage.cache_read_tokens > 0 || usage.cache_write_tokens > 0) {
+        let share = usage.cache_read_tokens as f64 * 100.0 / usage.prompt_tokens as f64;
+        line.push_str(&format!(" ({share:.0}% read from cache"));
+        if usage.cache_write_tokens > 0 {
+            line.push_str(&format!(", {} written", tokens(usage.cache_write_tokens)));
+        }
+        line.push(')');
+    }
+    line.push_str(&format!(", {} out", tokens(usage.completion_tokens)));
+    if usage.reasoning_tokens > 0 {
+        line.push_str(&format!(" ({} reasoning)", tokens(usage.reasoning_tokens)));
+    }
+    if let Some(cost) = cost {
+        line.push_str(&format!("; cost {cost:.4}"));
+    }
+    line
+}
+
+#[cfg(test)]
+mod usage_tests {
+    #[test]
+    fn usage_lines_name_the_cache_share_and_cost() {
+        let usage = pod_llm::Usage {
+            prompt_tokens: 1_500_000,
+            completion_tokens: 20_100,
+            cache_read_tokens: 1_365_000,
+            cache_write_tokens: 30_000,
+            reasoning_tokens: 0,
+        };
+        assert_eq!(
+            super::usage(&usage, Some(1.23456)),
+            "1.5M in (91% read from cache, 30.0k written), 20.1k out; cost 1.2346"
+        );
+        let plain = pod_llm::Usage {
+            prompt_tokens: 950,
+            completion_tokens: 12,
+            ..Default::default()
+        };
+        assert_eq!(super::usage(&plain, None), "950 in, 12 out");
+    }
+}

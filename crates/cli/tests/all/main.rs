@@ -13,6 +13,7 @@ mod demo;
 mod errors;
 mod first_steps;
 mod fork;
+mod ledger;
 mod run_resume;
 mod sandbox;
 mod sessions_show;

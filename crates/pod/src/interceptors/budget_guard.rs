@@ -168,6 +168,7 @@ mod tests {
             usage: Some(Usage {
                 prompt_tokens: tokens,
                 completion_tokens: 0,
+                ..Default::default()
             }),
         })
     }

@@ -156,7 +156,8 @@ fn item() -> impl Strategy<Value = Item> {
                 tool_calls,
                 usage: usage.map(|(p, c)| Usage {
                     prompt_tokens: p,
-                    completion_tokens: c
+                    completion_tokens: c,
+                    ..Default::default()
                 }),
             }),
         (text, text, any::<bool>(), prop::option::of(text)).prop_map(

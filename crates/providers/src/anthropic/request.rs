@@ -6,7 +6,15 @@
 //! the user by the tag, never by guessing), tool results become
 //! `tool_result` blocks, and consecutive items of one side merge into one
 //! message, tool results first as the API requires.
+//!
+//! Prompt caching: with caching on (the default), the last tool, the system
+//! prompt and two rolling points in the conversation carry `cache_control`
+//! (at most the API's four). Everything before a marker is byte-stable from
+//! one request to the next: tools in registration order, the system prompt
+//! unchanged, history only appended to (reminders and notifications are
+//! items appended at the end; `pre_llm_request` edits are the caller's).
 
+use crate::config::CacheTtl;
 use crate::endpoint::Endpoint;
 use pod_llm::{Item, ItemKind, ProviderRequest, Reasoning, ToolCall, ToolSpec};
 use serde_json::{json, Map, Value};
@@ -27,12 +35,33 @@ pub(crate) fn request_body(request: &ProviderRequest, endpoint: &Endpoint) -> Va
     let max_tokens = endpoint.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     body.insert("max_tokens".into(), json!(max_tokens));
     body.insert("stream".into(), json!(true));
+    let marker = endpoint
+        .cache
+        .enabled
+        .then(|| cache_control(endpoint.cache.ttl));
     if !request.system_prompt.is_empty() {
-        body.insert("system".into(), json!(request.system_prompt));
+        let system = match &marker {
+            // A marker needs the block form.
+            Some(marker) => json!([{
+                "type": "text",
+                "text": request.system_prompt,
+                "cache_control": marker,
+            }]),
+            None => json!(request.system_prompt),
+        };
+        body.insert("system".into(), system);
     }
-    body.insert("messages".into(), Value::Array(messages(&request.history)));
+    let mut messages = messages(&request.history);
+    if let Some(marker) = &marker {
+        mark_conversation(&mut messages, marker);
+    }
+    body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
-        body.insert("tools".into(), request.tools.iter().map(tool).collect());
+        let mut tools: Vec<Value> = request.tools.iter().map(tool).collect();
+        if let (Some(marker), Some(last)) = (&marker, tools.last_mut()) {
+            last["cache_control"] = marker.clone();
+        }
+        body.insert("tools".into(), Value::Array(tools));
     }
     match endpoint.thinking_budget {
         Some(budget) => {
@@ -50,6 +79,40 @@ pub(crate) fn request_body(request: &ProviderRequest, endpoint: &Endpoint) -> Va
         }
     }
     Value::Object(body)
+}
+
+/// A cache breakpoint: the prefix up to and including the marked block is
+/// written to the cache, and a later request that repeats it reads it.
+fn cache_control(ttl: CacheTtl) -> Value {
+    match ttl {
+        CacheTtl::FiveMinutes => json!({"type": "ephemeral"}),
+        CacheTtl::OneHour => json!({"type": "ephemeral", "ttl": "1h"}),
+    }
+}
+
+/// Marks the conversation with two rolling breakpoints (the API allows four
+/// in all; tools and system take the other two): the last block of the
+/// last message, so the next request reads everything up to here, and the
+/// last block of the user message before it, where the previous request's
+/// end marker was (a turn can add more than the 20 blocks the API looks
+/// back from a marker, and this keeps that prefix reachable).
+fn mark_conversation(messages: &mut [Value], marker: &Value) {
+    let mut marked = 0;
+    for message in messages.iter_mut().rev() {
+        if marked == 2 {
+            break;
+        }
+        if marked == 1 && message["role"] != "user" {
+            continue;
+        }
+        if let Some(block) = message["content"]
+            .as_array_mut()
+            .and_then(|blocks| blocks.last_mut())
+        {
+            block["cache_control"] = marker.clone();
+            marked += 1;
+        }
+    }
 }
 
 fn tool(spec: &ToolSpec) -> Value {

@@ -87,6 +87,8 @@ pub(crate) struct MessageDecoder {
     calls: usize,
     prompt_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cache_read: u64,
+    cache_write: u64,
     stop: Option<FinishReason>,
     stopped: bool,
 }
@@ -141,9 +143,9 @@ impl MessageDecoder {
         if let Some(input) = usage.input_tokens {
             // The prompt is all of it, cached or not: compaction needs the
             // size of the whole request.
-            let cached = usage.cache_creation_input_tokens.unwrap_or(0)
-                + usage.cache_read_input_tokens.unwrap_or(0);
-            self.prompt_tokens = Some(input + cached);
+            self.cache_write = usage.cache_creation_input_tokens.unwrap_or(0);
+            self.cache_read = usage.cache_read_input_tokens.unwrap_or(0);
+            self.prompt_tokens = Some(input + self.cache_write + self.cache_read);
         }
         if let Some(output) = usage.output_tokens {
             self.output_tokens = Some(output);
@@ -278,6 +280,10 @@ impl WireDecoder for MessageDecoder {
                 usage: Usage {
                     prompt_tokens: self.prompt_tokens.unwrap_or(0),
                     completion_tokens: self.output_tokens.unwrap_or(0),
+                    cache_read_tokens: self.cache_read,
+                    cache_write_tokens: self.cache_write,
+                    // Thinking is billed as output; the API does not count it apart.
+                    reasoning_tokens: 0,
                 },
             });
         }

@@ -11,7 +11,7 @@ mod file;
 
 pub use file::ConfigFile;
 
-use crate::endpoint::Endpoint;
+use crate::endpoint::{Endpoint, PromptCache};
 use crate::http::Timeouts;
 use crate::retry::RetryPolicy;
 use crate::secret::ApiKey;
@@ -79,11 +79,65 @@ pub struct RawProviderConfig {
     /// Script file of the scripted provider. In the config file a relative
     /// path is relative to the file's directory.
     pub script: Option<PathBuf>,
+    /// Prompt caching (default on): Anthropic requests mark cache
+    /// breakpoints; OpenAI-compatible servers cache on their own.
+    pub cache: Option<bool>,
+    /// How long Anthropic keeps a cached prefix: `5m` (default) or `1h`
+    /// (for long unattended runs; writes cost more).
+    pub cache_ttl: Option<CacheTtl>,
+    /// Send the session id as `prompt_cache_key` (OpenAI wire), so requests
+    /// of one session reach the same cache. On by default for OpenAI's own
+    /// API only: other servers may reject unknown fields.
+    pub prompt_cache_key: Option<bool>,
+    /// Prices per million tokens, for the cost `pod show` and `pod
+    /// sessions` print. None are built in: prices change.
+    pub prices: Option<Prices>,
     /// The profile's `budget` table, kept as parsed: its meaning belongs to
     /// front ends (the run's budget), which this crate must not know. Not
     /// part of what is stored of a profile.
     #[serde(default, skip_serializing)]
     pub budget: Option<toml::Value>,
+}
+
+/// How long Anthropic keeps a cached prefix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CacheTtl {
+    /// Five minutes, refreshed by every read (the API's default).
+    #[default]
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// One hour: for runs whose requests can be minutes apart.
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+/// Prices in a currency of the user's choice per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Fresh input.
+    #[serde(default)]
+    pub input: f64,
+    /// Input written to the cache (Anthropic: 1.25× input for 5m, 2× for 1h).
+    #[serde(default)]
+    pub cache_write: f64,
+    /// Input read from the cache (typically a tenth of input).
+    #[serde(default)]
+    pub cache_read: f64,
+    /// Output, reasoning included.
+    #[serde(default)]
+    pub output: f64,
+}
+
+impl Prices {
+    /// What `usage` costs at these prices.
+    pub fn cost(&self, usage: &pod_llm::Usage) -> f64 {
+        let per_token = |price: f64, tokens: u64| price * tokens as f64 / 1_000_000.0;
+        per_token(self.input, usage.fresh_input())
+            + per_token(self.cache_write, usage.cache_write_tokens)
+            + per_token(self.cache_read, usage.cache_read_tokens)
+            + per_token(self.output, usage.completion_tokens)
+    }
 }
 
 /// A resolved, valid provider configuration.
@@ -188,6 +242,10 @@ impl RawProviderConfig {
             idle_timeout_secs: over.idle_timeout_secs.or(self.idle_timeout_secs),
             max_attempts: over.max_attempts.or(self.max_attempts),
             script: over.script.or(self.script),
+            cache: over.cache.or(self.cache),
+            cache_ttl: over.cache_ttl.or(self.cache_ttl),
+            prompt_cache_key: over.prompt_cache_key.or(self.prompt_cache_key),
+            prices: over.prices.or(self.prices),
             budget: over.budget.or(self.budget),
         }
     }
@@ -234,6 +292,13 @@ impl RawProviderConfig {
         endpoint.max_output_tokens = self.max_output_tokens;
         endpoint.temperature = self.temperature;
         endpoint.thinking_budget = self.thinking_budget;
+        endpoint.cache = PromptCache {
+            enabled: self.cache.unwrap_or(true),
+            ttl: self.cache_ttl.unwrap_or_default(),
+            send_key: self
+                .prompt_cache_key
+                .unwrap_or(endpoint.base_url.trim_end_matches('/') == OPENAI_URL),
+        };
         let defaults = Timeouts::default();
         endpoint.timeouts = Timeouts {
             request: self

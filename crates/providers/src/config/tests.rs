@@ -238,3 +238,46 @@ fn a_profile_budget_table_is_kept_and_never_stored() {
     let stored = serde_json::to_value(&profile).unwrap();
     assert!(stored.get("budget").is_none(), "{stored}");
 }
+
+#[test]
+fn caching_and_prices_come_from_the_profile() {
+    let text = r#"
+[profiles.long]
+kind = "anthropic"
+model = "claude-sonnet-4-5"
+cache_ttl = "1h"
+prices = { input = 3.0, cache_write = 6.0, cache_read = 0.3, output = 15.0 }
+
+[profiles.nocache]
+kind = "anthropic"
+model = "claude-sonnet-4-5"
+cache = false
+
+[profiles.openai]
+kind = "openai"
+model = "gpt-4.1"
+
+[profiles.local]
+kind = "openai"
+base_url = "http://127.0.0.1:8080/v1"
+model = "qwen"
+"#;
+    let file = ConfigFile::parse(text, Path::new("config.toml")).unwrap();
+    let vars = env(&[("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")]);
+    let endpoint = |name: &str| match file.profiles[name].resolve_with(&vars).unwrap() {
+        ProviderConfig::Anthropic { endpoint, .. } | ProviderConfig::OpenAi { endpoint, .. } => {
+            endpoint
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(endpoint("long").cache.ttl, CacheTtl::OneHour);
+    assert!(endpoint("long").cache.enabled);
+    assert!(!endpoint("nocache").cache.enabled);
+    // The key goes to OpenAI's own API only, unless a profile says so.
+    assert!(endpoint("openai").cache.send_key);
+    assert!(!endpoint("local").cache.send_key);
+    let prices = file.profiles["long"].prices.unwrap();
+    assert_eq!(prices.cache_write, 6.0);
+    let bad = "[profiles.x]\nkind = \"anthropic\"\nmodel = \"m\"\ncache_ttl = \"2h\"\n";
+    assert!(ConfigFile::parse(bad, Path::new("config.toml")).is_err());
+}

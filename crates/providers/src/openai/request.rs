@@ -34,6 +34,13 @@ pub(crate) fn request_body(request: &ProviderRequest, endpoint: &Endpoint) -> Va
     if let Some(temperature) = endpoint.temperature {
         body.insert("temperature".into(), json!(temperature));
     }
+    // Caching is automatic on this wire; the prefix stays byte-stable
+    // (system prompt, then history in order, tools in registration order,
+    // nothing per-request early). The key routes a session's requests to
+    // one cache where the server knows it.
+    if let (true, Some(key)) = (endpoint.cache.send_key, &request.cache_key) {
+        body.insert("prompt_cache_key".into(), json!(key.as_ref()));
+    }
     Value::Object(body)
 }
 

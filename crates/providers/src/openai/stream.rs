@@ -64,6 +64,24 @@ struct FunctionDelta {
 struct WireUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    /// OpenAI (and servers copying it): `cached_tokens`.
+    prompt_tokens_details: Option<PromptDetails>,
+    /// OpenAI reasoning models: `reasoning_tokens`.
+    completion_tokens_details: Option<CompletionDetails>,
+    /// DeepSeek reports its cache this way instead.
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CompletionDetails {
+    reasoning_tokens: Option<u64>,
 }
 
 /// A call being assembled.
@@ -106,9 +124,20 @@ impl ChunkDecoder {
             return Err(stream_error(&error));
         }
         if let Some(usage) = chunk.usage {
+            let cached = usage
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .or(usage.prompt_cache_hit_tokens);
             self.usage = Some(Usage {
                 prompt_tokens: usage.prompt_tokens.unwrap_or(0),
                 completion_tokens: usage.completion_tokens.unwrap_or(0),
+                // Caching is automatic here: nothing is billed as a write.
+                cache_read_tokens: cached.unwrap_or(0),
+                cache_write_tokens: 0,
+                reasoning_tokens: usage
+                    .completion_tokens_details
+                    .and_then(|d| d.reasoning_tokens)
+                    .unwrap_or(0),
             });
         }
         let mut events = Vec::new();

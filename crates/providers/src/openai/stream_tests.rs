@@ -115,7 +115,8 @@ fn llama_cpp_final_chunk_carries_finish_usage_and_timings() {
             StreamEvent::Usage {
                 usage: Usage {
                     prompt_tokens: 9,
-                    completion_tokens: 1
+                    completion_tokens: 1,
+                    ..Default::default()
                 }
             },
             StreamEvent::Finish {

@@ -46,7 +46,8 @@ async fn text_ping_usage_and_headers() {
             StreamEvent::Usage {
                 usage: Usage {
                     prompt_tokens: 25,
-                    completion_tokens: 15
+                    completion_tokens: 15,
+                    ..Default::default()
                 }
             },
             StreamEvent::Finish {
@@ -65,8 +66,12 @@ async fn text_ping_usage_and_headers() {
             "model": "test-model",
             "max_tokens": 8192,
             "stream": true,
-            "system": "You are terse.",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+            // Caching is on by default: the system prompt and the last
+            // message carry breakpoints.
+            "system": [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}
+            ]}]
         })
     );
 }
@@ -123,8 +128,11 @@ async fn thinking_with_signature_and_fragmented_tool_input() {
     assert_eq!(
         response.usage,
         Some(Usage {
+            // 472 fresh + 100 read from the cache: the whole request.
             prompt_tokens: 572,
-            completion_tokens: 89
+            completion_tokens: 89,
+            cache_read_tokens: 100,
+            ..Default::default()
         })
     );
 }
@@ -217,6 +225,7 @@ async fn request_body_maps_history() {
         system_prompt: "You are pod.".into(),
         history: history.into(),
         tools: vec![read_file_tool()].into(),
+        cache_key: None,
     };
     complete(&provider, request).await.unwrap();
     // Key order is not part of the contract, and serde_json's preserve_order

@@ -3,6 +3,7 @@
 //! providers is an end-to-end suite: see the workspace's `tests/e2e`.
 
 mod anthropic;
+mod caching;
 mod openai;
 mod retry;
 mod support;

@@ -40,7 +40,8 @@ async fn text_usage_and_request_headers() {
             StreamEvent::Usage {
                 usage: Usage {
                     prompt_tokens: 19,
-                    completion_tokens: 2
+                    completion_tokens: 2,
+                    ..Default::default()
                 }
             },
             StreamEvent::Finish {
@@ -172,7 +173,9 @@ async fn deepseek_reasoning_keepalives_and_usage() {
         response.usage,
         Some(Usage {
             prompt_tokens: 40,
-            completion_tokens: 25
+            completion_tokens: 25,
+            reasoning_tokens: 10,
+            ..Default::default()
         })
     );
 }
@@ -201,6 +204,7 @@ fn deepseek_reasoning_is_sent_back_only_for_tool_calling_turns() {
         ]
         .into(),
         tools: vec![].into(),
+        cache_key: None,
     });
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages[1].get("reasoning_content"), None);
@@ -300,6 +304,7 @@ async fn request_body_maps_history_one_to_one() {
         system_prompt: "You are pod.".into(),
         history: rich_history().into(),
         tools: vec![read_file_tool()].into(),
+        cache_key: None,
     };
     complete(&provider, request).await.unwrap();
     // Key order is not part of the contract, and serde_json's preserve_order
