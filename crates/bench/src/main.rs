@@ -2,11 +2,12 @@
 //! tables for BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p pod-bench -- [all|resume|turns|idle|fleet|reminders] [--quick]
+//! cargo run --release -p pod-bench -- [all|resume|turns|idle|fleet|reminders|cache] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
 //! `turns --turns=N` runs N turns.
 
+mod cache;
 mod fleet;
 mod idle;
 mod reminders;
@@ -26,8 +27,20 @@ async fn main() -> ExitCode {
         .map(String::as_str)
         .unwrap_or("all");
     let run = |name: &str| which == "all" || which == name;
-    if !["all", "resume", "turns", "idle", "fleet", "reminders"].contains(&which) {
-        eprintln!("unknown benchmark `{which}`; use all, resume, turns, idle, fleet or reminders");
+    if ![
+        "all",
+        "resume",
+        "turns",
+        "idle",
+        "fleet",
+        "reminders",
+        "cache",
+    ]
+    .contains(&which)
+    {
+        eprintln!(
+            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders or cache"
+        );
         return ExitCode::from(2);
     }
     println!("{}", support::machine_line());
@@ -40,6 +53,9 @@ async fn main() -> ExitCode {
         }
         if run("reminders") {
             reminders::run(quick).await?;
+        }
+        if run("cache") {
+            cache::run(quick).await?;
         }
         if run("idle") {
             idle::run(quick).await?;

@@ -63,7 +63,7 @@ impl Tool for BashTool {
             limits.bash_default_timeout.as_secs(),
             limits.bash_max_timeout.as_secs(),
             limits.bash_output_max_bytes
-        )
+        ) + &sandbox_note(&self.workspace.sandbox().policy())
     }
 
     fn parameters(&self) -> Value {
@@ -137,6 +137,18 @@ impl Tool for BashTool {
             )),
         }
     }
+}
+
+/// What the model is told up front about the sandbox, if there is one.
+fn sandbox_note(policy: &crate::sandbox::SandboxPolicy) -> String {
+    if !policy.is_enforced() {
+        return String::new();
+    }
+    format!(
+        " Commands run in a kernel sandbox ({}); what it refuses fails with \"Permission \
+         denied\" or \"Operation not permitted\".",
+        policy.describe()
+    )
 }
 
 fn report(finished: Finished, timeout: Duration) -> ToolOutput {
