@@ -30,32 +30,12 @@ use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
-/// The model's side of the session: the reminder bench's script.
-fn script() -> Vec<ScriptStep> {
-    let todos: Vec<_> = (0..10)
-        .map(|i| {
-            json!({"id": format!("t{i}"), "content": format!("Part {i} of the migration"),
-            "status": if i == 0 { "in_progress" } else { "pending" }})
-        })
-        .collect();
-    let mut steps = vec![ScriptStep::tool_call("todo_write", json!({"todos": todos}))];
-    while steps.len() < 200 {
-        if steps.len() % 10 == 9 {
-            steps.push(ScriptStep::text("Continuing in the next turn."));
-        } else {
-            let output = "fn step() -> Result<(), Error> { Ok(()) }\n".repeat(24);
-            steps.push(ScriptStep::tool_call("echo", json!({"text": output})));
-        }
-    }
-    steps
-}
-
 /// Runs the session; returns the requests the main model got.
 async fn session(
     context_window: Option<u64>,
 ) -> Result<Vec<ProviderRequest>, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let model = ScriptedProvider::from_steps(script());
+    let model = ScriptedProvider::from_steps(crate::reminders::script());
     let mut config = PodConfig::new(
         PodHome::new(dir.path()),
         dir.path(),

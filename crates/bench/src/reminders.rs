@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 /// 200 requests in 20 turns of 10, a 10-item plan written once. Tool calls
 /// return about 1 KB, the size of a short file excerpt or command output.
-fn script() -> Vec<ScriptStep> {
+/// The cache bench plays the same session.
+pub fn script() -> Vec<ScriptStep> {
     let todos: Vec<_> = (0..10)
         .map(|i| {
             json!({"id": format!("t{i}"), "content": format!("Part {i} of the migration"),

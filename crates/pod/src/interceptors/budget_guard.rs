@@ -45,13 +45,11 @@ impl Spent {
     /// What the answers of a log spent. A compaction's tail repeats items
     /// of the log; only the originals count.
     pub fn of_log(records: &[LogRecord]) -> Self {
-        let mut spent = Self::default();
-        for record in records {
-            if let LogRecord::Item(item) = record {
-                spent.count(item);
-            }
+        let (usage, answers) = crate::ledger::session_usage(records);
+        Self {
+            requests: answers,
+            tokens: usage.prompt_tokens + usage.completion_tokens,
         }
-        spent
     }
 
     fn count(&mut self, item: &Item) {

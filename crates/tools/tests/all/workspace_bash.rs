@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 /// Waits (up to ten seconds) for `pid` to exit, by the kernel's word: a
 /// pidfd turns readable when the process is gone. Its pipes close a moment
 /// before that, while it is still on its way out.
-pub(crate) fn wait_for_exit(pid: i32) -> bool {
+fn wait_for_exit(pid: i32) -> bool {
     // SAFETY: plain syscalls on an fd this function owns and closes.
     unsafe {
         let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as libc::c_int;
@@ -151,8 +151,12 @@ async fn a_timeout_kills_the_whole_process_group() {
         "{}",
         out.content
     );
-    let pid: i32 = out
-        .content
+    assert_background_child_died(&out.content);
+}
+
+/// The first line of stdout is a background child's pid: it must be gone.
+pub(crate) fn assert_background_child_died(content: &str) {
+    let pid: i32 = content
         .split("--- stdout ---\n")
         .nth(1)
         .and_then(|s| s.lines().next())

@@ -189,16 +189,6 @@ async fn a_command_past_its_timeout_is_killed_with_its_children() {
         "{}",
         out.content
     );
-    let pid: i32 = out
-        .content
-        .split("--- stdout ---\n")
-        .nth(1)
-        .and_then(|s| s.lines().next())
-        .and_then(|s| s.trim().parse().ok())
-        .expect("pid on stdout");
-    assert!(
-        crate::workspace_bash::wait_for_exit(pid),
-        "background child {pid} survived the timeout"
-    );
+    crate::workspace_bash::assert_background_child_died(&out.content);
     assert!(!ws.outside().join("late").exists());
 }
