@@ -23,8 +23,9 @@
 //! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 //!
 //! struct Scripted;
+//! #[pod::async_trait]
 //! impl PodFactory for Scripted {
-//!     fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
+//!     async fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
 //!         let model = ScriptedProvider::from_steps(vec![]);
 //!         Ok(PodConfig::new(PodHome::from_env()?, workspace, Arc::new(model)))
 //!     }

@@ -40,6 +40,7 @@ pub async fn open_new(
         check_workspace(&request.cwd)?;
         let config = factory
             .new_session(&request.cwd)
+            .await
             .map_err(|err| config_error(&*err))?;
         let wiring = Wiring::new();
         let handle = Pod::spawn(wiring.configure(config))
@@ -78,6 +79,7 @@ pub async fn load(
                 check_workspace(&request.cwd)?;
                 let config = factory
                     .resume_session(uuid, &request.cwd)
+                    .await
                     .map_err(|err| config_error(&*err))?;
                 let wiring = Wiring::new();
                 let handle = Pod::resume(uuid, wiring.configure(config))

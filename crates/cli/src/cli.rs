@@ -44,6 +44,10 @@ pub struct GlobalArgs {
     /// Write diagnostics to this file instead of stderr.
     #[arg(long, value_name = "FILE", global = true)]
     pub log_file: Option<PathBuf>,
+    /// Where sessions live: a PostgreSQL URL (postgres://…) shared by a
+    /// fleet, or a directory; default: the files under POD_HOME.
+    #[arg(long, value_name = "URL", global = true, env = "POD_STORE")]
+    pub store: Option<String>,
 }
 
 /// The subcommands.

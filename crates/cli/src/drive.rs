@@ -75,8 +75,8 @@ impl CallsSeen {
 
 /// The session's ledger from its log; an unreadable log (reported
 /// elsewhere) counts nothing.
-fn session_usage(log: &std::path::Path) -> pod_llm::Usage {
-    match pod::log::read_log(log) {
+async fn session_usage(started: &Started) -> pod_llm::Usage {
+    match started.store.read(started.session_id).await {
         Ok(contents) => pod::ledger::session_usage(&contents.records).0,
         Err(_) => Default::default(),
     }
@@ -189,7 +189,7 @@ pub async fn drive(
         _ => None,
     };
     // Read after the Pod shut down, so every answer is in the log.
-    let session_usage = session_usage(&started.log_path);
+    let session_usage = session_usage(&started).await;
     let finished = Finished {
         session_id: started.session_id,
         log_path: started.log_path,

@@ -17,6 +17,7 @@ mod render;
 mod sandbox;
 mod session;
 mod settings;
+mod store;
 mod style;
 mod tracing_setup;
 
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => return error::report(&anyhow::Error::new(err).context("cannot start tokio")),
     };
-    match runtime.block_on(commands::dispatch(cli.command)) {
+    match runtime.block_on(commands::dispatch(cli.command, &cli.global)) {
         Ok(outcome) => outcome.into(),
         Err(err) => error::report(&err),
     }

@@ -4,9 +4,9 @@
 
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
-use pod::log::{is_locked, read_log, LogRecord, SessionHeader};
+use pod::log::{LogRecord, SessionHeader};
 use pod::replay::{replay, unanswered_calls};
-use pod::PodHome;
+use pod::SessionStore;
 use pod_llm::{Item, ItemKind, SystemKind};
 use pod_tools::{TodoItem, TodoStatus};
 use serde::Serialize;
@@ -17,7 +17,7 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
-    /// Another process holds the session's lock.
+    /// A process (or a fleet worker) has the session open.
     Running,
     /// The model answered; the plan is empty or has unfinished items.
     Idle,
@@ -68,7 +68,7 @@ pub struct Summary {
     pub id: Uuid,
     /// When it was created (from the log header).
     pub created_at: DateTime<Utc>,
-    /// When its log was last written (the file's mtime).
+    /// When its log was last written.
     pub updated_at: DateTime<Utc>,
     /// The agent's workspace.
     pub workspace: PathBuf,
@@ -80,8 +80,11 @@ pub struct Summary {
     pub todos: Progress,
     /// History items in the log.
     pub items: usize,
-    /// The log file.
-    pub log_path: PathBuf,
+    /// Where its log is: the file, or the database and session.
+    pub log_path: String,
+    /// Who has it open, when it is running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
     /// The session it was forked from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
@@ -130,24 +133,24 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
     pod::replay::full_history(records)
 }
 
-/// Reads session `id` from `home`.
-pub fn load(home: &PodHome, id: Uuid) -> Result<Loaded> {
-    let path = home.log_path(id);
-    let contents = read_log(&path)?;
+/// Reads session `id` from `store`.
+pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded> {
+    let location = store.log_location(id);
+    let contents = store.read(id).await?;
     let Some(header) = contents.header else {
-        bail!("{}: the session log has no header", path.display());
+        bail!("{location}: the session log has no header");
     };
-    let updated_at = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .map(DateTime::<Utc>::from)
-        .with_context(|| format!("cannot stat {}", path.display()))?;
+    let stat = store
+        .stat(id)
+        .await
+        .with_context(|| format!("cannot stat {location}"))?;
     let replayed = replay(&contents.records);
     let items = pod::fork_item_count(&contents.records);
     let stopped_by = match contents.records.last() {
         Some(LogRecord::Stopped(stopped)) => Some(stopped.limit.clone()),
         _ => None,
     };
-    let status = if is_locked(&path) {
+    let status = if stat.holder.is_some() {
         Status::Running
     } else if stopped_by.is_some() {
         Status::Stopped
@@ -161,13 +164,14 @@ pub fn load(home: &PodHome, id: Uuid) -> Result<Loaded> {
     let summary = Summary {
         id,
         created_at: header.created_at,
-        updated_at,
+        updated_at: stat.updated_at,
         workspace: header.workspace.clone(),
         model: header.model.clone(),
         status,
         todos: progress(&replayed.todos),
         items,
-        log_path: path,
+        log_path: location,
+        holder: stat.holder,
         forked_from: header.forked_from.map(|(id, at)| ForkedFrom { id, at }),
         stopped_by,
         usage,
@@ -221,7 +225,7 @@ pub fn status_of(history: &[Item], todos: &[TodoItem]) -> Status {
 }
 
 /// Finds the session `text` names: a full id, or a prefix of exactly one.
-pub fn resolve(home: &PodHome, text: &str) -> Result<Uuid> {
+pub async fn resolve(store: &dyn SessionStore, text: &str) -> Result<Uuid> {
     let wanted = text.trim().to_ascii_lowercase();
     if wanted.is_empty() {
         bail!(crate::error::Failure::new(
@@ -229,7 +233,7 @@ pub fn resolve(home: &PodHome, text: &str) -> Result<Uuid> {
             "run `pod sessions` to list sessions"
         ));
     }
-    let ids = home.session_ids()?;
+    let ids = store.list().await?;
     let matches: Vec<Uuid> = ids
         .into_iter()
         .filter(|id| id.to_string().starts_with(&wanted))
@@ -237,8 +241,8 @@ pub fn resolve(home: &PodHome, text: &str) -> Result<Uuid> {
     match matches.as_slice() {
         [id] => Ok(*id),
         [] => bail!(crate::error::Failure::new(
-            format!("no session {text} under {}", home.path().display()),
-            "run `pod sessions` to list sessions (POD_HOME selects another home)"
+            format!("no session {text} in {}", store.location()),
+            "run `pod sessions` to list sessions (POD_HOME or --store selects another store)"
         )),
         many => bail!(crate::error::Failure::new(
             format!("{text} names {} sessions", many.len()),

@@ -8,7 +8,7 @@ use crate::launch::{Launch, RecordedApproval};
 use crate::model::{self, Choice, Model};
 use crate::sandbox;
 use anyhow::Result;
-use pod::{ApprovalPolicy, Durability, PodConfig, PodHome, SandboxPolicy};
+use pod::{ApprovalPolicy, Durability, PodConfig, SandboxPolicy};
 use pod_worker::Budget;
 use std::path::PathBuf;
 
@@ -96,11 +96,12 @@ impl RunSettings {
     /// when it can ask).
     pub fn pod_config(
         &self,
-        home: PodHome,
+        place: &crate::commands::Place,
         workspace: PathBuf,
         durability: Durability,
     ) -> PodConfig {
-        let mut config = PodConfig::new(home, workspace, self.model.provider.clone());
+        let mut config = PodConfig::new(place.home.clone(), workspace, self.model.provider.clone());
+        config.store = Some(place.store.clone());
         config.durability = durability;
         config.compact_provider = self.model.compactor.clone();
         config.until_done = self.until_done;

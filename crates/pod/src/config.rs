@@ -4,6 +4,7 @@ use crate::approval::{ApprovalPolicy, Approver};
 use crate::compact::CompactionConfig;
 use crate::home::PodHome;
 use crate::interceptors::SessionBudget;
+use crate::store::{FileStore, Store};
 use pod_llm::Provider;
 use pod_tools::SandboxPolicy;
 use pod_worker::{Budget, Interceptor, ToolRegistry};
@@ -37,8 +38,13 @@ pub type InterceptorFactory = Arc<dyn Fn() -> Box<dyn Interceptor> + Send + Sync
 /// Settings of a Pod.
 #[derive(Clone)]
 pub struct PodConfig {
-    /// Where sessions live.
+    /// pod's local data directory: session logs live here unless `store`
+    /// names another store, and every session's scratch directory (its
+    /// commands' `tmp/`) is here whatever the store.
     pub home: PodHome,
+    /// Where session logs live; `None` keeps them as files under `home`
+    /// ([`FileStore`]).
+    pub store: Option<Store>,
     /// The workspace the agent works in.
     pub workspace: PathBuf,
     /// The model.
@@ -102,6 +108,7 @@ impl PodConfig {
     pub fn new(home: PodHome, workspace: impl Into<PathBuf>, provider: Arc<dyn Provider>) -> Self {
         Self {
             home,
+            store: None,
             workspace: workspace.into(),
             provider,
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
@@ -124,6 +131,14 @@ impl PodConfig {
             session_budget: SessionBudget::default(),
             launch: None,
             sandbox: SandboxPolicy::default(),
+        }
+    }
+
+    /// The store session logs live in.
+    pub fn store(&self) -> Store {
+        match &self.store {
+            Some(store) => Arc::clone(store),
+            None => Arc::new(FileStore::new(self.home.clone())),
         }
     }
 }

@@ -22,12 +22,12 @@ pub enum PodError {
         reason: String,
     },
     /// No session with this id exists.
-    #[error("no session {id} under {home}")]
+    #[error("no session {id} in {store}")]
     NoSuchSession {
         /// The id asked for.
         id: String,
-        /// The POD_HOME searched.
-        home: PathBuf,
+        /// The store searched (a POD_HOME, or a database).
+        store: String,
     },
     /// A record could not be encoded.
     #[error("cannot encode log record")]
@@ -37,6 +37,37 @@ pub enum PodError {
     SessionBusy {
         /// The log file.
         path: PathBuf,
+    },
+    /// Another worker holds this session's lease.
+    #[error("session {id} is leased by {owner} until {until}")]
+    SessionLeased {
+        /// The session.
+        id: uuid::Uuid,
+        /// The worker holding the lease.
+        owner: String,
+        /// When the lease expires unless renewed.
+        until: chrono::DateTime<chrono::Utc>,
+    },
+    /// This writer's lease on the session was taken over (it expired while
+    /// the worker was paused, partitioned or slow): it may never write to
+    /// the session again. The Pod stops; whoever holds the lease now goes on.
+    #[error("lost the lease on session {id} (epoch {epoch}): another worker owns it now")]
+    LeaseLost {
+        /// The session.
+        id: uuid::Uuid,
+        /// The epoch this writer held.
+        epoch: i64,
+    },
+    /// The session store failed (a database error, a lost connection).
+    #[error("session store {store}: {what}")]
+    Store {
+        /// Which store (without secrets).
+        store: String,
+        /// What was being done.
+        what: String,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The log writer has stopped.
     #[error("the session log writer has stopped")]

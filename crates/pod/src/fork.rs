@@ -12,35 +12,29 @@
 //! unanswered call, which [`Pod::resume`](crate::Pod::resume) closes with the
 //! usual "interrupted" result.
 
+use crate::config::Durability;
 use crate::error::PodError;
-use crate::home::{PodHome, LOG_FILE};
-use crate::log::{read_log, LogRecord, LogWriter, SessionHeader};
+use crate::log::{LogRecord, SessionHeader};
+use crate::store::SessionStore;
 use uuid::Uuid;
 
-/// Creates a new session from the first `at` history items of session
-/// `source` (all of them when `at` is `None`; an `at` beyond the end takes
-/// all) and returns its id.
+/// Creates a new session in `store` from the first `at` history items of
+/// session `source` (all of them when `at` is `None`; an `at` beyond the
+/// end takes all) and returns its id.
 ///
 /// Items are counted as [`fork_item_count`] counts them: one per committed
 /// history item, in log order.
 pub async fn fork_session(
-    home: &PodHome,
+    store: &dyn SessionStore,
     source: Uuid,
     at: Option<usize>,
 ) -> Result<Uuid, PodError> {
-    let path = home.log_path(source);
-    if !path.is_file() {
-        return Err(PodError::NoSuchSession {
-            id: source.to_string(),
-            home: home.path().to_path_buf(),
-        });
-    }
-    let contents = read_log(&path)?;
+    let contents = store.read(source).await?;
     let Some(source_header) = contents.header else {
         return Err(PodError::CorruptLog {
-            path,
+            path: store.location().into(),
             line: 1,
-            reason: "the session header is missing; nothing to fork".into(),
+            reason: format!("session {source} has no header; nothing to fork"),
         });
     };
     let total = fork_item_count(&contents.records);
@@ -48,14 +42,13 @@ pub async fn fork_session(
     let prefix = record_prefix(&contents.records, take);
 
     let id = Uuid::new_v4();
-    let dir = home.create_session_dir(id)?;
     let header = SessionHeader {
         forked_from: Some((source, take)),
         // A fork starts the way its source did.
         launch: source_header.launch,
         ..SessionHeader::new(id, source_header.model, source_header.workspace)
     };
-    let log = LogWriter::create(&dir.join(LOG_FILE), &LogRecord::Header(header))?;
+    let log = store.create(&header, Durability::Turn).await?;
     for record in prefix {
         log.append(record, false).await?;
     }
@@ -94,6 +87,7 @@ fn record_prefix(records: &[LogRecord], take: usize) -> &[LogRecord] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{FileStore, PodHome};
     use pod_llm::Item;
 
     #[test]
@@ -115,12 +109,11 @@ mod tests {
     async fn fork_copies_a_prefix_and_names_its_source() {
         let dir = tempfile::tempdir().unwrap();
         let home = PodHome::new(dir.path());
+        let store = FileStore::new(home.clone());
         let source = Uuid::new_v4();
-        let source_dir = home.create_session_dir(source).unwrap();
         let mut header = SessionHeader::new(source, "m".into(), "/w".into());
         header.launch = source_launch();
-        let log =
-            LogWriter::create(&source_dir.join(LOG_FILE), &LogRecord::Header(header)).unwrap();
+        let log = store.create(&header, Durability::Turn).await.unwrap();
         for i in 0..3 {
             log.append(&LogRecord::Item(Item::user(format!("{i}"))), false)
                 .await
@@ -129,8 +122,8 @@ mod tests {
         log.shutdown().await.unwrap();
         let before = std::fs::read(home.log_path(source)).unwrap();
 
-        let fork = fork_session(&home, source, Some(2)).await.unwrap();
-        let contents = read_log(&home.log_path(fork)).unwrap();
+        let fork = fork_session(&store, source, Some(2)).await.unwrap();
+        let contents = store.read(fork).await.unwrap();
         let header = contents.header.unwrap();
         assert_eq!(header.session_id, fork);
         assert_eq!(header.forked_from, Some((source, 2)));
@@ -139,7 +132,7 @@ mod tests {
         assert_eq!(contents.records.len(), 2);
         assert_eq!(std::fs::read(home.log_path(source)).unwrap(), before);
 
-        let missing = fork_session(&home, Uuid::new_v4(), None).await;
+        let missing = fork_session(&store, Uuid::new_v4(), None).await;
         assert!(matches!(missing, Err(PodError::NoSuchSession { .. })));
     }
 }

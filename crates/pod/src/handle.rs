@@ -40,7 +40,7 @@ pub struct PodHandle {
     pub(crate) tx: mpsc::Sender<Command>,
     pub(crate) events: broadcast::Sender<PodEvent>,
     pub(crate) session_id: Uuid,
-    pub(crate) log_path: PathBuf,
+    pub(crate) log_path: Option<PathBuf>,
 }
 
 impl PodHandle {
@@ -49,9 +49,9 @@ impl PodHandle {
         self.session_id
     }
 
-    /// The session log file.
-    pub fn log_path(&self) -> &Path {
-        &self.log_path
+    /// The session log file, when the session is in the file store.
+    pub fn log_path(&self) -> Option<&Path> {
+        self.log_path.as_deref()
     }
 
     /// Subscribes to the Pod's events. A subscriber that falls more than the

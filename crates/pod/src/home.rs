@@ -73,7 +73,7 @@ impl PodHome {
         let file = std::fs::File::open(&log).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => PodError::NoSuchSession {
                 id: id.to_string(),
-                home: self.path().to_path_buf(),
+                store: self.path().display().to_string(),
             },
             _ => PodError::Io {
                 path: log.clone(),

@@ -48,6 +48,7 @@ mod pod;
 pub mod reminder;
 pub mod replay;
 mod session;
+pub mod store;
 mod tools;
 mod turn;
 
@@ -64,6 +65,7 @@ pub use handle::PodHandle;
 pub use home::{PodHome, LOG_FILE};
 pub use interceptors::{context_estimate, SessionBudget, MAX_COMPACTION_FAILURES};
 pub use pod::Pod;
+pub use store::{FileStore, LogWriter, SessionStat, SessionStore, Store};
 
 // The types this crate's API takes and returns, so that an embedder can
 // depend on `pod` alone.

@@ -3,7 +3,8 @@
 
 use crate::config::Durability;
 use crate::events::PodEvent;
-use crate::log::{LogRecord, LogWriter};
+use crate::log::LogRecord;
+use crate::store::LogWriter;
 use pod_llm::{Item, ItemKind, SystemKind};
 use pod_tools::{TodoStore, TODO_WRITE};
 use pod_worker::{PersistError, TurnObserver, WorkerEvent};

@@ -11,9 +11,9 @@ use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, NotificationQueue, Notifications, Reminders,
     SessionBudgetGuard, Spent, UntilDone,
 };
-use crate::log::{read_log, LogWriter};
 use crate::observer::PodObserver;
 use crate::session::{self, OpenSession};
+use crate::store::{LogWriter, Store};
 use crate::tools::SessionTools;
 use crate::turn::{CompactionSetup, Job, JobResult, TurnParts};
 use pod_llm::tokens::estimate_request_tokens;
@@ -37,7 +37,8 @@ pub struct Pod;
 impl Pod {
     /// Starts a new session.
     pub async fn spawn(config: PodConfig) -> Result<PodHandle, PodError> {
-        let session = session::create(&config)?;
+        let store = config.store();
+        let session = session::create(&config, &store).await?;
         let tools = SessionTools::new(&config, &config.home.session_dir(session.id))?;
         tracing::info!(
             session = %session.id,
@@ -45,13 +46,14 @@ impl Pod {
             model = %config.provider.model_name(),
             "session created"
         );
-        start(config, session, tools)
+        start(config, store, session, tools)
     }
 
     /// Reopens session `id` from its log and starts it.
     pub async fn resume(id: Uuid, config: PodConfig) -> Result<PodHandle, PodError> {
+        let store = config.store();
         let tools = SessionTools::new(&config, &config.home.session_dir(id))?;
-        let session = session::resume(id, &config, &mut tools.states()).await?;
+        let session = session::resume(id, &config, &store, &mut tools.states()).await?;
         tracing::info!(
             session = %id,
             items = session.history.len(),
@@ -59,7 +61,7 @@ impl Pod {
             model = %config.provider.model_name(),
             "session resumed"
         );
-        start(config, session, tools)
+        start(config, store, session, tools)
     }
 }
 
@@ -98,14 +100,16 @@ struct Queued {
 
 struct PodActor {
     config: PodConfig,
+    store: Store,
     log: LogWriter,
-    log_path: PathBuf,
     // The plan as `GetTodos` answers it (the current tools' store).
     todos: TodoStore,
     events: broadcast::Sender<PodEvent>,
     notifications: NotificationQueue,
     // `None` while a turn runs: the running task owns them.
     parts: Option<TurnParts>,
+    // Set when the store fenced this Pod off (its lease was taken over).
+    fenced: Option<(Uuid, i64)>,
     running: Option<Running>,
     queue: VecDeque<Queued>,
     rx: mpsc::Receiver<Command>,
@@ -113,6 +117,7 @@ struct PodActor {
 
 fn start(
     config: PodConfig,
+    store: Store,
     session: OpenSession,
     tools: SessionTools,
 ) -> Result<PodHandle, PodError> {
@@ -125,12 +130,11 @@ fn start(
     }
     let (tx, rx) = mpsc::channel(MAILBOX);
     let (events, _) = broadcast::channel(config.event_capacity.max(1));
-    let log_path = session.log.path().to_path_buf();
     let handle = PodHandle {
         tx,
         events: events.clone(),
         session_id: session.id,
-        log_path: log_path.clone(),
+        log_path: session.log.path().map(PathBuf::from),
     };
     let notifications = NotificationQueue::default();
     let todos = tools.todos.clone();
@@ -145,12 +149,13 @@ fn start(
     );
     let actor = PodActor {
         config,
+        store,
         log: session.log,
-        log_path,
         todos,
         events,
         notifications,
         parts: Some(parts),
+        fenced: None,
         running: None,
         queue: VecDeque::new(),
         rx,
@@ -178,12 +183,7 @@ fn build_parts(
         system_prompt: config.system_prompt.clone(),
         budget: config.budget.clone(),
         // One session, one prompt cache.
-        cache_key: log
-            .path()
-            .parent()
-            .and_then(|dir| dir.file_name())
-            // (PodHome names a session's directory by its id.)
-            .map(|id| id.to_string_lossy().into()),
+        cache_key: Some(log.session_id().to_string().into()),
         ..WorkerConfig::default()
     };
     let trigger = context_window(config).map(|window| CompactionTrigger {
@@ -316,10 +316,15 @@ impl PodActor {
             return;
         }
         let Some(mut parts) = self.parts.take() else {
-            // A crashed job whose state could not be rebuilt from the log:
-            // answer waiting callers instead of leaving them hanging.
+            // A crashed job whose state could not be rebuilt from the log,
+            // or a lost lease: answer waiting callers instead of leaving
+            // them hanging.
+            let fenced = self.fenced;
             for queued in self.queue.drain(..) {
-                queued.reply.fail(|| PodError::Lost);
+                queued.reply.fail(|| match fenced {
+                    Some((id, epoch)) => PodError::LeaseLost { id, epoch },
+                    None => PodError::Lost,
+                });
             }
             return;
         };
@@ -357,7 +362,15 @@ impl PodActor {
         let result = match joined {
             Ok((parts, result)) => {
                 self.parts = Some(parts);
-                if let JobResult::Turn(Err(PodError::Turn(WorkerError::Persist(err)))) = &result {
+                if let Some(fenced) = lease_lost(&result) {
+                    // Another worker owns the session now: this Pod must
+                    // never write to it again, so it stops running jobs.
+                    tracing::error!(session = %self.log.session_id(), "lost the session's lease; stopping");
+                    self.parts = None;
+                    self.fenced = Some(fenced);
+                } else if let JobResult::Turn(Err(PodError::Turn(WorkerError::Persist(err)))) =
+                    &result
+                {
                     // The log refused an item the worker may hold in memory:
                     // make memory match the log again.
                     tracing::error!(%err, "log append failed; rebuilding the pod from its log");
@@ -433,9 +446,10 @@ impl PodActor {
     async fn rebuild_from_log(&mut self) -> Result<(), PodError> {
         // Fresh tools, so nothing the failed job held survives; the
         // embedder's tools are cleared by the replay.
-        let session_dir = self.log_path.parent().unwrap_or(&self.log_path);
-        let tools = SessionTools::new(&self.config, session_dir)?;
+        let session_dir = self.config.home.session_dir(self.log.session_id());
+        let tools = SessionTools::new(&self.config, &session_dir)?;
         let (history, spent) = session::reload(
+            &self.store,
             &self.log,
             self.config.session_budget.is_set(),
             &mut tools.states(),
@@ -456,10 +470,7 @@ impl PodActor {
     }
 
     async fn full_history(&self) -> Result<Vec<Item>, PodError> {
-        let path = self.log_path.clone();
-        let contents = tokio::task::spawn_blocking(move || read_log(&path))
-            .await
-            .map_err(|_| PodError::Closed)??;
+        let contents = self.store.read(self.log.session_id()).await?;
         Ok(crate::replay::full_history(&contents.records))
     }
 
@@ -476,6 +487,24 @@ impl PodActor {
         }
         self.log.shutdown().await
     }
+}
+
+/// The session and epoch of a job that failed because its writer lost the
+/// session's lease.
+fn lease_lost(result: &JobResult) -> Option<(Uuid, i64)> {
+    let err: &(dyn std::error::Error + 'static) = match result {
+        JobResult::Turn(Err(err)) => err,
+        JobResult::Compact(Err(err)) => err,
+        _ => return None,
+    };
+    let mut cause = Some(err);
+    while let Some(err) = cause {
+        if let Some(PodError::LeaseLost { id, epoch }) = err.downcast_ref::<PodError>() {
+            return Some((*id, *epoch));
+        }
+        cause = err.source();
+    }
+    None
 }
 
 async fn wait_for(running: &mut Option<Running>) -> Result<JobDone, tokio::task::JoinError> {

@@ -3,8 +3,9 @@
 use crate::config::PodConfig;
 use crate::error::PodError;
 use crate::interceptors::Spent;
-use crate::log::{read_log, LogRecord, LogWriter, SessionHeader};
+use crate::log::{LogRecord, SessionHeader};
 use crate::replay::replay_into;
+use crate::store::{LogWriter, OpenedLog, Store};
 use pod_llm::Item;
 use pod_worker::ToolStates;
 use uuid::Uuid;
@@ -20,12 +21,11 @@ pub(crate) struct OpenSession {
 }
 
 /// Creates a new session with an empty history.
-pub(crate) fn create(config: &PodConfig) -> Result<OpenSession, PodError> {
+pub(crate) async fn create(config: &PodConfig, store: &Store) -> Result<OpenSession, PodError> {
     let id = Uuid::new_v4();
-    let dir = config.home.create_session_dir(id)?;
     let mut header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
     header.launch = config.launch.clone();
-    let log = LogWriter::create(&dir.join(crate::home::LOG_FILE), &LogRecord::Header(header))?;
+    let log = store.create(&header, config.durability).await?;
     Ok(OpenSession {
         id,
         log,
@@ -40,29 +40,13 @@ pub(crate) fn create(config: &PodConfig) -> Result<OpenSession, PodError> {
 pub(crate) async fn resume(
     id: Uuid,
     config: &PodConfig,
+    store: &Store,
     states: &mut ToolStates,
 ) -> Result<OpenSession, PodError> {
-    let path = config.home.log_path(id);
-    if !path.is_file() {
-        return Err(PodError::NoSuchSession {
-            id: id.to_string(),
-            home: config.home.path().to_path_buf(),
-        });
-    }
-    let contents = read_log(&path)?;
-    if let Some(header) = contents.header.as_ref().filter(|h| h.session_id != id) {
-        // A log copied into another session's directory would otherwise be
-        // resumed under the wrong id.
-        return Err(PodError::CorruptLog {
-            path,
-            line: 1,
-            reason: format!(
-                "the header names session {}, but the log is in the directory of {id}",
-                header.session_id
-            ),
-        });
-    }
-    let log = LogWriter::open(&path, contents.valid_len)?;
+    let OpenedLog {
+        contents,
+        writer: log,
+    } = store.open(id, config.durability).await?;
     if contents.header.is_none() {
         // The crash cut the very first line: the session had nothing else.
         let header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
@@ -101,11 +85,12 @@ async fn commit_replay(
 /// Rebuilds the history and `states` of a session whose writer is already
 /// open (after a turn task died).
 pub(crate) async fn reload(
+    store: &Store,
     log: &LogWriter,
     count_spent: bool,
     states: &mut ToolStates,
 ) -> Result<(Vec<Item>, Spent), PodError> {
-    let contents = read_log(log.path())?;
+    let contents = store.read(log.session_id()).await?;
     let spent = spent_if(count_spent, &contents.records);
     Ok((commit_replay(log, contents.records, states).await?, spent))
 }

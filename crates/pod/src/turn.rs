@@ -6,8 +6,9 @@ use crate::compact::{CompactionConfig, CompactionError, CompactionReport, Compac
 use crate::error::PodError;
 use crate::events::PodEvent;
 
-use crate::log::{LogRecord, LogWriter, StoppedRecord};
+use crate::log::{LogRecord, StoppedRecord};
 use crate::observer::PodObserver;
+use crate::store::LogWriter;
 use pod_llm::{Item, Provider};
 use pod_tools::{FileTracker, TodoStore};
 use pod_worker::{

@@ -22,17 +22,18 @@ pub struct ScriptedFactory {
     script: Script,
 }
 
+#[pod::async_trait]
 impl PodFactory for ScriptedFactory {
-    fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
+    async fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
         let provider = ScriptedProvider::new(self.script.clone());
         let mut config = PodConfig::new(self.home.clone(), workspace, Arc::new(provider.clone()));
         config.compact_provider = Some(Arc::new(provider.compactor()));
         Ok(config)
     }
 
-    fn resume_session(&self, id: Uuid, workspace: &Path) -> Result<PodConfig, FactoryError> {
+    async fn resume_session(&self, id: Uuid, workspace: &Path) -> Result<PodConfig, FactoryError> {
         let _ = id;
-        self.new_session(workspace)
+        self.new_session(workspace).await
     }
 }
 

@@ -8,7 +8,7 @@ use crate::session;
 use crate::settings::{Flags, RunSettings};
 use anyhow::{Context, Result};
 use clap::Args;
-use pod::{Durability, PodConfig, PodHome};
+use pod::{Durability, PodConfig};
 use pod_acp::{FactoryError, PodFactory};
 use std::path::Path;
 use uuid::Uuid;
@@ -31,11 +31,8 @@ pub struct AcpArgs {
 }
 
 /// Serves ACP on stdin/stdout until stdin closes.
-pub async fn run(args: AcpArgs) -> Result<Outcome> {
-    let factory = Factory {
-        home: super::home()?,
-        args,
-    };
+pub async fn run(args: AcpArgs, place: super::Place) -> Result<Outcome> {
+    let factory = Factory { place, args };
     // Fail at startup, where the editor's log shows it, not at the first session.
     let settings = factory.settings()?;
     if let Some(warning) = crate::sandbox::warning(&settings.sandbox) {
@@ -49,7 +46,7 @@ pub async fn run(args: AcpArgs) -> Result<Outcome> {
 
 /// Each session gets its own model (a scripted one starts its own script).
 struct Factory {
-    home: PodHome,
+    place: super::Place,
     args: AcpArgs,
 }
 
@@ -68,18 +65,19 @@ impl Factory {
     }
 }
 
+#[pod::async_trait]
 impl PodFactory for Factory {
-    fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
+    async fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
         let settings = self.settings()?;
-        Ok(settings.pod_config(self.home.clone(), workspace.into(), Durability::default()))
+        Ok(settings.pod_config(&self.place, workspace.into(), Durability::default()))
     }
 
-    fn resume_session(&self, id: Uuid, workspace: &Path) -> Result<PodConfig, FactoryError> {
+    async fn resume_session(&self, id: Uuid, workspace: &Path) -> Result<PodConfig, FactoryError> {
         let settings = self.settings()?;
         // A missing session is left to the Pod, which says so precisely.
-        if let Ok(loaded) = session::load(&self.home, id) {
+        if let Ok(loaded) = session::load(self.place.store.as_ref(), id).await {
             settings.model.resume_at(loaded.assistant_items());
         }
-        Ok(settings.pod_config(self.home.clone(), workspace.into(), Durability::default()))
+        Ok(settings.pod_config(&self.place, workspace.into(), Durability::default()))
     }
 }

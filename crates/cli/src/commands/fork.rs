@@ -6,10 +6,10 @@ use crate::session;
 use anyhow::{bail, Context, Result};
 
 /// Forks a session and prints the new id.
-pub async fn run(args: ForkArgs) -> Result<Outcome> {
-    let home = super::home()?;
-    let source = session::resolve(&home, &args.id)?;
-    let loaded = session::load(&home, source)?;
+pub async fn run(args: ForkArgs, place: super::Place) -> Result<Outcome> {
+    let store = place.store.as_ref();
+    let source = session::resolve(store, &args.id).await?;
+    let loaded = session::load(store, source).await?;
     let total = loaded.summary.items;
     if let Some(at) = args.at.filter(|at| *at > total) {
         bail!(Failure::new(
@@ -17,10 +17,10 @@ pub async fn run(args: ForkArgs) -> Result<Outcome> {
             "`pod show ID` numbers the items; --at takes 0 to that number"
         ));
     }
-    let id = pod::fork_session(&home, source, args.at)
+    let id = pod::fork_session(store, source, args.at)
         .await
         .with_context(|| format!("cannot fork session {source}"))?;
-    let fork = session::load(&home, id)?;
+    let fork = session::load(store, id).await?;
     if args.json {
         let json =
             serde_json::to_string_pretty(&fork.summary).context("cannot encode the session")?;

@@ -8,13 +8,13 @@ use chrono::Utc;
 use std::time::Duration;
 
 /// Deletes (or lists, with `--dry-run`) sessions older than the age given.
-pub fn run(args: PruneArgs) -> Result<Outcome> {
-    let home = super::home()?;
+pub async fn run(args: PruneArgs, place: super::Place) -> Result<Outcome> {
+    let store = place.store.as_ref();
     let age = chrono::Duration::from_std(args.older_than).unwrap_or(chrono::Duration::MAX);
     let cutoff = Utc::now().checked_sub_signed(age);
     let mut old = Vec::new();
-    for id in home.session_ids()? {
-        match session::load(&home, id) {
+    for id in store.list().await? {
+        match session::load(store, id).await {
             // A running session is busy, however old its last write.
             Ok(loaded) if loaded.summary.status == Status::Running => {}
             Ok(loaded) if cutoff.is_none_or(|cutoff| loaded.summary.updated_at < cutoff) => {
@@ -44,7 +44,7 @@ pub fn run(args: PruneArgs) -> Result<Outcome> {
         crate::output::print("nothing deleted\n")?;
         return Ok(Outcome::Done);
     }
-    super::rm::remove_all(&home, &ids)
+    super::rm::remove_all(store, &ids).await
 }
 
 /// Parses an age such as `30d`, `12h`, `90m`, `45s` or `2w`.

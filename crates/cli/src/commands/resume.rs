@@ -13,10 +13,9 @@ use anyhow::{bail, Context, Result};
 use pod::Pod;
 
 /// Resumes a session and drives it.
-pub async fn run(args: ResumeArgs) -> Result<Outcome> {
-    let home = super::home()?;
-    let id = session::resolve(&home, &args.id)?;
-    let loaded = session::load(&home, id)?;
+pub async fn run(args: ResumeArgs, place: super::Place) -> Result<Outcome> {
+    let id = session::resolve(place.store.as_ref(), &args.id).await?;
+    let loaded = session::load(place.store.as_ref(), id).await?;
     let workspace = match &args.workspace {
         Some(dir) => super::run::workspace(Some(dir))?,
         None => loaded.header.workspace.clone(),
@@ -43,7 +42,7 @@ pub async fn run(args: ResumeArgs) -> Result<Outcome> {
     if let Some(warning) = crate::sandbox::warning(&settings.sandbox) {
         eprintln!("{warning}");
     }
-    let mut config = settings.pod_config(home, workspace, args.drive.durability.into());
+    let mut config = settings.pod_config(&place, workspace, args.drive.durability.into());
     let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();
     let handle = Pod::resume(id, config)
@@ -51,7 +50,8 @@ pub async fn run(args: ResumeArgs) -> Result<Outcome> {
         .with_context(|| format!("cannot resume session {id}"))?;
     let started = Started {
         session_id: id,
-        log_path: handle.log_path().to_path_buf(),
+        log_path: place.store.log_location(id),
+        store: place.store.clone(),
         resumed: true,
         model: model_name,
     };

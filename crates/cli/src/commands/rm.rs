@@ -4,16 +4,16 @@ use crate::cli::RmArgs;
 use crate::error::{Failure, Outcome};
 use crate::session;
 use anyhow::{bail, Result};
-use pod::PodHome;
+use pod::SessionStore;
 use std::io::IsTerminal;
 use uuid::Uuid;
 
 /// Deletes the sessions named.
-pub fn run(args: RmArgs) -> Result<Outcome> {
-    let home = super::home()?;
+pub async fn run(args: RmArgs, place: super::Place) -> Result<Outcome> {
+    let store = place.store.as_ref();
     let mut ids = Vec::new();
     for text in &args.ids {
-        let id = session::resolve(&home, text)?;
+        let id = session::resolve(store, text).await?;
         if !ids.contains(&id) {
             ids.push(id);
         }
@@ -22,14 +22,14 @@ pub fn run(args: RmArgs) -> Result<Outcome> {
         crate::output::print("nothing deleted\n")?;
         return Ok(Outcome::Done);
     }
-    remove_all(&home, &ids)
+    remove_all(store, &ids).await
 }
 
 /// Deletes `ids`, going on past a failure and reporting each.
-pub fn remove_all(home: &PodHome, ids: &[Uuid]) -> Result<Outcome> {
+pub async fn remove_all(store: &dyn SessionStore, ids: &[Uuid]) -> Result<Outcome> {
     let mut failed = 0;
     for id in ids {
-        match home.remove_session(*id) {
+        match store.remove(*id).await {
             Ok(()) => crate::output::print(&format!("deleted {id}\n"))?,
             Err(err) => {
                 failed += 1;

@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Starts a session and drives it.
-pub async fn run(args: RunArgs) -> Result<Outcome> {
+pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
     if args.budget.max_turns.is_some() && !args.drive.until_done {
         // Continuations only happen in until-done mode (a resumed session
         // may have it recorded, so only `run` insists).
@@ -24,7 +24,6 @@ pub async fn run(args: RunArgs) -> Result<Outcome> {
             )
             .exit();
     }
-    let home = super::home()?;
     let workspace = workspace(args.workspace.as_deref())?;
     let task = task(args.task.as_deref(), args.task_file.as_deref())?;
     let settings = RunSettings::resolve(
@@ -40,7 +39,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome> {
     if let Some(warning) = crate::sandbox::warning(&settings.sandbox) {
         eprintln!("{warning}");
     }
-    let mut config = settings.pod_config(home, workspace, args.drive.durability.into());
+    let mut config = settings.pod_config(&place, workspace, args.drive.durability.into());
     let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();
     let handle = Pod::spawn(config)
@@ -48,7 +47,8 @@ pub async fn run(args: RunArgs) -> Result<Outcome> {
         .context("cannot start the session")?;
     let started = Started {
         session_id: handle.session_id(),
-        log_path: handle.log_path().to_path_buf(),
+        log_path: place.store.log_location(handle.session_id()),
+        store: place.store.clone(),
         resumed: false,
         model: model_name,
     };

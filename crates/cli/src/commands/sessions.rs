@@ -8,11 +8,11 @@ use crate::style::Style;
 use anyhow::{Context, Result};
 
 /// Lists sessions, most recently updated first.
-pub fn run(args: SessionsArgs) -> Result<Outcome> {
-    let home = super::home()?;
+pub async fn run(args: SessionsArgs, place: super::Place) -> Result<Outcome> {
+    let store = place.store.as_ref();
     let mut summaries = Vec::new();
-    for id in home.session_ids()? {
-        match session::load(&home, id) {
+    for id in store.list().await? {
+        match session::load(store, id).await {
             Ok(loaded) => summaries.push(loaded.summary),
             // One damaged log must not hide the others.
             Err(err) => {
@@ -27,8 +27,8 @@ pub fn run(args: SessionsArgs) -> Result<Outcome> {
         crate::output::print(&format!("{json}\n"))?;
     } else if summaries.is_empty() {
         crate::output::print(&format!(
-            "no sessions under {} (try `pod demo`)\n",
-            home.path().display()
+            "no sessions in {} (try `pod demo`)\n",
+            store.location()
         ))?;
     } else {
         crate::output::print(&table(&summaries, Style::for_stdout()))?;

@@ -20,10 +20,10 @@ struct ShowJson<'a> {
 }
 
 /// Prints one session.
-pub fn run(args: ShowArgs) -> Result<Outcome> {
-    let home = super::home()?;
-    let id = session::resolve(&home, &args.id)?;
-    let loaded = session::load(&home, id)?;
+pub async fn run(args: ShowArgs, place: super::Place) -> Result<Outcome> {
+    let store = place.store.as_ref();
+    let id = session::resolve(store, &args.id).await?;
+    let loaded = session::load(store, id).await?;
     if args.json {
         let doc = ShowJson {
             session: &loaded.summary,
@@ -74,7 +74,10 @@ fn human(loaded: &Loaded, style: Style) -> String {
         "  tokens     {}\n",
         render::usage(&s.usage, s.cost)
     ));
-    out.push_str(&format!("  log        {}\n\n", s.log_path.display()));
+    if let Some(holder) = &s.holder {
+        out.push_str(&format!("  held by    {holder}\n"));
+    }
+    out.push_str(&format!("  log        {}\n\n", s.log_path));
     out.push_str(&render::history::history(&loaded.records, style));
     out.push('\n');
     if loaded.todos.is_empty() {

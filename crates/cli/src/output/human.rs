@@ -220,7 +220,7 @@ impl Output for HumanOutput {
             s.bold("session"),
             finished.session_id,
             s.dim(&format!("({state})")),
-            finished.log_path.display()
+            finished.log_path
         );
         if !finished.not_run.is_empty() {
             text.push_str(&format!(

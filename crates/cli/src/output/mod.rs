@@ -11,7 +11,6 @@ use anyhow::Result;
 use pod::PodEvent;
 use pod_worker::{Limit, TurnEndReason};
 use serde::Serialize;
-use std::path::PathBuf;
 use uuid::Uuid;
 
 /// A session is being driven.
@@ -19,8 +18,11 @@ use uuid::Uuid;
 pub struct Started {
     /// Session id.
     pub session_id: Uuid,
-    /// Its log.
-    pub log_path: PathBuf,
+    /// Where its log is.
+    pub log_path: String,
+    /// The store it is in.
+    #[serde(skip)]
+    pub store: pod::Store,
     /// Whether it was resumed (else it is new).
     pub resumed: bool,
     /// The model's name.
@@ -32,8 +34,8 @@ pub struct Started {
 pub struct Finished {
     /// Session id.
     pub session_id: Uuid,
-    /// Its log.
-    pub log_path: PathBuf,
+    /// Where its log is.
+    pub log_path: String,
     /// How the last turn ended (none when it failed).
     pub reason: Option<TurnEndReason>,
     /// Model requests made.

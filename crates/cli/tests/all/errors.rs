@@ -47,9 +47,7 @@ fn an_unknown_session_exits_1_with_a_hint() {
             .args([command, "0123abcd"])
             .assert()
             .code(1)
-            .stderr(predicate::str::starts_with(
-                "error: no session 0123abcd under",
-            ))
+            .stderr(predicate::str::starts_with("error: no session 0123abcd in"))
             .stderr(predicate::str::contains("hint: run `pod sessions`"));
     }
 }

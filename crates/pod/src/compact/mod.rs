@@ -9,7 +9,8 @@ mod split;
 pub use prompt::{compact_input, COMPACT_SYSTEM_PROMPT};
 pub use split::tail_start;
 
-use crate::log::{CompactionRecord, LogRecord, LogWriter};
+use crate::log::{CompactionRecord, LogRecord};
+use crate::store::LogWriter;
 use pod_llm::tokens::estimate_item_tokens;
 use pod_llm::{Item, ItemKind, Provider, SystemKind};
 use pod_tools::{render_todos, FileTracker, TodoItem, TodoStore};

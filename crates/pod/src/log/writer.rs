@@ -1,4 +1,4 @@
-//! The task that owns a session log file.
+//! The task that owns a session log file: the file store's [`LogSink`].
 //!
 //! Append, sync and shutdown are commands with an acknowledgement, so "on
 //! disk" is a fact the caller waited for. Every append is written to the file
@@ -7,8 +7,10 @@
 //! durability setting adds, against power loss and kernel crashes.
 
 use super::codec::encode_line;
+use super::reader::{read_log, LogContents};
 use super::record::LogRecord;
 use crate::error::PodError;
+use crate::store::LogSink;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -33,14 +35,14 @@ enum Command {
     },
 }
 
-/// A handle to the log-writer task of one session.
+/// A handle to the log-writer task of one session file.
 #[derive(Clone, Debug)]
-pub struct LogWriter {
+pub struct FileLog {
     tx: mpsc::Sender<Command>,
     path: PathBuf,
 }
 
-impl LogWriter {
+impl FileLog {
     /// Creates a new log (mode 0600) holding `header`, synced to disk with
     /// its directory entry.
     pub fn create(path: &Path, header: &LogRecord) -> Result<Self, PodError> {
@@ -64,16 +66,20 @@ impl LogWriter {
         Ok(Self::start(file, len, path))
     }
 
-    /// Opens an existing log for appending after its verified prefix of
-    /// `valid_len` bytes; a torn tail beyond it is cut off.
-    pub fn open(path: &Path, valid_len: u64) -> Result<Self, PodError> {
+    /// Opens an existing log for appending: takes its lock, then reads and
+    /// verifies it, and cuts off a torn tail beyond its verified prefix.
+    pub fn open(path: &Path) -> Result<(Self, LogContents), PodError> {
         let io_err = |source| PodError::Io {
             path: path.to_path_buf(),
             source,
         };
         // Append mode: every write lands at the end, also after a rollback.
         let file = OpenOptions::new().append(true).open(path).map_err(io_err)?;
+        // Locked before it is read, so no other writer can add to what
+        // this one continues after.
         lock(&file, path)?;
+        let contents = read_log(path)?;
+        let valid_len = contents.valid_len;
         let len = file.metadata().map_err(io_err)?.len();
         if len != valid_len {
             tracing::warn!(
@@ -84,7 +90,7 @@ impl LogWriter {
             file.set_len(valid_len).map_err(io_err)?;
             file.sync_all().map_err(io_err)?;
         }
-        Ok(Self::start(file, valid_len, path))
+        Ok((Self::start(file, valid_len, path), contents))
     }
 
     fn start(file: File, len: u64, path: &Path) -> Self {
@@ -95,29 +101,30 @@ impl LogWriter {
             path: path.to_path_buf(),
         }
     }
+}
 
-    /// The log's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Appends a record; returns once it is written (and synced if `sync`).
-    pub async fn append(&self, record: &LogRecord, sync: bool) -> Result<(), PodError> {
+#[async_trait::async_trait]
+impl LogSink for FileLog {
+    async fn append(&self, record: &LogRecord, sync: bool) -> Result<(), PodError> {
         let line = encode_line(record).map_err(PodError::Encode)?;
         self.request(|ack| Command::Append { line, sync, ack })
             .await
     }
 
-    /// Syncs everything appended so far to disk.
-    pub async fn sync(&self) -> Result<(), PodError> {
+    async fn sync(&self) -> Result<(), PodError> {
         self.request(|ack| Command::Sync { ack }).await
     }
 
-    /// Syncs and stops the writer task.
-    pub async fn shutdown(&self) -> Result<(), PodError> {
+    async fn shutdown(&self) -> Result<(), PodError> {
         self.request(|ack| Command::Shutdown { ack }).await
     }
 
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+}
+
+impl FileLog {
     async fn request(
         &self,
         command: impl FnOnce(oneshot::Sender<io::Result<()>>) -> Command,

@@ -185,9 +185,13 @@ async fn a_session_cannot_be_opened_twice() {
         .await
         .expect_err("second open");
     assert!(matches!(err, PodError::SessionBusy { .. }), "{err}");
-    assert!(pod::log::is_locked(pod.log_path()));
+    assert!(pod::log::is_locked(
+        pod.log_path().expect("a file-store session")
+    ));
     pod.shutdown().await.expect("shutdown");
-    assert!(!pod::log::is_locked(pod.log_path()));
+    assert!(!pod::log::is_locked(
+        pod.log_path().expect("a file-store session")
+    ));
     test.resume(pod.session_id())
         .await
         .shutdown()

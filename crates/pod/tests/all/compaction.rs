@@ -252,7 +252,7 @@ async fn a_crash_before_the_boundary_is_durable_resumes_the_old_context() {
     let copy = TestPod::new(vec![]);
     let log = copy.home().log_path(pod.session_id());
     std::fs::create_dir_all(log.parent().expect("dir")).expect("mkdir");
-    std::fs::copy(pod.log_path(), &log).expect("copy log");
+    std::fs::copy(pod.log_path().expect("a file-store session"), &log).expect("copy log");
     let resumed = copy.resume(pod.session_id()).await;
     assert_eq!(resumed.get_history().await.expect("history"), before);
     assert_eq!(

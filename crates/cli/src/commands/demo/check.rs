@@ -40,6 +40,7 @@ pub fn shown_todos_completed(home: &Path, id: Uuid) -> Result<usize> {
     let exe = std::env::current_exe().context("cannot find the pod binary")?;
     let out = Command::new(exe)
         .env("POD_HOME", home)
+        .env_remove("POD_STORE")
         .args(["show", &id.to_string(), "--json"])
         .output()
         .context("cannot run pod show")?;

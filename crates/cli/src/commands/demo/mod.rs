@@ -55,14 +55,14 @@ const TASK: &str = "Add a --json flag to the `report` tool";
 const KILL_AFTER_UPDATES: usize = 3;
 
 /// Runs the demo.
-pub fn run(args: DemoArgs) -> Result<Outcome> {
+pub async fn run(args: DemoArgs) -> Result<Outcome> {
     let say = Narrator::new(Style::for_stdout());
     let dir = tempfile::Builder::new()
         .prefix("pod-demo-")
         .tempdir()
         .context("cannot create the demo's temporary directory")?;
     let files = DemoFiles::write(dir.path())?;
-    let home = pod::PodHome::new(&files.home);
+    let store = pod::FileStore::new(pod::PodHome::new(&files.home));
     say.stage(&format!(
         "a scripted agent (no key, no network) starts on \"{TASK}\" in {}, with --yes: \
          running the demo allows its edits and commands there",
@@ -70,7 +70,7 @@ pub fn run(args: DemoArgs) -> Result<Outcome> {
     ));
 
     let (id, before_kill) = first_run(&files, &say)?;
-    let loaded = session::load(&home, id)?;
+    let loaded = session::load(&store, id).await?;
     ensure!(
         loaded.summary.status == Status::Interrupted,
         "after the kill the session should be interrupted, not {}",
@@ -86,7 +86,7 @@ pub fn run(args: DemoArgs) -> Result<Outcome> {
     ));
 
     resume(&files, id, &say)?;
-    let loaded = session::load(&home, id)?;
+    let loaded = session::load(&store, id).await?;
     ensure!(
         loaded.summary.status == Status::Done,
         "the resumed session should be done, not {}",
@@ -106,7 +106,7 @@ pub fn run(args: DemoArgs) -> Result<Outcome> {
         let dir = dir.keep();
         out.push_str(&format!(
             "session {id}\nlog     {}\nkept in {}\nsee it: POD_HOME={} pod show {id}\n",
-            loaded.summary.log_path.display(),
+            loaded.summary.log_path,
             dir.display(),
             files.home.display()
         ));
@@ -160,6 +160,8 @@ impl DemoFiles {
         let stderr = std::fs::File::create(&self.stderr).context("cannot create stderr log")?;
         Command::new(exe)
             .env("POD_HOME", &self.home)
+            // The demo keeps to its own files, whatever store the user has.
+            .env_remove("POD_STORE")
             .args(args)
             .args([
                 "--json",

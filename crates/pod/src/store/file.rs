@@ -1,0 +1,120 @@
+//! The file store: `$POD_HOME/sessions/<id>/log.jsonl`, one process at a
+//! time per session through an exclusive file lock.
+
+use super::{LogWriter, OpenedLog, SessionStat, SessionStore};
+use crate::config::Durability;
+use crate::error::PodError;
+use crate::home::PodHome;
+use crate::log::{is_locked, read_log, FileLog, LogContents, LogRecord, SessionHeader};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// Sessions as files under a [`PodHome`]. Every append is written to the
+/// file before it is acknowledged; the durability setting decides when it
+/// is fsynced.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    home: PodHome,
+}
+
+impl FileStore {
+    /// The store under `home`.
+    pub fn new(home: PodHome) -> Self {
+        Self { home }
+    }
+
+    /// Its home.
+    pub fn home(&self) -> &PodHome {
+        &self.home
+    }
+
+    fn missing(&self, id: Uuid) -> PodError {
+        PodError::NoSuchSession {
+            id: id.to_string(),
+            store: self.location(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for FileStore {
+    fn location(&self) -> String {
+        self.home.path().display().to_string()
+    }
+
+    async fn create(
+        &self,
+        header: &SessionHeader,
+        _durability: Durability,
+    ) -> Result<LogWriter, PodError> {
+        let id = header.session_id;
+        let dir = self.home.create_session_dir(id)?;
+        let path = dir.join(crate::home::LOG_FILE);
+        let log = FileLog::create(&path, &LogRecord::Header(header.clone()))?;
+        Ok(LogWriter::new(id, Arc::new(log)))
+    }
+
+    async fn open(&self, id: Uuid, _durability: Durability) -> Result<OpenedLog, PodError> {
+        let path = self.home.log_path(id);
+        if !path.is_file() {
+            return Err(self.missing(id));
+        }
+        let (log, contents) = FileLog::open(&path)?;
+        if let Some(header) = contents.header.as_ref().filter(|h| h.session_id != id) {
+            // A log copied into another session's directory would otherwise
+            // be resumed under the wrong id.
+            return Err(PodError::CorruptLog {
+                path,
+                line: 1,
+                reason: format!(
+                    "the header names session {}, but the log is in the directory of {id}",
+                    header.session_id
+                ),
+            });
+        }
+        Ok(OpenedLog {
+            contents,
+            writer: LogWriter::new(id, Arc::new(log)),
+        })
+    }
+
+    async fn read(&self, id: Uuid) -> Result<LogContents, PodError> {
+        let path = self.home.log_path(id);
+        if !path.is_file() {
+            return Err(self.missing(id));
+        }
+        // A long log takes a while to read: keep it off the async workers.
+        tokio::task::spawn_blocking(move || read_log(&path))
+            .await
+            .map_err(|_| PodError::Closed)?
+    }
+
+    async fn list(&self) -> Result<Vec<Uuid>, PodError> {
+        self.home.session_ids()
+    }
+
+    async fn stat(&self, id: Uuid) -> Result<SessionStat, PodError> {
+        let path = self.home.log_path(id);
+        let modified = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => self.missing(id),
+                _ => PodError::Io {
+                    path: path.clone(),
+                    source,
+                },
+            })?;
+        Ok(SessionStat {
+            updated_at: modified.into(),
+            holder: is_locked(&path).then(|| "a pod process on this machine".to_string()),
+        })
+    }
+
+    fn log_location(&self, id: Uuid) -> String {
+        self.home.log_path(id).display().to_string()
+    }
+
+    async fn remove(&self, id: Uuid) -> Result<(), PodError> {
+        self.home.remove_session(id)
+    }
+}

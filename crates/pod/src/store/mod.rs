@@ -1,0 +1,150 @@
+//! Where session logs live: a [`SessionStore`] holds them, and a
+//! [`LogWriter`] is the one writer of an open session.
+//!
+//! The Pod only ever talks to these two: it creates or opens a session,
+//! replays the records it is given, and appends through the writer. Two
+//! stores exist: [`FileStore`] (a directory per session under
+//! [`PodHome`](crate::PodHome), the default, needing no setup) and the
+//! PostgreSQL store of the `pod-store-pg` crate (a fleet of workers sharing
+//! sessions). Both keep the records' JSON shape; both refuse a second
+//! writer (a file lock here, a lease with an epoch there).
+//!
+//! A writer acknowledges an append only once the record is committed the
+//! way its store commits: written to the file (and synced when asked) for
+//! the file store, committed in a transaction for PostgreSQL. A writer that
+//! lost its claim on the session (a lease taken over by another worker)
+//! refuses every later append with [`PodError::LeaseLost`], so a paused or
+//! partitioned worker can never write into a session someone else runs.
+
+mod file;
+
+pub use crate::log::LogContents;
+pub use file::FileStore;
+
+use crate::config::Durability;
+use crate::error::PodError;
+use crate::log::{LogRecord, SessionHeader};
+use chrono::{DateTime, Utc};
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// A store of session logs, shared by every Pod that uses it.
+#[async_trait::async_trait]
+pub trait SessionStore: Send + Sync + fmt::Debug {
+    /// Where the store is, for messages (a directory, or a database URL
+    /// without its password).
+    fn location(&self) -> String;
+
+    /// Creates a session whose log starts with `header` and opens it for
+    /// appending; the header is durable when this returns.
+    async fn create(
+        &self,
+        header: &SessionHeader,
+        durability: Durability,
+    ) -> Result<LogWriter, PodError>;
+
+    /// Opens session `id` for appending: its verified records and the writer
+    /// that continues after them. Only one writer at a time: a session open
+    /// elsewhere is refused with [`PodError::SessionBusy`].
+    async fn open(&self, id: Uuid, durability: Durability) -> Result<OpenedLog, PodError>;
+
+    /// Reads session `id`'s log without opening it (it may be running).
+    async fn read(&self, id: Uuid) -> Result<LogContents, PodError>;
+
+    /// Every session's id, unordered.
+    async fn list(&self) -> Result<Vec<Uuid>, PodError>;
+
+    /// When session `id` was last written and who has it open.
+    async fn stat(&self, id: Uuid) -> Result<SessionStat, PodError>;
+
+    /// Where session `id`'s log is, for people: a file path, or the
+    /// database and the session.
+    fn log_location(&self, id: Uuid) -> String;
+
+    /// Deletes session `id`; refused with [`PodError::SessionBusy`] while
+    /// it is open.
+    async fn remove(&self, id: Uuid) -> Result<(), PodError>;
+}
+
+/// What a store knows about a session besides its records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionStat {
+    /// When its log was last written.
+    pub updated_at: DateTime<Utc>,
+    /// Who has it open now, if anyone: a process on this machine, or the
+    /// fleet worker holding its lease.
+    pub holder: Option<String>,
+}
+
+/// A shared handle to a store.
+pub type Store = Arc<dyn SessionStore>;
+
+/// A session opened for appending.
+#[derive(Debug)]
+pub struct OpenedLog {
+    /// What the log holds: header, records and (file store) torn tail.
+    pub contents: LogContents,
+    /// The session's writer, continuing after `contents`.
+    pub writer: LogWriter,
+}
+
+/// The writing end of one open session, as a store implements it.
+#[async_trait::async_trait]
+pub trait LogSink: Send + Sync + fmt::Debug {
+    /// Appends `record`; returns once it is committed (and, where the store
+    /// tells the two apart, made durable if `sync`).
+    async fn append(&self, record: &LogRecord, sync: bool) -> Result<(), PodError>;
+
+    /// Makes everything appended so far durable.
+    async fn sync(&self) -> Result<(), PodError>;
+
+    /// Makes everything durable and gives the session up (releases its
+    /// lock or lease), so it can be opened again at once.
+    async fn shutdown(&self) -> Result<(), PodError>;
+
+    /// The log file, for the file store.
+    fn path(&self) -> Option<&Path> {
+        None
+    }
+}
+
+/// The cloneable writer of one open session.
+#[derive(Clone, Debug)]
+pub struct LogWriter {
+    session_id: Uuid,
+    sink: Arc<dyn LogSink>,
+}
+
+impl LogWriter {
+    /// A writer for session `session_id` over `sink`.
+    pub fn new(session_id: Uuid, sink: Arc<dyn LogSink>) -> Self {
+        Self { session_id, sink }
+    }
+
+    /// The session this writer appends to.
+    pub fn session_id(&self) -> Uuid {
+        self.session_id
+    }
+
+    /// The log file, for a session in the file store.
+    pub fn path(&self) -> Option<&Path> {
+        self.sink.path()
+    }
+
+    /// Appends a record; returns once it is committed (and synced if `sync`).
+    pub async fn append(&self, record: &LogRecord, sync: bool) -> Result<(), PodError> {
+        self.sink.append(record, sync).await
+    }
+
+    /// Syncs everything appended so far.
+    pub async fn sync(&self) -> Result<(), PodError> {
+        self.sink.sync().await
+    }
+
+    /// Syncs and gives the session up.
+    pub async fn shutdown(&self) -> Result<(), PodError> {
+        self.sink.shutdown().await
+    }
+}
