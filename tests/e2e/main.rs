@@ -5,4 +5,5 @@
 mod embedding;
 mod pod_faults;
 mod session;
+mod store;
 mod worker_e2e;

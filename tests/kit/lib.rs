@@ -8,12 +8,14 @@
 //! - [`server`] and [`wire`]: a loopback HTTP server that plays scripted
 //!   replies byte for byte, and model answers in both wire formats.
 //! - [`provider`]: running one request against a real provider.
+//! - [`postgres`]: a throwaway PostgreSQL cluster per test.
 //!
 //! Test code: helpers panic with a message instead of returning errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod history;
 pub mod pod;
+pub mod postgres;
 pub mod provider;
 pub mod server;
 pub mod tools;

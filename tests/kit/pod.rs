@@ -31,6 +31,8 @@ pub struct TestPod {
     /// Off by default: most suites test the Pod itself, and the workspace
     /// tools' specs would change their request sizes.
     pub workspace_tools: bool,
+    /// The session store; the file store under `home()` when `None`.
+    pub store: Option<pod::Store>,
 }
 
 impl TestPod {
@@ -43,6 +45,7 @@ impl TestPod {
             remind_every: 5,
             event_capacity: 256,
             workspace_tools: false,
+            store: None,
         }
     }
 
@@ -61,6 +64,7 @@ impl TestPod {
         config.remind_every = self.remind_every;
         config.event_capacity = self.event_capacity;
         config.workspace_tools = self.workspace_tools;
+        config.store = self.store.clone();
         config
     }
 

@@ -119,6 +119,42 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
   pod prune --older-than 30d --dry-run   # list what would go
   pod prune --older-than 12h --yes")]
     Prune(PruneArgs),
+    /// Queue a session for a fleet of `pod serve` workers and print its id.
+    ///
+    /// Needs a PostgreSQL store (--store or POD_STORE). Takes `run`'s
+    /// flags; they are recorded with the session, and the worker that runs
+    /// it takes API keys from its own environment. The workspace must be
+    /// reachable at the same path from every worker (a shared filesystem).
+    #[command(after_help = "Examples:
+  pod submit --store postgres://pod@db/pod --yes \"Fix the failing tests\"
+  POD_STORE=postgres://pod@db/pod pod submit --profile work --task-file task.md")]
+    Submit(RunArgs),
+    /// Run queued sessions as a fleet worker: claim, run until done, repeat.
+    ///
+    /// Needs a PostgreSQL store. Each session is run with its recorded
+    /// settings in until-done mode under a lease this worker renews; when
+    /// a worker dies, another takes its sessions over once their leases
+    /// run out and resumes them from their logs. Ctrl-C or SIGTERM stops
+    /// the turns, gives unfinished sessions back to the queue and exits.
+    #[command(after_help = "Examples:
+  pod serve --store postgres://pod@db/pod --workers 4
+  pod serve --store postgres://pod@db/pod --lease-ttl 10s --exit-when-idle")]
+    Serve(ServeArgs),
+}
+
+/// `pod serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Sessions this worker runs at once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub workers: u32,
+    /// How long a lease lasts unless renewed (renewed every third of it):
+    /// a dead worker's sessions move on this long after it died.
+    #[arg(long, value_name = "AGE", value_parser = crate::commands::prune::parse_age)]
+    pub lease_ttl: Option<std::time::Duration>,
+    /// Exit once every fleet session is idle (none queued, none running).
+    #[arg(long)]
+    pub exit_when_idle: bool,
 }
 
 /// `pod rm`.

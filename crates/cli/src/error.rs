@@ -137,6 +137,15 @@ fn pod_hint(err: &pod::PodError) -> &'static str {
         PodError::SessionBusy { .. } => {
             "another `pod` process has this session open: wait for it, or `pod fork` the session"
         }
+        PodError::SessionLeased { .. } => {
+            "a worker holds the session's lease: wait for it to finish, or for the lease to run out \
+             if that worker died (`pod show ID` says who holds it)"
+        }
+        PodError::LeaseLost { .. } => {
+            "another worker took the session over after this one stopped renewing its lease; \
+             its log is intact, and `pod show ID` follows it"
+        }
+        PodError::Store { .. } => "check that the database is up; the session's log is unchanged",
         PodError::CorruptLog { .. } => {
             "the log is damaged in the middle; `pod fork ID --at N` can save the items before the damage"
         }

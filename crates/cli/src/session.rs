@@ -19,6 +19,8 @@ use uuid::Uuid;
 pub enum Status {
     /// A process (or a fleet worker) has the session open.
     Running,
+    /// Submitted to a fleet; waiting for a worker.
+    Queued,
     /// The model answered; the plan is empty or has unfinished items.
     Idle,
     /// The model answered and every todo of a non-empty plan is completed.
@@ -35,6 +37,7 @@ impl Status {
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Running => "running",
+            Status::Queued => "queued",
             Status::Idle => "idle",
             Status::Done => "done",
             Status::Interrupted => "interrupted",
@@ -152,6 +155,8 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded> {
     };
     let status = if stat.holder.is_some() {
         Status::Running
+    } else if stat.queued {
+        Status::Queued
     } else if stopped_by.is_some() {
         Status::Stopped
     } else {

@@ -8,6 +8,7 @@ pub mod prune;
 mod resume;
 mod rm;
 mod run;
+mod serve;
 mod sessions;
 mod show;
 
@@ -17,17 +18,22 @@ use anyhow::Result;
 
 /// Runs the chosen command.
 pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> {
-    let place = || Place::resolve(global);
+    let place = || Place::resolve(global, None);
     match command {
-        Command::Acp(args) => acp::run(args, place()?).await,
+        Command::Acp(args) => acp::run(args, place().await?).await,
         Command::Demo(args) => demo::run(args).await,
-        Command::Run(args) => run::run(args, place()?).await,
-        Command::Resume(args) => resume::run(args, place()?).await,
-        Command::Sessions(args) => sessions::run(args, place()?).await,
-        Command::Show(args) => show::run(args, place()?).await,
-        Command::Fork(args) => fork::run(args, place()?).await,
-        Command::Rm(args) => rm::run(args, place()?).await,
-        Command::Prune(args) => prune::run(args, place()?).await,
+        Command::Run(args) => run::run(args, place().await?).await,
+        Command::Resume(args) => resume::run(args, place().await?).await,
+        Command::Sessions(args) => sessions::run(args, place().await?).await,
+        Command::Show(args) => show::run(args, place().await?).await,
+        Command::Fork(args) => fork::run(args, place().await?).await,
+        Command::Rm(args) => rm::run(args, place().await?).await,
+        Command::Prune(args) => prune::run(args, place().await?).await,
+        Command::Submit(args) => serve::submit(args, place().await?).await,
+        Command::Serve(args) => {
+            let place = Place::resolve(global, args.lease_ttl).await?;
+            serve::serve(args, place).await
+        }
     }
 }
 
@@ -39,12 +45,15 @@ pub struct Place {
     pub home: pod::PodHome,
     /// The file store under `home`, or the one `--store` names.
     pub store: pod::Store,
+    /// The store again when it is PostgreSQL, for what only a fleet does.
+    pub fleet: Option<pod_store_pg::PgStore>,
 }
 
 impl Place {
-    fn resolve(global: &GlobalArgs) -> Result<Self> {
+    async fn resolve(global: &GlobalArgs, lease_ttl: Option<std::time::Duration>) -> Result<Self> {
         let home = pod::PodHome::from_env()?;
-        let store = crate::store::open(global.store.as_deref(), &home)?;
-        Ok(Self { home, store })
+        let (home, store, fleet) =
+            crate::store::open(global.store.as_deref(), home, lease_ttl).await?;
+        Ok(Self { home, store, fleet })
     }
 }

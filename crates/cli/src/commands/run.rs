@@ -65,7 +65,7 @@ pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
 }
 
 /// The task: the argument, stdin for `-`, or the file's contents.
-fn task(arg: Option<&str>, file: Option<&Path>) -> Result<String> {
+pub fn task(arg: Option<&str>, file: Option<&Path>) -> Result<String> {
     let text = match (arg, file) {
         (_, Some(path)) => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the task file {}", path.display()))?,

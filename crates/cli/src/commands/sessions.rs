@@ -50,7 +50,7 @@ fn table(summaries: &[Summary], style: Style) -> String {
             session::Status::Done => style.green(&status),
             session::Status::Interrupted => style.red(&status),
             session::Status::Stopped => style.yellow(&status),
-            session::Status::Idle => status,
+            session::Status::Idle | session::Status::Queued => status,
         };
         let todos = if s.todos.total == 0 {
             "-".to_string()

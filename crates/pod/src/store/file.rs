@@ -107,6 +107,7 @@ impl SessionStore for FileStore {
         Ok(SessionStat {
             updated_at: modified.into(),
             holder: is_locked(&path).then(|| "a pod process on this machine".to_string()),
+            queued: false,
         })
     }
 

@@ -76,6 +76,8 @@ pub struct SessionStat {
     /// Who has it open now, if anyone: a process on this machine, or the
     /// fleet worker holding its lease.
     pub holder: Option<String>,
+    /// Whether it waits in a fleet's queue for a worker.
+    pub queued: bool,
 }
 
 /// A shared handle to a store.

@@ -1,0 +1,276 @@
+//! `pod submit` and `pod serve`: a queue of sessions in PostgreSQL and the
+//! workers that run them.
+//!
+//! A submitted session is a header recording how to run it (the `launch`
+//! `pod run` records) and the task as its first user item, queued. A worker
+//! claims it (taking its lease), resumes it as `pod resume` would with no
+//! flags, in until-done mode, and continues its turn; the lease is renewed
+//! while it runs and released at the end. A worker that dies leaves its
+//! sessions leased until their leases run out; then any worker claims them
+//! as orphans and resumes them from their logs.
+
+use super::Place;
+use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, RunArgs, SandboxArgs, ServeArgs};
+use crate::error::{Failure, Outcome};
+use crate::launch::Launch;
+use crate::session;
+use crate::settings::{Flags, RunSettings};
+use anyhow::{bail, Context, Result};
+use pod::log::{LogRecord, SessionHeader};
+use pod::CancellationToken;
+use pod::{Durability, Item, Pod, PodError, TurnEndReason};
+use pod_store_pg::{Claimed, PgStore, SessionState};
+use std::time::Duration;
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+/// How often an idle worker looks for work.
+const POLL: Duration = Duration::from_millis(250);
+
+fn fleet(place: &Place, command: &str) -> Result<PgStore> {
+    match &place.fleet {
+        Some(store) => Ok(store.clone()),
+        None => bail!(Failure::new(
+            format!("`pod {command}` needs a PostgreSQL store"),
+            "pass --store postgres://USER@HOST/DB or set POD_STORE"
+        )),
+    }
+}
+
+/// Queues a session and prints its id.
+pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
+    let store = fleet(&place, "submit")?;
+    let workspace = super::run::workspace(args.workspace.as_deref())?;
+    let task = super::run::task(args.task.as_deref(), args.task_file.as_deref())?;
+    let settings = RunSettings::resolve(
+        &Flags {
+            model: &args.model,
+            budget: &args.budget,
+            approval: &args.approval,
+            sandbox: &args.sandbox,
+            // A fleet runs every session until its plan is done.
+            until_done: true,
+        },
+        None,
+    )?;
+    let id = Uuid::new_v4();
+    let mut header = SessionHeader::new(id, settings.model.provider.model_name(), workspace);
+    header.launch = settings.launch().to_json();
+    store
+        .submit(&header, &[LogRecord::Item(Item::user(task))])
+        .await
+        .context("cannot queue the session")?;
+    let line = match args.drive.json {
+        true => format!("{}\n", serde_json::json!({ "session_id": id })),
+        false => format!("{id}\n"),
+    };
+    crate::output::print(&line)?;
+    Ok(Outcome::Done)
+}
+
+/// Runs fleet sessions until stopped (or, with `--exit-when-idle`, until
+/// the fleet has nothing left).
+pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
+    let store = fleet(&place, "serve")?;
+    let stop = CancellationToken::new();
+    spawn_signal_watch(stop.clone());
+    say(&format!(
+        "pod serve: worker {} on {}, {} at a time, leases of {}s",
+        store.owner(),
+        pod::SessionStore::location(&store),
+        args.workers,
+        store.lease_ttl().as_secs_f64()
+    ));
+    let mut running: JoinSet<(Uuid, Result<String>)> = JoinSet::new();
+    loop {
+        while running.len() < args.workers as usize && !stop.is_cancelled() {
+            match store.claim().await {
+                Ok(Some(claimed)) => {
+                    say(&format!(
+                        "claimed {} ({})",
+                        claimed.id,
+                        if claimed.orphaned {
+                            "its worker died"
+                        } else {
+                            "queued"
+                        }
+                    ));
+                    let (place, store, stop) = (place.clone(), store.clone(), stop.clone());
+                    running.spawn(async move {
+                        let id = claimed.id;
+                        (id, run_one(claimed, place, store, stop).await)
+                    });
+                }
+                Ok(None) => break,
+                Err(err) => {
+                    say(&format!("cannot claim: {}", chain(&err)));
+                    break;
+                }
+            }
+        }
+        if stop.is_cancelled() && running.is_empty() {
+            break;
+        }
+        if args.exit_when_idle && running.is_empty() && store.fleet_idle().await.unwrap_or(false) {
+            say("pod serve: the fleet is idle; exiting");
+            break;
+        }
+        tokio::select! {
+            Some(joined) = running.join_next(), if !running.is_empty() => match joined {
+                Ok((id, Ok(summary))) => say(&format!("finished {id}: {summary}")),
+                Ok((id, Err(err))) => say(&format!("dropped {id}: {err:#}")),
+                Err(err) => say(&format!("a session's task failed: {err}")),
+            },
+            _ = tokio::time::sleep(POLL) => {}
+            _ = stop.cancelled(), if !stop.is_cancelled() => {
+                say("pod serve: stopping; unfinished sessions go back to the queue");
+            }
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+/// Runs one claimed session until its plan is done, it stops, or the worker
+/// stops; returns a one-line summary.
+async fn run_one(
+    claimed: Claimed,
+    place: Place,
+    store: PgStore,
+    stop: CancellationToken,
+) -> Result<String> {
+    let id = claimed.id;
+    let config = match prepare(id, &place).await {
+        Ok(config) => config,
+        Err(err) => {
+            // It cannot run here; idle, so that no worker claims it again
+            // and again. `pod show` and `pod resume` still reach it.
+            let _ = store.unclaim(id, SessionState::Idle).await;
+            return Err(err);
+        }
+    };
+    let handle = Pod::resume(id, config)
+        .await
+        .with_context(|| format!("cannot resume session {id}"))?;
+    let turn = handle.continue_turn();
+    tokio::pin!(turn);
+    let result = tokio::select! {
+        result = &mut turn => result,
+        _ = stop.cancelled() => {
+            let _ = handle.cancel().await;
+            turn.await
+        }
+    };
+    let todos = handle.get_todos().await.unwrap_or_default();
+    let shutdown = handle.shutdown().await;
+    let progress = session::progress(&todos);
+    let unfinished = progress.completed < progress.total;
+    if stop.is_cancelled() && unfinished && shutdown.is_ok() {
+        store
+            .set_state(id, SessionState::Queued)
+            .await
+            .context("cannot give the session back to the queue")?;
+        return Ok(format!(
+            "stopped with {}/{} todos done; queued again",
+            progress.completed, progress.total
+        ));
+    }
+    match (result, shutdown) {
+        (Err(PodError::LeaseLost { .. }), _) | (_, Err(PodError::LeaseLost { .. })) => {
+            bail!("another worker took it over (this worker's lease ran out)")
+        }
+        (Err(err), _) => Err(anyhow::Error::new(err).context("the turn failed")),
+        (Ok(outcome), shutdown) => {
+            shutdown.context("cannot close the session")?;
+            Ok(format!(
+                "{}, {}/{} todos done, {} requests",
+                reason(&outcome.reason),
+                progress.completed,
+                progress.total,
+                outcome.requests
+            ))
+        }
+    }
+}
+
+/// The Pod config for a claimed session: its recorded settings, as `pod
+/// resume` would use them with no flags, in until-done mode.
+async fn prepare(id: Uuid, place: &Place) -> Result<pod::PodConfig> {
+    let loaded = session::load(place.store.as_ref(), id).await?;
+    let workspace = loaded.header.workspace.clone();
+    if !workspace.is_dir() {
+        bail!(
+            "its workspace {} is not reachable from this worker (workspaces must be on a \
+             filesystem every worker shares, at the same path)",
+            workspace.display()
+        );
+    }
+    let recorded = Launch::from_header(&loaded.header);
+    if recorded.is_none() {
+        bail!("its log records no launch settings (it was not submitted with `pod submit`)");
+    }
+    let none = (
+        ModelArgs::default(),
+        BudgetArgs::default(),
+        ApprovalArgs::default(),
+        SandboxArgs::default(),
+    );
+    let settings = RunSettings::resolve(
+        &Flags {
+            model: &none.0,
+            budget: &none.1,
+            approval: &none.2,
+            sandbox: &none.3,
+            until_done: true,
+        },
+        recorded.as_ref(),
+    )?;
+    settings.model.resume_at(loaded.assistant_items());
+    // Nobody answers `ask` on a fleet worker: such calls are refused with
+    // a message saying so, and the recorded --yes/--allow decide the rest.
+    Ok(settings.pod_config(place, workspace, Durability::Turn))
+}
+
+fn reason(reason: &TurnEndReason) -> String {
+    format!("{reason:?}").to_lowercase()
+}
+
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}
+
+fn say(line: &str) {
+    let _ = crate::output::print(&format!("{line}\n"));
+}
+
+/// Cancels `stop` on Ctrl-C or SIGTERM.
+fn spawn_signal_watch(stop: CancellationToken) {
+    tokio::spawn(async move {
+        let interrupt = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(term) => term,
+                    Err(_) => {
+                        let _ = interrupt.await;
+                        stop.cancel();
+                        return;
+                    }
+                };
+            tokio::select! {
+                _ = interrupt => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = interrupt.await;
+        stop.cancel();
+    });
+}

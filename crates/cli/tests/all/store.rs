@@ -1,0 +1,119 @@
+//! The commands on a PostgreSQL store (`--store` / `POD_STORE`): the same
+//! sessions, statuses and plans as on the file store, and no log file.
+
+use crate::support::*;
+use pod_testkit::postgres::Postgres;
+
+#[test]
+fn every_command_works_on_a_postgres_store() {
+    let pg = Postgres::start();
+    let env = TestEnv::new();
+    let pod = || {
+        let mut cmd = env.pod();
+        cmd.env("POD_STORE", pg.url());
+        cmd
+    };
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            write_todos(&plan(0)),
+            write_todos(&plan(3)),
+            say("Done."),
+            say("Resumed and answered."),
+        ]),
+    );
+    let out = pod()
+        .args(["run", "--json", "--script"])
+        .arg(&script)
+        .arg("Do it all")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = ndjson(&out.stdout);
+    let id = session_id(&lines);
+    let started = events(&lines, "session_started");
+    let log = started[0]["log_path"].as_str().unwrap();
+    assert!(log.starts_with("postgresql://"), "{log}");
+    assert!(log.ends_with(&format!("session {id}")), "{log}");
+    assert!(!log.contains("password"), "{log}");
+    // The log is in the database, not under POD_HOME.
+    let file = env.pod_home().join("sessions").join(&id).join("log.jsonl");
+    assert!(!file.exists(), "no log file on a postgres store");
+    // Without the store, the file store has no such session.
+    env.pod().args(["show", &id]).assert().code(1);
+
+    let listed = pod().args(["sessions", "--json"]).output().unwrap();
+    assert!(listed.status.success());
+    let sessions: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let sessions = sessions.as_array().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0]["id"], id.as_str());
+    assert_eq!(sessions[0]["status"], "done");
+    assert_eq!(sessions[0]["todos"]["completed"], 3);
+
+    let shown = pod().args(["show", &id[..8], "--json"]).output().unwrap();
+    assert!(shown.status.success());
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["todos"].as_array().unwrap().len(), 3);
+
+    // Resume goes on in the same session, from the database.
+    let resumed = pod()
+        .args(["resume", "--json", &id, "one more thing"])
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let shown = pod().args(["show", &id, "--json"]).output().unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let last = shown["history"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["text"], "Resumed and answered.", "{last}");
+
+    // Fork and rm.
+    let forked = pod()
+        .args(["fork", &id, "--at", "2", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        forked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forked.stderr)
+    );
+    let fork: serde_json::Value = serde_json::from_slice(&forked.stdout).unwrap();
+    let fork_id = fork["id"].as_str().unwrap().to_string();
+    assert_eq!(fork["items"], 2);
+    pod().args(["rm", "--yes", &fork_id]).assert().success();
+    let listed = pod().args(["sessions", "--json"]).output().unwrap();
+    let sessions: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(sessions.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_store_that_is_down_is_a_clear_error() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "postgresql:///postgres?host={}&user=pod&password=hunter2",
+        dir.path().display()
+    );
+    let out = env
+        .pod()
+        .env("POD_STORE", &url)
+        .args(["sessions"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot connect to"), "{stderr}");
+    assert!(stderr.contains("hint: check the URL"), "{stderr}");
+    assert!(
+        !stderr.contains("hunter2"),
+        "the password is never shown: {stderr}"
+    );
+}

@@ -1,0 +1,42 @@
+//! Sessions in PostgreSQL, so that any worker of a fleet can run any session
+//! and a session outlives the machine that started it.
+//!
+//! [`PgStore`] is a [`pod::SessionStore`]: a Pod started with it
+//! (`PodConfig::store`) keeps its log in two tables, `pod_sessions` (one row
+//! per session: its lease) and `pod_records` (one row per log record, keyed
+//! by `(session, seq)`, the record's JSON as the file store writes it).
+//!
+//! # Leases and fencing
+//! Opening a session takes its lease: `owner`, an `epoch` bumped by every
+//! taker, and an expiry renewed by the open log while it runs. Every append
+//! is a single statement that inserts the record only while the session row
+//! still carries the writer's epoch, holding a share lock on that row for
+//! the statement, so a takeover (which updates the row) waits for appends in
+//! flight and every later append of the old writer finds the new epoch and
+//! inserts nothing. The writer then fails with [`pod::PodError::LeaseLost`]
+//! and its Pod stops. A worker paused past its lease (SIGSTOP, a partition,
+//! a long GC) therefore never writes again once someone else took over.
+//!
+//! # Durability
+//! An append is acknowledged once its transaction has committed. Under the
+//! `always` and `turn` durability settings every append commits
+//! synchronously (the WAL is flushed, on the primary and on synchronous
+//! standbys if the server has them); under `never` the session's connection
+//! sets `synchronous_commit = off`: a crash of the worker still loses
+//! nothing acknowledged, a crash of the database server may lose the last
+//! fraction of a second.
+//!
+//! Schema migrations ship with the crate ([`migrate`]) and run when a store
+//! connects, serialized between workers by an advisory lock.
+#![deny(missing_docs)]
+
+mod error;
+mod log;
+mod schema;
+mod store;
+mod url;
+
+pub use error::PgStoreError;
+pub use schema::{migrate, SCHEMA_VERSION};
+pub use store::{Claimed, PgStore, PgStoreConfig, SessionRow, SessionState};
+pub use url::{is_postgres_url, redact};

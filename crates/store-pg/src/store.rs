@@ -1,0 +1,698 @@
+//! The store: sessions, their leases and records in PostgreSQL.
+
+use crate::error::{query, PgStoreError};
+use crate::log::PgLog;
+use crate::schema::migrate;
+use crate::url::redact;
+use chrono::{DateTime, Utc};
+use pod::log::{LogContents, LogRecord, SessionHeader, LOG_FORMAT_VERSION};
+use pod::store::{OpenedLog, SessionStat};
+use pod::{Durability, LogWriter, PodError, SessionStore};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_postgres::{Client, NoTls, Row};
+use uuid::Uuid;
+
+/// How a [`PgStore`] connects and leases.
+#[derive(Clone)]
+pub struct PgStoreConfig {
+    /// The connection URL (`postgres://user:password@host:port/db`, or
+    /// `postgresql:///db?host=/socket/dir`). Never shown: messages use
+    /// [`redact`]ed forms.
+    pub url: String,
+    /// This worker's name in leases; unique per store by default
+    /// (`host:pid:random`).
+    pub owner: String,
+    /// How long a lease lasts unless renewed (renewed every third of it).
+    /// A worker that stops renewing loses its sessions this long after.
+    pub lease_ttl: Duration,
+}
+
+impl std::fmt::Debug for PgStoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStoreConfig")
+            .field("url", &redact(&self.url))
+            .field("owner", &self.owner)
+            .field("lease_ttl", &self.lease_ttl)
+            .finish()
+    }
+}
+
+/// The default lease: long enough that a busy database or a slow network
+/// never costs a healthy worker its sessions, short enough that a dead
+/// worker's sessions move on within a minute.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+
+impl PgStoreConfig {
+    /// Defaults for `url`: a fresh owner name and a 30 s lease.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            owner: default_owner(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+        }
+    }
+}
+
+fn default_owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into());
+    let tag = Uuid::new_v4().simple().to_string();
+    format!("{host}:{}:{}", std::process::id(), &tag[..8])
+}
+
+/// A lease this store holds on a session.
+#[derive(Clone, Debug)]
+pub(crate) struct Lease {
+    pub id: Uuid,
+    pub epoch: i64,
+    pub ttl_ms: i64,
+}
+
+/// Where a session stands in the fleet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionState {
+    /// Waiting for a fleet worker.
+    Queued,
+    /// Someone holds its lease, or held it until it expired.
+    Running,
+    /// Nobody should pick it up.
+    Idle,
+}
+
+impl SessionState {
+    fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Queued => "queued",
+            SessionState::Running => "running",
+            SessionState::Idle => "idle",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        match text {
+            "queued" => SessionState::Queued,
+            "running" => SessionState::Running,
+            _ => SessionState::Idle,
+        }
+    }
+}
+
+/// A session's row: its lease and fleet state.
+#[derive(Clone, Debug)]
+pub struct SessionRow {
+    /// The session.
+    pub id: Uuid,
+    /// Its fleet state.
+    pub state: SessionState,
+    /// Whether it was handed to the fleet.
+    pub fleet: bool,
+    /// The worker holding or last holding its lease.
+    pub owner: Option<String>,
+    /// Its lease's epoch (bumped by every taker).
+    pub epoch: i64,
+    /// When the lease expires unless renewed.
+    pub lease_until: Option<DateTime<Utc>>,
+    /// Whether the lease is live now (by the database's clock).
+    pub leased: bool,
+}
+
+/// A session a fleet worker claimed: its lease is held, and [`PgStore`]'s
+/// next `open` of it uses that lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimed {
+    /// The session.
+    pub id: Uuid,
+    /// The lease's epoch.
+    pub epoch: i64,
+    /// Whether its previous worker died with it (an expired lease), rather
+    /// than it waiting in the queue.
+    pub orphaned: bool,
+}
+
+/// Sessions in PostgreSQL. Cheap to clone; clones share the connection
+/// used for reads and claims, and each open session has its own.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: PgStoreConfig,
+    url: Arc<str>,
+    location: String,
+    shared: tokio::sync::Mutex<Option<Arc<Client>>>,
+    // Leases taken by `claim` and not yet opened.
+    claimed: parking_lot::Mutex<HashMap<Uuid, i64>>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("location", &self.inner.location)
+            .field("owner", &self.inner.config.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens a connection; its driver task runs until the client is dropped.
+pub(crate) async fn connect_raw(url: &str) -> Result<Client, tokio_postgres::Error> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
+    tokio::spawn(async move {
+        if let Err(err) = connection.await {
+            tracing::debug!(err = %err, "session store connection closed");
+        }
+    });
+    Ok(client)
+}
+
+impl PgStore {
+    /// Connects, migrates the schema to this build's version, and keeps the
+    /// connection for reads and claims.
+    pub async fn connect(config: PgStoreConfig) -> Result<Self, PgStoreError> {
+        let location = redact(&config.url);
+        let mut client =
+            connect_raw(&config.url)
+                .await
+                .map_err(|source| PgStoreError::Connect {
+                    location: location.clone(),
+                    source,
+                })?;
+        migrate(&mut client, &location).await?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                url: config.url.clone().into(),
+                config,
+                location,
+                shared: tokio::sync::Mutex::new(Some(Arc::new(client))),
+                claimed: parking_lot::Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// This worker's name in leases.
+    pub fn owner(&self) -> &str {
+        &self.inner.config.owner
+    }
+
+    /// How long its leases last unless renewed.
+    pub fn lease_ttl(&self) -> Duration {
+        self.inner.config.lease_ttl
+    }
+
+    fn ttl_ms(&self) -> i64 {
+        i64::try_from(self.inner.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    fn location(&self) -> &str {
+        &self.inner.location
+    }
+
+    fn err(&self, what: &str) -> impl Fn(tokio_postgres::Error) -> PodError + '_ {
+        let what = what.to_string();
+        move |source| query(self.location(), &what, source)
+    }
+
+    /// The shared connection, reconnected if it was lost.
+    async fn client(&self) -> Result<Arc<Client>, PodError> {
+        let mut shared = self.inner.shared.lock().await;
+        if let Some(client) = shared.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(Arc::clone(client));
+        }
+        let client = Arc::new(
+            connect_raw(&self.inner.url)
+                .await
+                .map_err(self.err("connecting"))?,
+        );
+        *shared = Some(Arc::clone(&client));
+        Ok(client)
+    }
+
+    fn missing(&self, id: Uuid) -> PodError {
+        PodError::NoSuchSession {
+            id: id.to_string(),
+            store: self.location().to_string(),
+        }
+    }
+
+    /// Queues a new session for the fleet: a worker claims it, takes its
+    /// lease and runs it. Its log is its `header` and then `first` (the
+    /// task, as a user item), written in one transaction; the worker reads
+    /// how to run it from the header's `launch`.
+    pub async fn submit(
+        &self,
+        header: &SessionHeader,
+        first: &[LogRecord],
+    ) -> Result<(), PodError> {
+        let mut client = connect_raw(&self.inner.url)
+            .await
+            .map_err(self.err("connecting"))?;
+        self.insert_session(&mut client, header, None, first).await
+    }
+
+    /// Inserts a session row and its header; with a lease when `epoch` is
+    /// given (the creator runs it), else queued for the fleet.
+    async fn insert_session(
+        &self,
+        client: &mut Client,
+        header: &SessionHeader,
+        epoch: Option<i64>,
+        first: &[LogRecord],
+    ) -> Result<(), PodError> {
+        let text =
+            serde_json::to_string(&LogRecord::Header(header.clone())).map_err(PodError::Encode)?;
+        let workspace = header.workspace.display().to_string();
+        let tx = client
+            .transaction()
+            .await
+            .map_err(self.err("creating a session"))?;
+        let inserted = match epoch {
+            Some(epoch) => {
+                tx.execute(
+                    "INSERT INTO pod_sessions (id, state, owner, epoch, lease_until, workspace)
+                     VALUES ($1::uuid, 'running', $2::text, $3::bigint,
+                             now() + $4::bigint * interval '1 millisecond', $5::text)",
+                    &[
+                        &header.session_id,
+                        &self.owner(),
+                        &epoch,
+                        &self.ttl_ms(),
+                        &workspace,
+                    ],
+                )
+                .await
+            }
+            None => {
+                tx.execute(
+                    "INSERT INTO pod_sessions (id, state, fleet, workspace)
+                     VALUES ($1::uuid, 'queued', true, $2::text)",
+                    &[&header.session_id, &workspace],
+                )
+                .await
+            }
+        };
+        inserted.map_err(self.err("creating a session"))?;
+        tx.execute(
+            "INSERT INTO pod_records (session_id, seq, epoch, record)
+             VALUES ($1::uuid, 0, $2::bigint, $3::text::json)",
+            &[&header.session_id, &epoch.unwrap_or(0), &text],
+        )
+        .await
+        .map_err(self.err("writing the session header"))?;
+        for (seq, record) in (1i64..).zip(first) {
+            let text = serde_json::to_string(record).map_err(PodError::Encode)?;
+            tx.execute(
+                "INSERT INTO pod_records (session_id, seq, epoch, record)
+                 VALUES ($1::uuid, $2::bigint, $3::bigint, $4::text::json)",
+                &[&header.session_id, &seq, &epoch.unwrap_or(0), &text],
+            )
+            .await
+            .map_err(self.err("writing the session's first records"))?;
+        }
+        tx.commit().await.map_err(self.err("creating a session"))
+    }
+
+    /// Claims the oldest fleet session that is queued or whose worker died
+    /// (its lease expired while it ran), taking its lease; `None` when
+    /// there is none. Workers claiming at once never get the same session.
+    pub async fn claim(&self) -> Result<Option<Claimed>, PodError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "WITH next AS (
+                     SELECT id, state FROM pod_sessions
+                     WHERE fleet AND (state = 'queued'
+                           OR (state = 'running' AND (lease_until IS NULL OR lease_until < now())))
+                     ORDER BY created_at
+                     LIMIT 1
+                     FOR UPDATE SKIP LOCKED
+                 )
+                 UPDATE pod_sessions s
+                 SET owner = $1::text, epoch = s.epoch + 1, state = 'running',
+                     lease_until = now() + $2::bigint * interval '1 millisecond'
+                 FROM next WHERE s.id = next.id
+                 RETURNING s.id, s.epoch, next.state",
+                &[&self.owner(), &self.ttl_ms()],
+            )
+            .await
+            .map_err(self.err("claiming a session"))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let claimed = Claimed {
+            id: row.get(0),
+            epoch: row.get(1),
+            orphaned: row.get::<_, String>(2) == "running",
+        };
+        self.inner.claimed.lock().insert(claimed.id, claimed.epoch);
+        Ok(Some(claimed))
+    }
+
+    /// Gives back a claimed session that was never opened: its lease ends
+    /// now and it becomes `state` (queued again, or idle when it cannot
+    /// run, so that no worker claims it over and over).
+    pub async fn unclaim(&self, id: Uuid, state: SessionState) -> Result<(), PodError> {
+        let Some(epoch) = self.inner.claimed.lock().remove(&id) else {
+            return Ok(());
+        };
+        let client = self.client().await?;
+        client
+            .execute(
+                "UPDATE pod_sessions SET owner = NULL, lease_until = NULL, state = $3::text
+                 WHERE id = $1::uuid AND epoch = $2::bigint",
+                &[&id, &epoch, &state.as_str()],
+            )
+            .await
+            .map_err(self.err("giving a session back"))?;
+        Ok(())
+    }
+
+    /// Whether the fleet has nothing left: no fleet session is queued or
+    /// running (a running one whose lease expired counts: it will be
+    /// claimed again).
+    pub async fn fleet_idle(&self) -> Result<bool, PodError> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM pod_sessions WHERE fleet AND state <> 'idle'",
+                &[],
+            )
+            .await
+            .map_err(self.err("reading the queue"))?;
+        Ok(row.get::<_, i64>(0) == 0)
+    }
+
+    /// Sets the fleet state of a session nobody holds: `Queued` hands it
+    /// (back) to the fleet, `Idle` takes it out. Returns whether it changed
+    /// (not while a lease on it is live).
+    pub async fn set_state(&self, id: Uuid, state: SessionState) -> Result<bool, PodError> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "UPDATE pod_sessions SET state = $2::text, fleet = fleet OR $2::text = 'queued'
+                 WHERE id = $1::uuid AND (owner IS NULL OR lease_until < now())",
+                &[&id, &state.as_str()],
+            )
+            .await
+            .map_err(self.err("setting a session's state"))?;
+        Ok(changed > 0)
+    }
+
+    /// Every session's row, oldest first.
+    pub async fn sessions(&self) -> Result<Vec<SessionRow>, PodError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT id, state, fleet, owner, epoch, lease_until,
+                        coalesce(lease_until > now(), false)
+                 FROM pod_sessions ORDER BY created_at",
+                &[],
+            )
+            .await
+            .map_err(self.err("listing sessions"))?;
+        Ok(rows
+            .iter()
+            .map(|row| SessionRow {
+                id: row.get(0),
+                state: SessionState::parse(row.get(1)),
+                fleet: row.get(2),
+                owner: row.get(3),
+                epoch: row.get(4),
+                lease_until: row.get(5),
+                leased: row.get(6),
+            })
+            .collect())
+    }
+
+    /// Takes the lease of session `id` if nobody holds it (or it expired).
+    async fn take_lease(&self, id: Uuid) -> Result<i64, PodError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "UPDATE pod_sessions
+                 SET owner = $2::text, epoch = epoch + 1, state = 'running',
+                     lease_until = now() + $3::bigint * interval '1 millisecond'
+                 WHERE id = $1::uuid AND (owner IS NULL OR lease_until IS NULL OR lease_until < now())
+                 RETURNING epoch",
+                &[&id, &self.owner(), &self.ttl_ms()],
+            )
+            .await
+            .map_err(self.err("taking a lease"))?;
+        match row {
+            Some(row) => Ok(row.get(0)),
+            None => Err(self.unavailable(&client, id).await),
+        }
+    }
+
+    /// Why session `id` could not be taken: it does not exist, or someone
+    /// holds its lease.
+    async fn unavailable(&self, client: &Client, id: Uuid) -> PodError {
+        let holder = client
+            .query_opt(
+                "SELECT owner, lease_until FROM pod_sessions WHERE id = $1::uuid",
+                &[&id],
+            )
+            .await;
+        match holder {
+            Err(err) => query(self.location(), "reading a lease", err),
+            Ok(None) => self.missing(id),
+            Ok(Some(row)) => PodError::SessionLeased {
+                id,
+                owner: row.get::<_, Option<String>>(0).unwrap_or_default(),
+                until: row
+                    .get::<_, Option<DateTime<Utc>>>(1)
+                    .unwrap_or_else(Utc::now),
+            },
+        }
+    }
+
+    /// Gives a lease up (after a failed open).
+    async fn release(&self, id: Uuid, epoch: i64) {
+        if let Ok(client) = self.client().await {
+            let _ = client
+                .execute(
+                    "UPDATE pod_sessions SET owner = NULL, lease_until = NULL
+                     WHERE id = $1::uuid AND epoch = $2::bigint",
+                    &[&id, &epoch],
+                )
+                .await;
+        }
+    }
+
+    async fn records(&self, client: &Client, id: Uuid) -> Result<(LogContents, i64), PodError> {
+        let rows = client
+            .query(
+                "SELECT seq, record::text FROM pod_records WHERE session_id = $1::uuid ORDER BY seq",
+                &[&id],
+            )
+            .await
+            .map_err(self.err("reading a session"))?;
+        if rows.is_empty() {
+            let exists = client
+                .query_opt("SELECT 1 FROM pod_sessions WHERE id = $1::uuid", &[&id])
+                .await
+                .map_err(self.err("reading a session"))?;
+            if exists.is_none() {
+                return Err(self.missing(id));
+            }
+        }
+        parse_records(&rows, id, self.location())
+    }
+
+    async fn open_log(
+        &self,
+        id: Uuid,
+        epoch: i64,
+        durability: Durability,
+    ) -> Result<OpenedLog, PodError> {
+        let client = connect_raw(&self.inner.url)
+            .await
+            .map_err(self.err("connecting"))?;
+        let (contents, next_seq) = self.records(&client, id).await?;
+        let lease = Lease {
+            id,
+            epoch,
+            ttl_ms: self.ttl_ms(),
+        };
+        let log = PgLog::start(
+            client,
+            lease,
+            next_seq,
+            Arc::clone(&self.inner.url),
+            self.location().to_string(),
+            durability,
+            self.lease_ttl(),
+        )
+        .await?;
+        Ok(OpenedLog {
+            contents,
+            writer: LogWriter::new(id, Arc::new(log)),
+        })
+    }
+}
+
+/// Verifies a session's rows: a header at seq 0, then records with no gap.
+fn parse_records(rows: &[Row], id: Uuid, location: &str) -> Result<(LogContents, i64), PodError> {
+    let corrupt = |seq: i64, reason: String| PodError::CorruptLog {
+        path: PathBuf::from(format!("{location} session {id}")),
+        line: usize::try_from(seq).unwrap_or(0).saturating_add(1),
+        reason: format!("record {seq}: {reason}"),
+    };
+    let mut contents = LogContents {
+        records: Vec::with_capacity(rows.len()),
+        ..LogContents::default()
+    };
+    let mut expected = 0i64;
+    for row in rows {
+        let seq: i64 = row.get(0);
+        if seq != expected {
+            return Err(corrupt(seq, format!("expected record {expected} (a gap)")));
+        }
+        expected += 1;
+        let text: String = row.get(1);
+        let record: LogRecord =
+            serde_json::from_str(&text).map_err(|err| corrupt(seq, err.to_string()))?;
+        match (seq, record) {
+            (0, LogRecord::Header(header)) => {
+                if header.format_version > LOG_FORMAT_VERSION {
+                    return Err(corrupt(
+                        0,
+                        format!(
+                            "log format version {} is newer than this pod reads ({LOG_FORMAT_VERSION})",
+                            header.format_version
+                        ),
+                    ));
+                }
+                if header.session_id != id {
+                    return Err(corrupt(
+                        0,
+                        format!("the header names session {}", header.session_id),
+                    ));
+                }
+                contents.header = Some(header);
+            }
+            (0, _) => {
+                return Err(corrupt(
+                    0,
+                    "the first record is not a session header".into(),
+                ))
+            }
+            (_, LogRecord::Header(_)) => {
+                return Err(corrupt(seq, "a header after the first record".into()))
+            }
+            (_, record) => contents.records.push(record),
+        }
+    }
+    Ok((contents, expected))
+}
+
+#[async_trait::async_trait]
+impl SessionStore for PgStore {
+    fn location(&self) -> String {
+        self.inner.location.clone()
+    }
+
+    async fn create(
+        &self,
+        header: &SessionHeader,
+        durability: Durability,
+    ) -> Result<LogWriter, PodError> {
+        let mut client = connect_raw(&self.inner.url)
+            .await
+            .map_err(self.err("connecting"))?;
+        const FIRST_EPOCH: i64 = 1;
+        self.insert_session(&mut client, header, Some(FIRST_EPOCH), &[])
+            .await?;
+        let lease = Lease {
+            id: header.session_id,
+            epoch: FIRST_EPOCH,
+            ttl_ms: self.ttl_ms(),
+        };
+        let log = PgLog::start(
+            client,
+            lease,
+            1,
+            Arc::clone(&self.inner.url),
+            self.location().to_string(),
+            durability,
+            self.lease_ttl(),
+        )
+        .await?;
+        Ok(LogWriter::new(header.session_id, Arc::new(log)))
+    }
+
+    async fn open(&self, id: Uuid, durability: Durability) -> Result<OpenedLog, PodError> {
+        let claimed = self.inner.claimed.lock().remove(&id);
+        let epoch = match claimed {
+            Some(epoch) => epoch,
+            None => self.take_lease(id).await?,
+        };
+        match self.open_log(id, epoch, durability).await {
+            Ok(opened) => Ok(opened),
+            Err(err) => {
+                self.release(id, epoch).await;
+                Err(err)
+            }
+        }
+    }
+
+    async fn read(&self, id: Uuid) -> Result<LogContents, PodError> {
+        let client = self.client().await?;
+        Ok(self.records(&client, id).await?.0)
+    }
+
+    async fn list(&self) -> Result<Vec<Uuid>, PodError> {
+        let client = self.client().await?;
+        let rows = client
+            .query("SELECT id FROM pod_sessions ORDER BY created_at", &[])
+            .await
+            .map_err(self.err("listing sessions"))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    async fn stat(&self, id: Uuid) -> Result<SessionStat, PodError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT CASE WHEN lease_until > now() THEN owner END, state = 'queued',
+                        coalesce((SELECT at FROM pod_records r WHERE r.session_id = s.id
+                                  ORDER BY seq DESC LIMIT 1), created_at)
+                 FROM pod_sessions s WHERE id = $1::uuid",
+                &[&id],
+            )
+            .await
+            .map_err(self.err("reading a session"))?
+            .ok_or_else(|| self.missing(id))?;
+        Ok(SessionStat {
+            holder: row.get(0),
+            queued: row.get(1),
+            updated_at: row.get(2),
+        })
+    }
+
+    fn log_location(&self, id: Uuid) -> String {
+        format!("{} session {id}", self.location())
+    }
+
+    async fn remove(&self, id: Uuid) -> Result<(), PodError> {
+        let client = self.client().await?;
+        let removed = client
+            .execute(
+                "DELETE FROM pod_sessions
+                 WHERE id = $1::uuid AND (owner IS NULL OR lease_until IS NULL OR lease_until < now())",
+                &[&id],
+            )
+            .await
+            .map_err(self.err("deleting a session"))?;
+        match removed {
+            0 => Err(self.unavailable(&client, id).await),
+            _ => Ok(()),
+        }
+    }
+}
