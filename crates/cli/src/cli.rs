@@ -140,6 +140,38 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
   pod serve --store postgres://pod@db/pod --workers 4
   pod serve --store postgres://pod@db/pod --lease-ttl 10s --exit-when-idle")]
     Serve(ServeArgs),
+    /// Copy sessions between the file store and a PostgreSQL store.
+    #[command(subcommand)]
+    Store(StoreCommand),
+}
+
+/// `pod store`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy file-store sessions (POD_HOME, or --from DIR) into the
+    /// PostgreSQL store, each verified record by record.
+    #[command(after_help = "Example:
+  pod store import --store postgres://pod@db/pod")]
+    Import(TransferArgs),
+    /// Copy sessions of the PostgreSQL store into a file store (POD_HOME,
+    /// or --to DIR), each verified record by record.
+    #[command(after_help = "Example:
+  pod store export --store postgres://pod@db/pod --to ./backup")]
+    Export(TransferArgs),
+}
+
+/// `pod store import` and `export`.
+#[derive(Debug, Args)]
+pub struct TransferArgs {
+    /// Sessions to copy (unique prefixes are enough); all when none.
+    #[arg(value_name = "ID")]
+    pub ids: Vec<String>,
+    /// The file store to import from (default: POD_HOME).
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// The file store to export to (default: POD_HOME).
+    #[arg(long, value_name = "DIR")]
+    pub to: Option<PathBuf>,
 }
 
 /// `pod serve`.
@@ -403,8 +435,14 @@ pub struct ShowArgs {
     #[arg(value_name = "ID")]
     pub id: String,
     /// One JSON document on stdout: the session, its todos and full history.
+    /// With --follow: one JSON line per new record.
     #[arg(long)]
     pub json: bool,
+    /// Keep printing the history as it grows, until nobody runs the
+    /// session any more (it may run in another process or on another fleet
+    /// worker: new records are read from the store as they commit).
+    #[arg(long, short = 'f')]
+    pub follow: bool,
 }
 
 /// `pod fork`.

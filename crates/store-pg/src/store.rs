@@ -647,6 +647,39 @@ impl SessionStore for PgStore {
         Ok(self.records(&client, id).await?.0)
     }
 
+    async fn read_after(&self, id: Uuid, skip: usize) -> Result<Vec<LogRecord>, PodError> {
+        let client = self.client().await?;
+        let after = i64::try_from(skip).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                "SELECT seq, record::text FROM pod_records
+                 WHERE session_id = $1::uuid AND seq > $2::bigint ORDER BY seq",
+                &[&id, &after],
+            )
+            .await
+            .map_err(self.err("reading a session"))?;
+        let mut records = Vec::with_capacity(rows.len());
+        for (expected, row) in (after + 1..).zip(&rows) {
+            let seq: i64 = row.get(0);
+            let text: String = row.get(1);
+            let corrupt = |reason: String| PodError::CorruptLog {
+                path: PathBuf::from(self.log_location(id)),
+                line: usize::try_from(seq).unwrap_or(0).saturating_add(1),
+                reason: format!("record {seq}: {reason}"),
+            };
+            if seq != expected {
+                return Err(corrupt(format!("expected record {expected} (a gap)")));
+            }
+            match serde_json::from_str(&text).map_err(|err| corrupt(err.to_string()))? {
+                LogRecord::Header(_) => {
+                    return Err(corrupt("a header after the first record".into()))
+                }
+                record => records.push(record),
+            }
+        }
+        Ok(records)
+    }
+
     async fn list(&self) -> Result<Vec<Uuid>, PodError> {
         let client = self.client().await?;
         let rows = client

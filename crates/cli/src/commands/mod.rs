@@ -11,6 +11,7 @@ mod run;
 mod serve;
 mod sessions;
 mod show;
+mod transfer;
 
 use crate::cli::{Command, GlobalArgs};
 use crate::error::Outcome;
@@ -29,6 +30,7 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
         Command::Fork(args) => fork::run(args, place().await?).await,
         Command::Rm(args) => rm::run(args, place().await?).await,
         Command::Prune(args) => prune::run(args, place().await?).await,
+        Command::Store(command) => transfer::run(command, place().await?).await,
         Command::Submit(args) => serve::submit(args, place().await?).await,
         Command::Serve(args) => {
             let place = Place::resolve(global, args.lease_ttl).await?;

@@ -24,6 +24,9 @@ pub async fn run(args: ShowArgs, place: super::Place) -> Result<Outcome> {
     let store = place.store.as_ref();
     let id = session::resolve(store, &args.id).await?;
     let loaded = session::load(store, id).await?;
+    if args.follow {
+        return follow(store, id, loaded, args.json).await;
+    }
     if args.json {
         let doc = ShowJson {
             session: &loaded.summary,
@@ -38,8 +41,83 @@ pub async fn run(args: ShowArgs, place: super::Place) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// How often `--follow` reads the store for new records.
+const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Prints the session, then its new records as they commit, until nobody
+/// holds the session and it is not queued.
+///
+/// The watcher polls the store by sequence (the records after those it
+/// has seen) instead of listening for notifications: it works the same on
+/// both stores and across machines, a watcher that falls behind or
+/// reconnects catches up from where it was, and writers pay nothing for it.
+async fn follow(
+    store: &dyn pod::SessionStore,
+    id: uuid::Uuid,
+    loaded: Loaded,
+    json: bool,
+) -> Result<Outcome> {
+    let style = Style::for_stdout();
+    let mut seen = loaded.records.len();
+    if json {
+        for (index, record) in loaded.records.iter().enumerate() {
+            print_json_record(index + 1, record)?;
+        }
+    } else {
+        crate::output::print(&head_and_history(&loaded, style))?;
+    }
+    let mut numbered = render::history::Numbered::after(loaded.summary.items);
+    loop {
+        // Who holds it first, then the records: once nobody holds it,
+        // everything it committed is in what we read next.
+        let stat = store.stat(id).await?;
+        let new = store.read_after(id, seen).await?;
+        for (index, record) in new.iter().enumerate() {
+            match json {
+                true => print_json_record(seen + index + 1, record)?,
+                false => {
+                    crate::output::print(&numbered.render(std::slice::from_ref(record), style))?
+                }
+            }
+        }
+        seen += new.len();
+        if stat.holder.is_none() && !stat.queued {
+            break;
+        }
+        tokio::time::sleep(FOLLOW_POLL).await;
+    }
+    if !json {
+        let last = session::load(store, id).await?;
+        crate::output::print(&format!(
+            "\n{} {}\n{}\n",
+            style.bold("ended"),
+            last.summary.status.as_str(),
+            render::checklist(&last.todos, style)
+        ))?;
+    }
+    Ok(Outcome::Done)
+}
+
+fn print_json_record(seq: usize, record: &pod::log::LogRecord) -> Result<()> {
+    let line = serde_json::json!({ "seq": seq, "record": record });
+    crate::output::print(&format!("{line}\n"))
+}
+
 /// The human form: a head, the numbered history, the todos.
 fn human(loaded: &Loaded, style: Style) -> String {
+    let mut out = head_and_history(loaded, style);
+    out.push('\n');
+    if loaded.todos.is_empty() {
+        out.push_str("  No todo list.\n");
+    } else {
+        out.push_str(&render::checklist(&loaded.todos, style));
+        out.push('\n');
+    }
+    out
+}
+
+/// The head and the numbered history.
+fn head_and_history(loaded: &Loaded, style: Style) -> String {
     let s = &loaded.summary;
     let mut out = format!(
         "{} {}  {}\n",
@@ -79,12 +157,5 @@ fn human(loaded: &Loaded, style: Style) -> String {
     }
     out.push_str(&format!("  log        {}\n\n", s.log_path));
     out.push_str(&render::history::history(&loaded.records, style));
-    out.push('\n');
-    if loaded.todos.is_empty() {
-        out.push_str("  No todo list.\n");
-    } else {
-        out.push_str(&render::checklist(&loaded.todos, style));
-        out.push('\n');
-    }
     out
 }

@@ -9,13 +9,37 @@ use pod_llm::{Item, ItemKind, SystemKind};
 
 /// Renders every record after the header.
 pub fn history(records: &[LogRecord], style: Style) -> String {
-    let mut out = String::new();
-    let mut number = 0usize;
-    for record in records {
+    Numbered::default().render(records, style)
+}
+
+/// Renders records as they arrive (`pod show --follow`), numbering items
+/// across calls as [`history`] numbers them.
+#[derive(Debug, Default)]
+pub struct Numbered {
+    number: usize,
+}
+
+impl Numbered {
+    /// A renderer whose next item is number `seen + 1`.
+    pub fn after(seen: usize) -> Self {
+        Self { number: seen }
+    }
+
+    /// The lines of `records`, the next items numbered after those before.
+    pub fn render(&mut self, records: &[LogRecord], style: Style) -> String {
+        let mut out = String::new();
+        for record in records {
+            out.push_str(&self.record(record, style));
+        }
+        out
+    }
+
+    fn record(&mut self, record: &LogRecord, style: Style) -> String {
+        let mut out = String::new();
         match record {
             LogRecord::Item(item) => {
-                number += 1;
-                out.push_str(&item_lines(number, item, style));
+                self.number += 1;
+                out.push_str(&item_lines(self.number, item, style));
             }
             LogRecord::Compaction(boundary) => out.push_str(&boundary_lines(boundary, style)),
             LogRecord::Stopped(stopped) => out.push_str(&style.yellow(&format!(
@@ -25,8 +49,8 @@ pub fn history(records: &[LogRecord], style: Style) -> String {
             ))),
             LogRecord::Header(_) => {}
         }
+        out
     }
-    out
 }
 
 /// A compaction boundary: what it saved and the summary the model now sees.

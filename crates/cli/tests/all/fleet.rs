@@ -286,6 +286,53 @@ fn a_stopped_worker_gives_its_sessions_back() {
 }
 
 #[test]
+fn show_follow_watches_a_session_run_by_a_worker() {
+    let fleet = Fleet::new();
+    let id = fleet.submit(1);
+    let watch = |json: bool| {
+        let mut cmd = fleet.env.pod_process();
+        cmd.env("POD_STORE", fleet.pg.url())
+            .args(["show", "--follow", &id])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.spawn().expect("start pod show --follow")
+    };
+    // Both watch from before a worker exists: the session is queued.
+    let human = watch(false);
+    let json = watch(true);
+    let (mut worker, out) = fleet.worker(&["--exit-when-idle"]);
+    wait_line(&out, &format!("finished {id}"));
+    assert!(worker.wait().unwrap().success());
+
+    let human = human.wait_with_output().unwrap();
+    assert!(human.status.success());
+    let text = String::from_utf8(human.stdout).unwrap();
+    assert!(text.contains("queued"), "the head says it waits: {text}");
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {text}"))
+    };
+    assert!(at("1  user") < at("→ bash") && at("→ bash") < at("All done."));
+    assert!(at("All done.") < at("ended done"), "{text}");
+
+    let json = json.wait_with_output().unwrap();
+    assert!(json.status.success());
+    let lines = ndjson(&json.stdout);
+    let seqs: Vec<u64> = lines.iter().map(|l| l["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=lines.len() as u64).collect::<Vec<_>>());
+    let shown = fleet.show(&id);
+    assert_eq!(
+        lines.len(),
+        shown["history"].as_array().unwrap().len(),
+        "one line per record, none missed, none twice"
+    );
+    assert_eq!(lines.last().unwrap()["record"]["item"]["text"], "All done.");
+}
+
+#[test]
 fn submit_and_serve_need_a_postgres_store() {
     let env = TestEnv::new();
     for args in [&["submit", "task"][..], &["serve"][..]] {

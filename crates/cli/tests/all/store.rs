@@ -117,3 +117,100 @@ fn a_store_that_is_down_is_a_clear_error() {
         "the password is never shown: {stderr}"
     );
 }
+
+#[test]
+fn import_and_export_copy_sessions_verified() {
+    let pg = Postgres::start();
+    let env = TestEnv::new();
+    let mut ids = Vec::new();
+    for task in ["first", "second"] {
+        let script = env.script(
+            &format!("{task}.json"),
+            &script(vec![
+                write_todos(&plan(0)),
+                write_todos(&plan(3)),
+                say("Done."),
+            ]),
+        );
+        let out = env
+            .pod()
+            .args(["run", "--json", "--script"])
+            .arg(&script)
+            .arg(task)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        ids.push(session_id(&ndjson(&out.stdout)));
+    }
+    let on_pg = |args: &[&str]| {
+        let out = env
+            .pod()
+            .env("POD_STORE", pg.url())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let imported = on_pg(&["store", "import"]);
+    assert!(imported.contains("2 of 2 sessions copied"), "{imported}");
+    assert_eq!(
+        imported.matches("copied and verified").count(),
+        2,
+        "{imported}"
+    );
+    for id in &ids {
+        let file: serde_json::Value = env.show_json(id);
+        let db: serde_json::Value = serde_json::from_str(&on_pg(&["show", id, "--json"])).unwrap();
+        assert_eq!(file["history"], db["history"]);
+        assert_eq!(file["todos"], db["todos"]);
+        assert_eq!(db["session"]["status"], "done");
+    }
+    // Again: nothing is copied twice.
+    let again = on_pg(&["store", "import"]);
+    assert_eq!(
+        again.matches("already there; verified").count(),
+        2,
+        "{again}"
+    );
+
+    // And back out into another file store.
+    let backup = tempfile::tempdir().unwrap();
+    let exported = on_pg(&[
+        "store",
+        "export",
+        "--to",
+        backup.path().to_str().unwrap(),
+        &ids[0][..8],
+    ]);
+    assert!(exported.contains("1 of 1 session copied"), "{exported}");
+    let source = std::fs::read(
+        env.pod_home()
+            .join("sessions")
+            .join(&ids[0])
+            .join("log.jsonl"),
+    )
+    .unwrap();
+    let copy = std::fs::read(
+        backup
+            .path()
+            .join("sessions")
+            .join(&ids[0])
+            .join("log.jsonl"),
+    )
+    .unwrap();
+    let lines = |bytes: &[u8]| String::from_utf8_lossy(bytes).lines().count();
+    assert_eq!(lines(&source), lines(&copy));
+    let out = env
+        .pod()
+        .env("POD_HOME", backup.path())
+        .args(["show", &ids[0], "--json"])
+        .output()
+        .unwrap();
+    let exported: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(exported["history"], env.show_json(&ids[0])["history"]);
+}

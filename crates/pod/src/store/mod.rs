@@ -53,6 +53,13 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Reads session `id`'s log without opening it (it may be running).
     async fn read(&self, id: Uuid) -> Result<LogContents, PodError>;
 
+    /// The records of session `id` after its first `skip` (the header not
+    /// counted): what a watcher polling a session by sequence has not seen.
+    async fn read_after(&self, id: Uuid, skip: usize) -> Result<Vec<LogRecord>, PodError> {
+        let mut records = self.read(id).await?.records;
+        Ok(records.split_off(skip.min(records.len())))
+    }
+
     /// Every session's id, unordered.
     async fn list(&self) -> Result<Vec<Uuid>, PodError>;
 

@@ -1,0 +1,128 @@
+//! `pod store import` and `pod store export`: sessions copied between the
+//! file store and PostgreSQL, each read back and compared record by record.
+
+use super::Place;
+use crate::cli::{StoreCommand, TransferArgs};
+use crate::error::{Failure, Outcome};
+use crate::session;
+use anyhow::{bail, Context, Result};
+use pod::{Durability, FileStore, PodHome, SessionStore};
+use uuid::Uuid;
+
+/// Runs `pod store …`.
+pub async fn run(command: StoreCommand, place: Place) -> Result<Outcome> {
+    let Some(pg) = place.fleet.clone() else {
+        bail!(Failure::new(
+            "`pod store` copies to or from a PostgreSQL store, and none is given",
+            "pass --store postgres://USER@HOST/DB or set POD_STORE"
+        ));
+    };
+    let (args, from, to): (TransferArgs, Box<dyn SessionStore>, Box<dyn SessionStore>) =
+        match command {
+            StoreCommand::Import(args) => {
+                let files = file_store(args.from.as_deref(), &place)?;
+                (args, Box::new(files), Box::new(pg))
+            }
+            StoreCommand::Export(args) => {
+                let files = file_store(args.to.as_deref(), &place)?;
+                (args, Box::new(pg), Box::new(files))
+            }
+        };
+    let ids = match args.ids.is_empty() {
+        true => from.list().await?,
+        false => {
+            let mut ids = Vec::new();
+            for text in &args.ids {
+                ids.push(session::resolve(from.as_ref(), text).await?);
+            }
+            ids
+        }
+    };
+    let mut failed = 0;
+    for id in &ids {
+        match copy(from.as_ref(), to.as_ref(), *id).await {
+            Ok(line) => crate::output::print(&format!("{id}  {line}\n"))?,
+            Err(err) => {
+                failed += 1;
+                let _ = crate::output::eprint(&format!("pod: {id}: {err:#}\n"));
+            }
+        }
+    }
+    crate::output::print(&format!(
+        "{} of {} copied from {} to {}\n",
+        ids.len() - failed,
+        crate::render::plural(ids.len(), "session"),
+        from.location(),
+        to.location()
+    ))?;
+    if failed > 0 {
+        bail!(Failure::new(
+            format!("{failed} not copied"),
+            "the messages above say why; sessions copied are complete and verified"
+        ));
+    }
+    Ok(Outcome::Done)
+}
+
+fn file_store(dir: Option<&std::path::Path>, place: &Place) -> Result<FileStore> {
+    Ok(FileStore::new(match dir {
+        Some(dir) => PodHome::new(dir),
+        None => place.home.clone(),
+    }))
+}
+
+/// Copies one session and verifies the copy; a session already in the
+/// destination is verified, not copied again.
+async fn copy(from: &dyn SessionStore, to: &dyn SessionStore, id: Uuid) -> Result<String> {
+    if from.stat(id).await?.holder.is_some() {
+        bail!("it is running; copy it once it stopped");
+    }
+    let source = from.read(id).await?;
+    let header = source
+        .header
+        .clone()
+        .context("its log has no header; nothing to copy")?;
+    let existed = match to.read(id).await {
+        Ok(_) => true,
+        Err(pod::PodError::NoSuchSession { .. }) => false,
+        Err(err) => return Err(err.into()),
+    };
+    if !existed {
+        let log = to.create(&header, Durability::Always).await?;
+        let mut written = Ok(());
+        for record in &source.records {
+            written = log.append(record, false).await;
+            if written.is_err() {
+                break;
+            }
+        }
+        let closed = log.shutdown().await;
+        if let Err(err) = written.and(closed) {
+            // No partial copy is left behind to be taken for a whole one.
+            let _ = to.remove(id).await;
+            return Err(anyhow::Error::new(err).context("the copy failed part way"));
+        }
+    }
+    let copy = to.read(id).await?;
+    if copy.header.as_ref() != Some(&header) {
+        bail!("the copy's header differs from the source's");
+    }
+    if let Some(at) = (0..source.records.len().max(copy.records.len()))
+        .find(|&i| source.records.get(i) != copy.records.get(i))
+    {
+        bail!(
+            "record {} differs between source and copy ({} and {} records)",
+            at + 1,
+            source.records.len(),
+            copy.records.len()
+        );
+    }
+    Ok(format!(
+        "{} {} records",
+        match existed {
+            true => "already there; verified",
+            false => "copied and verified",
+        },
+        source.records.len()
+    ))
+}
