@@ -71,15 +71,7 @@ impl Fleet {
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         let mut child = cmd.spawn().expect("start pod serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let rx = lines_of(&mut child);
         (child, rx)
     }
 
@@ -136,6 +128,20 @@ impl Fleet {
                 .collect()
         })
     }
+}
+
+/// The child's stdout lines, as they come.
+fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 fn wait_line(rx: &mpsc::Receiver<String>, wanted: &str) -> String {
@@ -301,16 +307,18 @@ fn show_follow_watches_a_session_run_by_a_worker() {
         cmd.spawn().expect("start pod show --follow")
     };
     // Both watch from before a worker exists: the session is queued.
-    let human = watch(false);
-    let json = watch(true);
+    let mut human = watch(false);
+    let human_lines = lines_of(&mut human);
+    wait_line(&human_lines, "queued");
+    let mut json = watch(true);
+    let json_lines = lines_of(&mut json);
+    let first = wait_line(&json_lines, "\"seq\":1");
     let (mut worker, out) = fleet.worker(&["--exit-when-idle"]);
     wait_line(&out, &format!("finished {id}"));
     assert!(worker.wait().unwrap().success());
 
-    let human = human.wait_with_output().unwrap();
-    assert!(human.status.success());
-    let text = String::from_utf8(human.stdout).unwrap();
-    assert!(text.contains("queued"), "the head says it waits: {text}");
+    assert!(human.wait().unwrap().success());
+    let text: String = human_lines.iter().map(|l| l + "\n").collect();
     let at = |needle: &str| {
         text.find(needle)
             .unwrap_or_else(|| panic!("{needle}: {text}"))
@@ -318,9 +326,12 @@ fn show_follow_watches_a_session_run_by_a_worker() {
     assert!(at("1  user") < at("→ bash") && at("→ bash") < at("All done."));
     assert!(at("All done.") < at("ended done"), "{text}");
 
-    let json = json.wait_with_output().unwrap();
-    assert!(json.status.success());
-    let lines = ndjson(&json.stdout);
+    assert!(json.wait().unwrap().success());
+    let rest: Vec<String> = json_lines.iter().collect();
+    let lines: Vec<Value> = std::iter::once(first)
+        .chain(rest)
+        .map(|l| serde_json::from_str(&l).unwrap())
+        .collect();
     let seqs: Vec<u64> = lines.iter().map(|l| l["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=lines.len() as u64).collect::<Vec<_>>());
     let shown = fleet.show(&id);
