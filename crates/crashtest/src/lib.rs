@@ -8,6 +8,10 @@
 //!   missing ([`ack`] defines "acknowledged"), and that the todos equal the
 //!   last accepted `todo_write` ([`oracle`]). The `pod-crash` binary runs it;
 //!   `crates/cli/tests/all/crash.rs` runs a bounded number in CI.
+//! - **Fleet mode** ([`fleet`]): sessions queued in PostgreSQL, several
+//!   `pod serve` workers killed (SIGKILL) and paused past their lease
+//!   (SIGSTOP) at random until every session is complete; `pod-crash
+//!   --fleet --store URL` runs it.
 //!
 //! This crate drives `pod` as a child process and reads its log with the
 //! `pod` crate's own parser and replay; it must not reach into the Pod's
@@ -22,6 +26,7 @@
 
 pub mod ack;
 pub mod check;
+pub mod fleet;
 pub mod fuzz;
 pub mod harness;
 pub mod mutate;

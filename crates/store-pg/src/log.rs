@@ -90,8 +90,13 @@ impl PgLog {
         let lost = Arc::new(AtomicBool::new(false));
         let renewer = tokio::spawn(renew(
             Arc::clone(&conn),
-            lease.clone(),
-            ttl,
+            Renewal {
+                lease: lease.clone(),
+                ttl,
+                url: Arc::clone(&url),
+                location: location.clone(),
+                durability,
+            },
             Arc::clone(&lost),
         ));
         Ok(Self {
@@ -114,16 +119,7 @@ impl PgLog {
     }
 
     async fn reconnect(&self, conn: &mut Conn) -> Result<(), PodError> {
-        let client = connect_raw(&self.url)
-            .await
-            .map_err(|e| query(&self.location, "reconnecting", e))?;
-        let client = configure(client, self.durability, &self.location).await?;
-        conn.append = client
-            .prepare(APPEND)
-            .await
-            .map_err(|e| query(&self.location, "preparing appends", e))?;
-        conn.client = client;
-        Ok(())
+        reconnect(conn, &self.url, self.durability, &self.location).await
     }
 
     /// Whether the record at `seq` is `text`: an append whose commit was
@@ -248,6 +244,34 @@ impl LogSink for PgLog {
     }
 }
 
+/// Replaces a session's lost connection.
+async fn reconnect(
+    conn: &mut Conn,
+    url: &str,
+    durability: Durability,
+    location: &str,
+) -> Result<(), PodError> {
+    let client = connect_raw(url)
+        .await
+        .map_err(|e| query(location, "reconnecting", e))?;
+    let client = configure(client, durability, location).await?;
+    conn.append = client
+        .prepare(APPEND)
+        .await
+        .map_err(|e| query(location, "preparing appends", e))?;
+    conn.client = client;
+    Ok(())
+}
+
+/// What the renewal task needs.
+struct Renewal {
+    lease: Lease,
+    ttl: Duration,
+    url: Arc<str>,
+    location: String,
+    durability: Durability,
+}
+
 /// Applies the durability setting to a session's connection.
 async fn configure(
     client: Client,
@@ -263,30 +287,43 @@ async fn configure(
     Ok(client)
 }
 
-/// Renews the lease every third of its time to live until the writer stops;
-/// marks the writer lost when the lease was taken over.
-async fn renew(conn: Arc<Mutex<Conn>>, lease: Lease, ttl: Duration, lost: Arc<AtomicBool>) {
-    let period = (ttl / 3).max(Duration::from_millis(10));
+/// Renews the lease every third of its time to live until the writer stops
+/// (reconnecting when the connection was lost, so that a long model
+/// request does not cost the lease); marks the writer lost when the lease
+/// was taken over.
+async fn renew(conn: Arc<Mutex<Conn>>, renewal: Renewal, lost: Arc<AtomicBool>) {
+    let lease = &renewal.lease;
+    let period = (renewal.ttl / 3).max(Duration::from_millis(10));
     loop {
         tokio::time::sleep(period).await;
-        let conn = conn.lock().await;
+        let mut conn = conn.lock().await;
         if conn.closed {
             return;
         }
-        match conn
+        let renewed = conn
             .client
             .execute(RENEW, &[&lease.id, &lease.epoch, &lease.ttl_ms])
-            .await
-        {
+            .await;
+        match renewed {
             Ok(0) => {
                 tracing::warn!(session = %lease.id, epoch = lease.epoch, "lease taken over by another worker");
                 lost.store(true, Ordering::SeqCst);
                 return;
             }
             Ok(_) => {}
-            // The next append reconnects; a lease that expires meanwhile is
-            // caught by its fence.
-            Err(err) => tracing::warn!(session = %lease.id, err = %err, "cannot renew the lease"),
+            // A lease that expires meanwhile is caught by the next
+            // append's fence.
+            Err(err) => {
+                tracing::warn!(session = %lease.id, err = %err, "cannot renew the lease");
+                if err.as_db_error().is_none() || conn.client.is_closed() {
+                    let url = &renewal.url;
+                    if let Err(err) =
+                        reconnect(&mut conn, url, renewal.durability, &renewal.location).await
+                    {
+                        tracing::warn!(session = %lease.id, err = %err, "reconnect failed");
+                    }
+                }
+            }
         }
     }
 }

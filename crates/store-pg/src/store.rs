@@ -693,7 +693,8 @@ impl SessionStore for PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT CASE WHEN lease_until > now() THEN owner END, state = 'queued',
+                "SELECT CASE WHEN lease_until > now() THEN owner END,
+                        state = 'queued' OR (fleet AND state = 'running'),
                         coalesce((SELECT at FROM pod_records r WHERE r.session_id = s.id
                                   ORDER BY seq DESC LIMIT 1), created_at)
                  FROM pod_sessions s WHERE id = $1::uuid",

@@ -148,9 +148,18 @@ async fn run_one(
             return Err(err);
         }
     };
-    let handle = Pod::resume(id, config)
-        .await
-        .with_context(|| format!("cannot resume session {id}"))?;
+    let handle = match Pod::resume(id, config).await {
+        Ok(handle) => handle,
+        Err(err) => {
+            // A session that cannot be opened (a damaged log, say) must not
+            // be claimed over and over; a database error may pass, so the
+            // session stays for the next claim.
+            if !matches!(err, PodError::Store { .. }) {
+                let _ = store.set_state(id, SessionState::Idle).await;
+            }
+            return Err(anyhow::Error::new(err).context(format!("cannot resume session {id}")));
+        }
+    };
     let turn = handle.continue_turn();
     tokio::pin!(turn);
     let result = tokio::select! {

@@ -37,3 +37,22 @@ fn sigkill_at_random_points_loses_nothing_acknowledged_durability_turn() {
 fn sigkill_at_random_points_loses_nothing_acknowledged_durability_never() {
     crash_run(10, Durability::Never);
 }
+
+/// The fleet mode, bounded: 3 `pod serve` workers on a throwaway
+/// PostgreSQL cluster, 8 sessions, 12 kills and pauses at random.
+#[test]
+fn fleet_workers_killed_and_paused_at_random_lose_nothing() {
+    let pg = pod_testkit::postgres::Postgres::start();
+    let mut config =
+        pod_crashtest::fleet::FleetConfig::new(env!("CARGO_BIN_EXE_pod"), pg.url(), 12, seed());
+    config.sessions = 8;
+    config.items = 8;
+    match pod_crashtest::fleet::run(&config) {
+        Ok(report) => {
+            eprintln!("fleet: {report}");
+            assert_eq!(report.sessions_completed, 8);
+            assert!(report.snapshots > 0 && report.records > 0);
+        }
+        Err(err) => panic!("{err}"),
+    }
+}

@@ -3,9 +3,11 @@
 //! ```sh
 //! cargo build -p pod-cli && cargo run -p pod-crashtest --bin pod-crash -- --kills 30 --seed 7
 //! cargo run --release -p pod-crashtest --bin pod-crash -- --soak --pod target/release/pod
+//! cargo run --release -p pod-crashtest --bin pod-crash -- --fleet --kills 200 --sessions 20
 //! ```
 
 use anyhow::{bail, Context, Result};
+use pod_crashtest::fleet::FleetConfig;
 use pod_crashtest::harness::{run, CrashConfig, Durability};
 use std::path::PathBuf;
 
@@ -15,7 +17,12 @@ const USAGE: &str = "usage: pod-crash [--kills N] [--seed S] [--soak] [--durabil
   --seed S       seed of every choice (default: from the clock, printed)
   --soak         many kills, cycling the durability settings unless one is given
   --pod PATH     the pod binary (default: $POD_BIN, else target/{debug,release}/pod next to this binary)
-  --keep         keep the temporary directories";
+  --keep         keep the temporary directories
+  --fleet        fleet mode: sessions in PostgreSQL, `pod serve` workers killed
+                 (SIGKILL) and paused (SIGSTOP) at random; --kills counts both
+  --store URL    fleet mode's database (default: a throwaway cluster of its own)
+  --sessions N   fleet mode's sessions (default 20)
+  --workers N    fleet mode's `pod serve` processes (default 3)";
 
 fn main() {
     if let Err(err) = real_main() {
@@ -32,6 +39,10 @@ fn real_main() -> Result<()> {
     let mut items = 20usize;
     let mut pod: Option<PathBuf> = None;
     let mut keep = false;
+    let mut fleet = false;
+    let mut store: Option<String> = None;
+    let mut sessions = 20usize;
+    let mut workers = 3usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || {
@@ -46,6 +57,10 @@ fn real_main() -> Result<()> {
             "--items" => items = value()?.parse().context("--items")?,
             "--pod" => pod = Some(PathBuf::from(value()?)),
             "--keep" => keep = true,
+            "--fleet" => fleet = true,
+            "--store" => store = Some(value()?),
+            "--sessions" => sessions = value()?.parse().context("--sessions")?,
+            "--workers" => workers = value()?.parse().context("--workers")?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -61,6 +76,27 @@ fn real_main() -> Result<()> {
     let pod = std::fs::canonicalize(&pod)
         .with_context(|| format!("no pod binary at {}", pod.display()))?;
     let seed = seed.unwrap_or_else(clock_seed);
+    if fleet {
+        // A throwaway cluster unless a database is given.
+        let cluster = store.is_none().then(pod_testkit::postgres::Postgres::start);
+        let url = store.unwrap_or_else(|| cluster.as_ref().map(|c| c.url()).unwrap_or_default());
+        let mut config = FleetConfig::new(pod.clone(), url, kills.unwrap_or(30), seed);
+        config.sessions = sessions;
+        config.workers = workers;
+        config.items = items.min(12);
+        config.keep = keep;
+        println!(
+            "pod-crash --fleet: {} with seed {seed}, {} workers, {} sessions, {} kills and pauses",
+            pod.display(),
+            config.workers,
+            config.sessions,
+            config.chaos
+        );
+        let started = std::time::Instant::now();
+        let report = pod_crashtest::fleet::run(&config).map_err(anyhow::Error::msg)?;
+        println!("{report} in {:.0} s", started.elapsed().as_secs_f64());
+        return Ok(());
+    }
     let kills = kills.unwrap_or(if soak { 2000 } else { 30 });
     let settings: Vec<Durability> = match (durability, soak) {
         (Some(d), _) => vec![d],

@@ -83,7 +83,8 @@ pub struct SessionStat {
     /// Who has it open now, if anyone: a process on this machine, or the
     /// fleet worker holding its lease.
     pub holder: Option<String>,
-    /// Whether it waits in a fleet's queue for a worker.
+    /// Whether it waits for a fleet worker: queued, or its worker died
+    /// and another will claim it.
     pub queued: bool,
 }
 
