@@ -412,29 +412,7 @@ async fn a_dropped_connection_is_reconnected_and_nothing_is_written_twice() {
         .unwrap();
     // The database drops every other connection (a restart, a failover,
     // an idle timeout in a proxy).
-    sql.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE pid <> pg_backend_pid() AND datname = current_database()",
-        &[],
-    )
-    .await
-    .unwrap();
-    // Wait for the backends to be gone (the termination is asynchronous).
-    loop {
-        let left: i64 = sql
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
-                 WHERE pid <> pg_backend_pid() AND datname = current_database()",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if left == 0 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    terminate_others(&sql).await;
     log.append(&LogRecord::Item(Item::user("after")), false)
         .await
         .expect("the append reconnects");
@@ -492,4 +470,89 @@ async fn records_keep_their_json_and_the_schema_is_versioned() {
     let newer = PgStore::connect(PgStoreConfig::new(pg.url())).await;
     let message = format!("{}", newer.expect_err("a newer schema is refused"));
     assert!(message.contains("999"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_committed_before_its_connection_dropped_is_not_written_twice() {
+    let pg = Postgres::start();
+    let store = pg_store(&pg, "worker", Duration::from_secs(30)).await;
+    let sql = raw(&pg).await;
+    let id = Uuid::new_v4();
+    let log = store.create(&header(id), Durability::Turn).await.unwrap();
+    log.append(&LogRecord::Item(Item::user("one")), false)
+        .await
+        .unwrap();
+    // The next append's first attempt committed, then the connection
+    // dropped before the writer heard back: the record is there (seq 2),
+    // the writer does not know it, and its connection is gone.
+    let two = LogRecord::Item(Item::user("two"));
+    let text = serde_json::to_string(&two).unwrap();
+    sql.execute(
+        "INSERT INTO pod_records (session_id, seq, epoch, record) VALUES ($1, 2, 1, $2::text::json)",
+        &[&id, &text],
+    )
+    .await
+    .unwrap();
+    terminate_others(&sql).await;
+    log.append(&two, false)
+        .await
+        .expect("the retry finds its own record and succeeds");
+    log.append(&LogRecord::Item(Item::user("three")), false)
+        .await
+        .unwrap();
+    log.shutdown().await.unwrap();
+    assert_eq!(
+        user_texts(&store.read(id).await.unwrap().records),
+        ["one", "two", "three"]
+    );
+
+    // A different record in its place is not taken for its own.
+    let id = Uuid::new_v4();
+    let log = store.create(&header(id), Durability::Turn).await.unwrap();
+    let other = serde_json::to_string(&LogRecord::Item(Item::user("someone else"))).unwrap();
+    sql.execute(
+        "INSERT INTO pod_records (session_id, seq, epoch, record) VALUES ($1, 1, 1, $2::text::json)",
+        &[&id, &other],
+    )
+    .await
+    .unwrap();
+    terminate_others(&sql).await;
+    let refused = log
+        .append(&LogRecord::Item(Item::user("mine")), false)
+        .await;
+    assert!(
+        matches!(refused, Err(PodError::Store { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        user_texts(&store.read(id).await.unwrap().records),
+        ["someone else"]
+    );
+}
+
+/// Terminates every connection to the database but `sql`'s own, and waits
+/// until they are gone.
+async fn terminate_others(sql: &tokio_postgres::Client) {
+    sql.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE pid <> pg_backend_pid() AND datname = current_database()",
+        &[],
+    )
+    .await
+    .unwrap();
+    loop {
+        let left: i64 = sql
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE pid <> pg_backend_pid() AND datname = current_database()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
 }

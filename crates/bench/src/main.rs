@@ -2,7 +2,7 @@
 //! tables for BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p pod-bench -- [all|resume|turns|idle|fleet|reminders|cache] [--quick]
+//! cargo run --release -p pod-bench -- [all|resume|turns|idle|fleet|reminders|cache|store] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
 //! `turns --turns=N` runs N turns.
@@ -12,6 +12,7 @@ mod fleet;
 mod idle;
 mod reminders;
 mod resume;
+mod store;
 mod support;
 mod turns;
 
@@ -35,11 +36,12 @@ async fn main() -> ExitCode {
         "fleet",
         "reminders",
         "cache",
+        "store",
     ]
     .contains(&which)
     {
         eprintln!(
-            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders or cache"
+            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache or store"
         );
         return ExitCode::from(2);
     }
@@ -62,6 +64,9 @@ async fn main() -> ExitCode {
         }
         if run("fleet") {
             fleet::run(quick).await?;
+        }
+        if run("store") {
+            store::run(quick).await?;
         }
         Ok::<(), Box<dyn std::error::Error>>(())
     }
