@@ -13,9 +13,12 @@ Examples:
   pod resume 3f2a                            # continue the unfinished plan after a crash
   pod fork 3f2a --at 12                      # branch off before item 12
   pod prune --older-than 30d                 # delete sessions untouched for 30 days
+  pod submit --store postgres://db/pod --yes \"Fix the build\"   # queue it for a fleet
+  pod serve --store postgres://db/pod --workers 4           # a fleet worker
 
 Sessions live in $POD_HOME/sessions/<id>/ (POD_HOME defaults to
-$XDG_DATA_HOME/pod, then ~/.local/share/pod).
+$XDG_DATA_HOME/pod, then ~/.local/share/pod), or in the PostgreSQL
+database --store or POD_STORE names.
 Exit codes: 0 done, 1 error, 2 usage, 3 stopped with work left (a budget,
 --max-turns or the loop guard; `pod resume ID` continues), 130 interrupted
 (Ctrl-C, end of input at a prompt), 141 stdout closed.";
@@ -87,11 +90,12 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     Resume(ResumeArgs),
     /// List sessions with their status and todo progress.
     ///
-    /// Status is one of: running (another process has it open), done (the
-    /// model answered and every todo is completed), idle (the model answered;
-    /// todos may remain), stopped (a budget, --max-turns or the loop guard
-    /// ended its last run), interrupted (it stopped mid-turn: crash, Ctrl-C
-    /// or an error). `pod resume` continues stopped and interrupted ones.
+    /// Status is one of: running (another process or a fleet worker has it
+    /// open), queued (waiting for a fleet worker), done (the model answered
+    /// and every todo is completed), idle (the model answered; todos may
+    /// remain), stopped (a budget, --max-turns or the loop guard ended its
+    /// last run), interrupted (it stopped mid-turn: crash, Ctrl-C or an
+    /// error). `pod resume` continues stopped and interrupted ones.
     Sessions(SessionsArgs),
     /// Print a session's history and its current todos.
     ///
@@ -152,23 +156,31 @@ pub enum StoreCommand {
     /// PostgreSQL store, each verified record by record.
     #[command(after_help = "Example:
   pod store import --store postgres://pod@db/pod")]
-    Import(TransferArgs),
+    Import(ImportArgs),
     /// Copy sessions of the PostgreSQL store into a file store (POD_HOME,
     /// or --to DIR), each verified record by record.
     #[command(after_help = "Example:
   pod store export --store postgres://pod@db/pod --to ./backup")]
-    Export(TransferArgs),
+    Export(ExportArgs),
 }
 
-/// `pod store import` and `export`.
+/// `pod store import`.
 #[derive(Debug, Args)]
-pub struct TransferArgs {
+pub struct ImportArgs {
     /// Sessions to copy (unique prefixes are enough); all when none.
     #[arg(value_name = "ID")]
     pub ids: Vec<String>,
     /// The file store to import from (default: POD_HOME).
     #[arg(long, value_name = "DIR")]
     pub from: Option<PathBuf>,
+}
+
+/// `pod store export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Sessions to copy (unique prefixes are enough); all when none.
+    #[arg(value_name = "ID")]
+    pub ids: Vec<String>,
     /// The file store to export to (default: POD_HOME).
     #[arg(long, value_name = "DIR")]
     pub to: Option<PathBuf>,

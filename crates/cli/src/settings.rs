@@ -30,7 +30,21 @@ pub struct Flags<'a> {
 pub struct RunSettings {
     /// The model's providers.
     pub model: Model,
-    /// The model settings they were built from.
+    /// Everything else.
+    pub resolved: Resolved,
+}
+
+impl std::ops::Deref for RunSettings {
+    type Target = Resolved;
+    fn deref(&self) -> &Resolved {
+        &self.resolved
+    }
+}
+
+/// A run's settings but its model's providers: what can be decided (and
+/// recorded) without an API key.
+pub struct Resolved {
+    /// The model settings.
     pub choice: Choice,
     /// The approval flags in force (given, or recorded).
     pub approval_flags: ApprovalArgs,
@@ -48,11 +62,41 @@ pub struct RunSettings {
 
 impl RunSettings {
     /// Resolves `flags` over `recorded` (a resumed session's record) and the
-    /// config file.
+    /// config file, and builds the model's providers.
+    pub fn resolve(flags: &Flags<'_>, recorded: Option<&Launch>) -> Result<Self> {
+        let resolved = Resolved::resolve(flags, recorded)?;
+        let model = Model::from_choice(&resolved.choice)?;
+        Ok(Self { model, resolved })
+    }
+
+    /// A Pod config for these settings (no approver: the caller adds one
+    /// when it can ask).
+    pub fn pod_config(
+        &self,
+        place: &crate::commands::Place,
+        workspace: PathBuf,
+        durability: Durability,
+    ) -> PodConfig {
+        let mut config = PodConfig::new(place.home.clone(), workspace, self.model.provider.clone());
+        config.store = Some(place.store.clone());
+        config.durability = durability;
+        config.compact_provider = self.model.compactor.clone();
+        config.until_done = self.until_done;
+        config.budget = self.budget.clone();
+        config.session_budget = self.session_budget;
+        config.approval = self.approval.clone();
+        config.sandbox = self.sandbox;
+        config.launch = self.launch().to_json();
+        config
+    }
+}
+
+impl Resolved {
+    /// Resolves `flags` over `recorded` and the config file, without
+    /// building a provider (so without needing its API key).
     pub fn resolve(flags: &Flags<'_>, recorded: Option<&Launch>) -> Result<Self> {
         let file = model::config_file(flags.model)?;
         let choice = model::choose(flags.model, &file, recorded)?;
-        let model = Model::from_choice(&choice)?;
         let approval_flags = match recorded {
             Some(launch) => launch.approval.or_given(flags.approval),
             None => flags.approval.clone(),
@@ -67,7 +111,6 @@ impl RunSettings {
             flags.budget,
         )?;
         Ok(Self {
-            model,
             choice,
             approval_flags,
             approval,
@@ -90,26 +133,5 @@ impl RunSettings {
             budget: self.budget.clone(),
             sandbox: Some(self.sandbox),
         }
-    }
-
-    /// A Pod config for these settings (no approver: the caller adds one
-    /// when it can ask).
-    pub fn pod_config(
-        &self,
-        place: &crate::commands::Place,
-        workspace: PathBuf,
-        durability: Durability,
-    ) -> PodConfig {
-        let mut config = PodConfig::new(place.home.clone(), workspace, self.model.provider.clone());
-        config.store = Some(place.store.clone());
-        config.durability = durability;
-        config.compact_provider = self.model.compactor.clone();
-        config.until_done = self.until_done;
-        config.budget = self.budget.clone();
-        config.session_budget = self.session_budget;
-        config.approval = self.approval.clone();
-        config.sandbox = self.sandbox;
-        config.launch = self.launch().to_json();
-        config
     }
 }

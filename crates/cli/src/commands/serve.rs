@@ -13,8 +13,9 @@ use super::Place;
 use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, RunArgs, SandboxArgs, ServeArgs};
 use crate::error::{Failure, Outcome};
 use crate::launch::Launch;
+use crate::model::Model;
 use crate::session;
-use crate::settings::{Flags, RunSettings};
+use crate::settings::{Flags, Resolved, RunSettings};
 use anyhow::{bail, Context, Result};
 use pod::log::{LogRecord, SessionHeader};
 use pod::CancellationToken;
@@ -42,7 +43,9 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
     let store = fleet(&place, "submit")?;
     let workspace = super::run::workspace(args.workspace.as_deref())?;
     let task = super::run::task(args.task.as_deref(), args.task_file.as_deref())?;
-    let settings = RunSettings::resolve(
+    // Resolved without the API key: the worker that runs the session reads
+    // it from its own environment.
+    let settings = Resolved::resolve(
         &Flags {
             model: &args.model,
             budget: &args.budget,
@@ -53,8 +56,18 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
         },
         None,
     )?;
+    let model_name = match Model::from_choice(&settings.choice) {
+        Ok(model) => model.provider.model_name(),
+        Err(err) if is_missing_key(&err) => settings
+            .choice
+            .raw
+            .model
+            .clone()
+            .unwrap_or_else(|| "unknown".into()),
+        Err(err) => return Err(err),
+    };
     let id = Uuid::new_v4();
-    let mut header = SessionHeader::new(id, settings.model.provider.model_name(), workspace);
+    let mut header = SessionHeader::new(id, model_name, workspace);
     header.launch = settings.launch().to_json();
     store
         .submit(&header, &[LogRecord::Item(Item::user(task))])
@@ -155,6 +168,8 @@ async fn run_one(
             // be claimed over and over; a database error may pass, so the
             // session stays for the next claim.
             if !matches!(err, PodError::Store { .. }) {
+                // Still claimed if it failed before opening the log.
+                let _ = store.unclaim(id, SessionState::Idle).await;
                 let _ = store.set_state(id, SessionState::Idle).await;
             }
             return Err(anyhow::Error::new(err).context(format!("cannot resume session {id}")));
@@ -237,6 +252,15 @@ async fn prepare(id: Uuid, place: &Place) -> Result<pod::PodConfig> {
     // Nobody answers `ask` on a fleet worker: such calls are refused with
     // a message saying so, and the recorded --yes/--allow decide the rest.
     Ok(settings.pod_config(place, workspace, Durability::Turn))
+}
+
+fn is_missing_key(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<pod_providers::ConfigError>(),
+            Some(pod_providers::ConfigError::MissingKey(_))
+        )
+    })
 }
 
 fn reason(reason: &TurnEndReason) -> String {

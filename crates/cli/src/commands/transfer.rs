@@ -2,7 +2,7 @@
 //! file store and PostgreSQL, each read back and compared record by record.
 
 use super::Place;
-use crate::cli::{StoreCommand, TransferArgs};
+use crate::cli::StoreCommand;
 use crate::error::{Failure, Outcome};
 use crate::session;
 use anyhow::{bail, Context, Result};
@@ -17,22 +17,22 @@ pub async fn run(command: StoreCommand, place: Place) -> Result<Outcome> {
             "pass --store postgres://USER@HOST/DB or set POD_STORE"
         ));
     };
-    let (args, from, to): (TransferArgs, Box<dyn SessionStore>, Box<dyn SessionStore>) =
+    let (named, from, to): (Vec<String>, Box<dyn SessionStore>, Box<dyn SessionStore>) =
         match command {
             StoreCommand::Import(args) => {
                 let files = file_store(args.from.as_deref(), &place)?;
-                (args, Box::new(files), Box::new(pg))
+                (args.ids, Box::new(files), Box::new(pg))
             }
             StoreCommand::Export(args) => {
                 let files = file_store(args.to.as_deref(), &place)?;
-                (args, Box::new(pg), Box::new(files))
+                (args.ids, Box::new(pg), Box::new(files))
             }
         };
-    let ids = match args.ids.is_empty() {
+    let ids = match named.is_empty() {
         true => from.list().await?,
         false => {
             let mut ids = Vec::new();
-            for text in &args.ids {
+            for text in &named {
                 ids.push(session::resolve(from.as_ref(), text).await?);
             }
             ids

@@ -344,6 +344,38 @@ fn show_follow_watches_a_session_run_by_a_worker() {
 }
 
 #[test]
+fn submit_needs_no_api_key_and_a_worker_without_one_sets_the_session_aside() {
+    let fleet = Fleet::new();
+    // No key anywhere: the submitter records the variable's name only.
+    let out = fleet
+        .pod()
+        .env_remove("OPENAI_API_KEY")
+        .args(["submit", "--provider", "openai", "--model", "gpt-test"])
+        .arg("a task")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let shown = fleet.show(&id);
+    assert_eq!(shown["session"]["model"], "gpt-test");
+    assert_eq!(shown["session"]["status"], "queued");
+
+    // A worker without the key cannot run it: it says why and sets the
+    // session aside (idle) instead of claiming it again and again.
+    let (mut worker, out) = fleet.worker(&["--exit-when-idle"]);
+    let dropped = wait_line(&out, &format!("dropped {id}"));
+    assert!(dropped.contains("OPENAI_API_KEY"), "{dropped}");
+    assert!(worker.wait().unwrap().success());
+    let shown = fleet.show(&id);
+    assert_ne!(shown["session"]["status"], "queued");
+    assert_eq!(shown["history"].as_array().unwrap().len(), 1, "nothing ran");
+}
+
+#[test]
 fn submit_and_serve_need_a_postgres_store() {
     let env = TestEnv::new();
     for args in [&["submit", "task"][..], &["serve"][..]] {
