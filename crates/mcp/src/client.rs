@@ -1,0 +1,252 @@
+//! One server's connection: started with a timeout, restarted (a bounded
+//! number of times) when it died, and calls with a timeout and
+//! cancellation.
+
+use crate::config::{ServerConfig, Transport};
+use rmcp::model::{CallToolRequestParams, JsonObject};
+use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use tokio_util::sync::CancellationToken;
+
+/// Restarts of a server that died, per session, before it is given up.
+pub const MAX_RESTARTS: u32 = 3;
+
+/// Why a server could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// It did not start or answer the handshake.
+    #[error("MCP server {server} did not start: {reason}")]
+    Start {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// It did not list its tools.
+    #[error("MCP server {server} did not list its tools: {reason}")]
+    List {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// Its transport is not supported by this build.
+    #[error("MCP server {server}: {reason}")]
+    Unsupported {
+        /// The server.
+        server: String,
+        /// What is missing.
+        reason: String,
+    },
+}
+
+/// What went wrong with one call, for the model to read.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The server died during the call (it is restarted on the next one).
+    #[error("the MCP server {0} stopped during the call; it will be restarted for the next call")]
+    Died(String),
+    /// The server is gone for this session.
+    #[error("the MCP server {server} is not available: {reason}")]
+    Unavailable {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// The call took longer than its timeout and was cancelled.
+    #[error("the call to the MCP server {server} timed out after {secs} s and was cancelled")]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The timeout.
+        secs: u64,
+    },
+    /// The turn was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The server answered with a protocol error.
+    #[error("the MCP server {server} refused the call: {reason}")]
+    Refused {
+        /// The server.
+        server: String,
+        /// Its message.
+        reason: String,
+    },
+}
+
+type Running = RunningService<RoleClient, ()>;
+
+/// A server's connection, shared by its tools.
+pub struct Connection {
+    config: ServerConfig,
+    workspace: PathBuf,
+    running: tokio::sync::Mutex<Option<Running>>,
+    restarts: AtomicU32,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.config.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Starts the server and returns the connection and its tools.
+    pub async fn start(
+        config: ServerConfig,
+        workspace: &Path,
+    ) -> Result<(Self, Vec<rmcp::model::Tool>), McpError> {
+        let running = connect(&config, workspace).await?;
+        let list = tokio::time::timeout(config.startup_timeout, running.peer().list_all_tools());
+        let tools = match list.await {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(err)) => {
+                return Err(McpError::List {
+                    server: config.name.clone(),
+                    reason: err.to_string(),
+                })
+            }
+            Err(_) => {
+                return Err(McpError::List {
+                    server: config.name.clone(),
+                    reason: format!("no answer in {} s", config.startup_timeout.as_secs()),
+                })
+            }
+        };
+        Ok((
+            Self {
+                config,
+                workspace: workspace.to_path_buf(),
+                running: tokio::sync::Mutex::new(Some(running)),
+                restarts: AtomicU32::new(0),
+            },
+            tools,
+        ))
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The server's settings.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// A live peer: the running one, or a restarted server when it died
+    /// (at most [`MAX_RESTARTS`] times per session).
+    async fn peer(&self) -> Result<Peer<RoleClient>, CallError> {
+        let mut running = self.running.lock().await;
+        if let Some(live) = running.as_ref().filter(|r| !r.is_closed()) {
+            return Ok(live.peer().clone());
+        }
+        let restarts = self.restarts.fetch_add(1, Ordering::SeqCst);
+        if restarts >= MAX_RESTARTS {
+            return Err(CallError::Unavailable {
+                server: self.config.name.clone(),
+                reason: format!("it stopped {} times", restarts + 1),
+            });
+        }
+        tracing::warn!(server = %self.config.name, restart = restarts + 1, "restarting MCP server");
+        let restarted = connect(&self.config, &self.workspace)
+            .await
+            .map_err(|err| CallError::Unavailable {
+                server: self.config.name.clone(),
+                reason: err.to_string(),
+            })?;
+        let peer = restarted.peer().clone();
+        *running = Some(restarted);
+        Ok(peer)
+    }
+
+    /// Calls `tool` with `arguments`; the result as the server sent it.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        let peer = self.peer().await?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let call = tokio::time::timeout(self.config.call_timeout, peer.call_tool(params));
+        let result = tokio::select! {
+            result = call => result,
+            _ = cancel.cancelled() => return Err(CallError::Cancelled),
+        };
+        match result {
+            Err(_) => Err(CallError::Timeout {
+                server: self.config.name.clone(),
+                secs: self.config.call_timeout.as_secs(),
+            }),
+            Ok(Ok(result)) => Ok(serde_json::to_value(&result).unwrap_or(Value::Null)),
+            Ok(Err(rmcp::ServiceError::McpError(err))) => Err(CallError::Refused {
+                server: self.config.name.clone(),
+                reason: err.message.to_string(),
+            }),
+            Ok(Err(err)) => {
+                tracing::warn!(server = %self.config.name, err = %err, "MCP call failed");
+                // Whatever it was, this connection is done: the next call
+                // starts the server again.
+                if let Some(dead) = self.running.lock().await.take() {
+                    dead.cancellation_token().cancel();
+                }
+                Err(CallError::Died(self.config.name.clone()))
+            }
+        }
+    }
+
+    /// Stops the server (its process is killed if it does not exit).
+    pub async fn shutdown(&self) {
+        if let Some(running) = self.running.lock().await.take() {
+            let _ = running.cancel().await;
+        }
+    }
+}
+
+async fn connect(config: &ServerConfig, workspace: &Path) -> Result<Running, McpError> {
+    let start_error = |reason: String| McpError::Start {
+        server: config.name.clone(),
+        reason,
+    };
+    match &config.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .envs(env)
+                .current_dir(cwd.as_deref().unwrap_or(workspace))
+                .kill_on_drop(true);
+            let (transport, _stderr) = TokioChildProcess::builder(cmd)
+                // A server's diagnostics would scribble over the terminal
+                // (or an ACP stream's stderr log); they are not ours.
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|err| start_error(format!("cannot run {command}: {err}")))?;
+            match tokio::time::timeout(config.startup_timeout, ().serve(transport)).await {
+                Ok(Ok(running)) => Ok(running),
+                Ok(Err(err)) => Err(start_error(err.to_string())),
+                Err(_) => Err(start_error(format!(
+                    "no handshake in {} s",
+                    config.startup_timeout.as_secs()
+                ))),
+            }
+        }
+        Transport::Http { .. } => Err(McpError::Unsupported {
+            server: config.name.clone(),
+            reason: "streamable HTTP servers are not supported yet".into(),
+        }),
+    }
+}
