@@ -401,6 +401,19 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+
+    #[command(flatten)]
+    pub mcp: McpArgs,
+}
+
+/// MCP servers to attach, besides the config file's `[mcp_servers]`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct McpArgs {
+    /// An `{"mcpServers": {...}}` JSON file (the shape editors use);
+    /// repeatable. Its servers' tools join the session as SERVER__TOOL and
+    /// ask before they run unless --allow says otherwise.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Vec<PathBuf>,
 }
 
 /// `pod resume`.
@@ -430,6 +443,9 @@ pub struct ResumeArgs {
 
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+
+    #[command(flatten)]
+    pub mcp: McpArgs,
 }
 
 /// `pod sessions`.

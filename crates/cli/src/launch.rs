@@ -42,6 +42,10 @@ pub struct Launch {
     /// the config file's or the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<pod::SandboxPolicy>,
+    /// The MCP servers attached (names and how they were started; no env
+    /// values, no headers), so a resume attaches them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<pod_mcp::RecordedServer>,
 }
 
 /// The approval flags as given.
@@ -143,6 +147,7 @@ mod tests {
                 mode: pod::SandboxMode::Strict,
                 network: true,
             }),
+            mcp_servers: Vec::new(),
         };
         let mut header = SessionHeader::new(uuid::Uuid::nil(), "m".into(), "/w".into());
         header.launch = launch.to_json();

@@ -11,6 +11,7 @@ mod commands;
 mod drive;
 mod error;
 mod launch;
+mod mcp;
 mod model;
 mod output;
 mod render;

@@ -44,6 +44,8 @@ impl std::ops::Deref for RunSettings {
 /// A run's settings but its model's providers: what can be decided (and
 /// recorded) without an API key.
 pub struct Resolved {
+    /// The config file read.
+    pub file: pod_providers::ConfigFile,
     /// The model settings.
     pub choice: Choice,
     /// The approval flags in force (given, or recorded).
@@ -111,6 +113,7 @@ impl Resolved {
             flags.budget,
         )?;
         Ok(Self {
+            file,
             choice,
             approval_flags,
             approval,
@@ -132,6 +135,7 @@ impl Resolved {
             until_done: self.until_done,
             budget: self.budget.clone(),
             sandbox: Some(self.sandbox),
+            mcp_servers: Vec::new(),
         }
     }
 }

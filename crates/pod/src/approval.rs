@@ -100,9 +100,27 @@ impl ApprovalPolicy {
         }
     }
 
-    /// The policy for `tool`.
+    /// The policy for `tool`: its own entry, else the longest pattern
+    /// entry (`PREFIX*`, such as `github__*` for every tool of an MCP
+    /// server) that matches, else the default.
     pub fn get(&self, tool: &str) -> ToolPolicy {
-        self.tools.get(tool).copied().unwrap_or(self.default)
+        self.explicit(tool).unwrap_or(self.default)
+    }
+
+    /// The entry that decides `tool`, if any (its own, or the longest
+    /// matching `PREFIX*` pattern); `None` means the default applies.
+    pub fn explicit(&self, tool: &str) -> Option<ToolPolicy> {
+        if let Some(policy) = self.tools.get(tool) {
+            return Some(*policy);
+        }
+        self.tools
+            .iter()
+            .filter_map(|(name, policy)| {
+                let prefix = name.strip_suffix('*')?;
+                tool.starts_with(prefix).then_some((prefix.len(), *policy))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, policy)| policy)
     }
 
     /// Sets the policy of one tool.

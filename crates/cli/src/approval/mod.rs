@@ -67,12 +67,16 @@ pub fn policy(file: &ConfigFile, args: &ApprovalArgs, sandboxed: bool) -> Result
 
 /// A typo would otherwise silently leave the tool at its default.
 fn check_tool(tool: &str, source: &str) -> Result<()> {
-    if KNOWN_TOOLS.contains(&tool) {
+    // MCP tools are named SERVER__TOOL; `SERVER__*` covers a server.
+    if KNOWN_TOOLS.contains(&tool) || tool.contains(pod_mcp::names::SEPARATOR) {
         return Ok(());
     }
     bail!(Failure::new(
         format!("unknown tool `{tool}` in {source}"),
-        format!("the tools are: {}", KNOWN_TOOLS.join(", "))
+        format!(
+            "the tools are: {}, and MCP tools as SERVER__TOOL or SERVER__*",
+            KNOWN_TOOLS.join(", ")
+        )
     ))
 }
 

@@ -43,6 +43,10 @@ pub async fn run(args: ResumeArgs, place: super::Place) -> Result<Outcome> {
         eprintln!("{warning}");
     }
     let mut config = settings.pod_config(&place, workspace, args.drive.durability.into());
+    // The servers the session had, with what the config names today.
+    let had = recorded.as_ref().map_or(&[][..], |l| &l.mcp_servers[..]);
+    let servers = crate::mcp::configs(&settings.file, &args.mcp, had)?;
+    let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
     let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();
     let handle = Pod::resume(id, config)
@@ -60,7 +64,7 @@ pub async fn run(args: ResumeArgs, place: super::Place) -> Result<Outcome> {
         None => FirstTurn::Continue,
     };
     let mut out = output::for_flags(args.drive.json);
-    drive(
+    let outcome = drive(
         handle,
         started,
         first,
@@ -68,5 +72,7 @@ pub async fn run(args: ResumeArgs, place: super::Place) -> Result<Outcome> {
         out.as_mut(),
         asks,
     )
-    .await
+    .await;
+    mcp.shutdown().await;
+    outcome
 }

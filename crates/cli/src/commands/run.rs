@@ -40,6 +40,11 @@ pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
         eprintln!("{warning}");
     }
     let mut config = settings.pod_config(&place, workspace, args.drive.durability.into());
+    let servers = crate::mcp::configs(&settings.file, &args.mcp, &[])?;
+    let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
+    let mut launch = settings.launch();
+    launch.mcp_servers = crate::mcp::recorded(&mcp);
+    config.launch = launch.to_json();
     let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();
     let handle = Pod::spawn(config)
@@ -53,7 +58,7 @@ pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
         model: model_name,
     };
     let mut out = output::for_flags(args.drive.json);
-    drive(
+    let outcome = drive(
         handle,
         started,
         FirstTurn::Prompt(task),
@@ -61,7 +66,9 @@ pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
         out.as_mut(),
         asks,
     )
-    .await
+    .await;
+    mcp.shutdown().await;
+    outcome
 }
 
 /// The task: the argument, stdin for `-`, or the file's contents.

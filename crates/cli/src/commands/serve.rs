@@ -67,8 +67,16 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
         Err(err) => return Err(err),
     };
     let id = Uuid::new_v4();
+    // The servers are started by the worker; their settings are recorded
+    // here (the config file's and --mcp-config's, no env values).
+    let servers = crate::mcp::configs(&settings.file, &args.mcp, &[])?;
+    let mut launch = settings.launch();
+    launch.mcp_servers = servers
+        .iter()
+        .map(pod_mcp::ServerConfig::recorded)
+        .collect();
     let mut header = SessionHeader::new(id, model_name, workspace);
-    header.launch = settings.launch().to_json();
+    header.launch = launch.to_json();
     store
         .submit(&header, &[LogRecord::Item(Item::user(task))])
         .await
@@ -152,8 +160,8 @@ async fn run_one(
     stop: CancellationToken,
 ) -> Result<String> {
     let id = claimed.id;
-    let config = match prepare(id, &place).await {
-        Ok(config) => config,
+    let (config, mcp) = match prepare(id, &place).await {
+        Ok(prepared) => prepared,
         Err(err) => {
             // It cannot run here; idle, so that no worker claims it again
             // and again. `pod show` and `pod resume` still reach it.
@@ -186,6 +194,7 @@ async fn run_one(
     };
     let todos = handle.get_todos().await.unwrap_or_default();
     let shutdown = handle.shutdown().await;
+    mcp.shutdown().await;
     let progress = session::progress(&todos);
     let unfinished = progress.completed < progress.total;
     if stop.is_cancelled() && unfinished && shutdown.is_ok() {
@@ -218,7 +227,7 @@ async fn run_one(
 
 /// The Pod config for a claimed session: its recorded settings, as `pod
 /// resume` would use them with no flags, in until-done mode.
-async fn prepare(id: Uuid, place: &Place) -> Result<pod::PodConfig> {
+async fn prepare(id: Uuid, place: &Place) -> Result<(pod::PodConfig, pod_mcp::McpServers)> {
     let loaded = session::load(place.store.as_ref(), id).await?;
     let workspace = loaded.header.workspace.clone();
     if !workspace.is_dir() {
@@ -251,7 +260,13 @@ async fn prepare(id: Uuid, place: &Place) -> Result<pod::PodConfig> {
     settings.model.resume_at(loaded.assistant_items());
     // Nobody answers `ask` on a fleet worker: such calls are refused with
     // a message saying so, and the recorded --yes/--allow decide the rest.
-    Ok(settings.pod_config(place, workspace, Durability::Turn))
+    let mut config = settings.pod_config(place, workspace, Durability::Turn);
+    // The session's MCP servers, with what this worker's config file says
+    // of them (their env, say).
+    let had = recorded.as_ref().map_or(&[][..], |l| &l.mcp_servers[..]);
+    let servers = crate::mcp::configs(&settings.file, &Default::default(), had)?;
+    let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
+    Ok((config, mcp))
 }
 
 fn is_missing_key(err: &anyhow::Error) -> bool {

@@ -53,7 +53,11 @@ pub fn tool_call(name: &str, arguments: &str) -> String {
             }
         }
     }
-    format!("{name}({})", shorten(arguments.trim(), 60))
+    format!(
+        "{}({})",
+        crate::mcp::display_name(name),
+        shorten(arguments.trim(), 60)
+    )
 }
 
 /// "1 line", "2 lines": a count and its noun, in the right number.

@@ -15,6 +15,7 @@ mod first_steps;
 mod fleet;
 mod fork;
 mod ledger;
+mod mcp;
 mod run_resume;
 mod sandbox;
 mod sessions_show;

@@ -45,6 +45,10 @@ pub struct ConfigFile {
     /// ends, like `approval`.
     #[serde(default)]
     pub sandbox: Option<toml::Value>,
+    /// The `[mcp_servers.NAME]` tables (MCP servers every session
+    /// attaches), kept as parsed for front ends, like `approval`.
+    #[serde(default)]
+    pub mcp_servers: Option<toml::Value>,
 }
 
 impl ConfigFile {

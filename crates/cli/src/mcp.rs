@@ -1,0 +1,89 @@
+//! MCP servers for a session: which ones (the config file's
+//! `[mcp_servers.NAME]` tables, `--mcp-config` files, and on resume the
+//! servers the session recorded), started before the Pod, their tools in its
+//! registry at `ask` unless the approval settings name them.
+
+use crate::cli::McpArgs;
+use anyhow::{Context, Result};
+use pod::{PodConfig, ToolPolicy};
+use pod_mcp::{McpServers, RecordedServer, ServerConfig};
+use pod_providers::ConfigFile;
+use std::collections::BTreeMap;
+
+/// The servers to attach: recorded ones first (resume), replaced by name
+/// by the config file's and then by each `--mcp-config` file's.
+pub fn configs(
+    file: &ConfigFile,
+    args: &McpArgs,
+    recorded: &[RecordedServer],
+) -> Result<Vec<ServerConfig>> {
+    let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
+    for server in recorded {
+        servers.insert(
+            server.name.clone(),
+            ServerConfig::new(server.name.clone(), server.transport.clone()),
+        );
+    }
+    if let Some(tables) = file.mcp_servers.as_ref().and_then(|v| v.as_table()) {
+        let tables = tables
+            .iter()
+            .map(|(name, value)| {
+                let json = serde_json::to_value(value).context("an [mcp_servers] table")?;
+                Ok((name.clone(), json))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for server in pod_mcp::config::from_tables(tables, &file.path)? {
+            servers.insert(server.name.clone(), server);
+        }
+    }
+    for path in &args.mcp_config {
+        for server in pod_mcp::read_mcp_json(path)? {
+            servers.insert(server.name.clone(), server);
+        }
+    }
+    Ok(servers.into_values().collect())
+}
+
+/// Starts `servers` in `config`'s workspace and adds their tools to its
+/// registry, each at `ask` unless the policy has an entry for it (or for
+/// its server, `SERVER__*`) — `--yes` allows them like every other ask. A
+/// server that fails to start is reported on stderr and left out.
+pub async fn attach(servers: Vec<ServerConfig>, config: &mut PodConfig, yes: bool) -> McpServers {
+    if servers.is_empty() {
+        return McpServers::default();
+    }
+    let (started, failures) = McpServers::start(servers, &config.workspace, &[]).await;
+    for failure in failures {
+        let _ = crate::output::eprint(&format!(
+            "warning: {failure}; the session goes on without its tools\n"
+        ));
+    }
+    for tool in started.tools() {
+        // A server's read-only hint is a third party's claim: it never
+        // relaxes the policy.
+        if config.approval.explicit(tool.name()).is_none() {
+            let policy = match yes {
+                true => ToolPolicy::Allow,
+                false => ToolPolicy::Ask,
+            };
+            config.approval.set(tool.name(), policy);
+        }
+    }
+    started.register(&mut config.tools);
+    started
+}
+
+/// What the session's header records of `servers`.
+pub fn recorded(servers: &McpServers) -> Vec<RecordedServer> {
+    servers.servers().map(ServerConfig::recorded).collect()
+}
+
+/// Whether `name` is an MCP tool's (SERVER__TOOL); shown as `SERVER › TOOL`.
+pub fn display_name(name: &str) -> String {
+    match name.split_once(pod_mcp::names::SEPARATOR) {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+            format!("{server} › {tool}")
+        }
+        _ => name.to_string(),
+    }
+}

@@ -1,0 +1,296 @@
+//! MCP servers in `pod run` and `pod resume`, with the reference servers
+//! from npm (`@modelcontextprotocol/server-everything` and
+//! `server-filesystem`, installed by scripts/test into target/mcp-servers).
+
+use crate::support::*;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::Stdio;
+
+/// A reference server's executable; the test fails, saying how to install
+/// them, when they are missing.
+fn reference_server(bin: &str) -> PathBuf {
+    let dirs = [
+        std::env::var_os("POD_MCP_SERVERS").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-servers")),
+    ];
+    dirs.into_iter()
+        .flatten()
+        .map(|dir| dir.join("node_modules/.bin").join(bin))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "the MCP reference server {bin} is not installed: run ./scripts/test, or \
+                 `npm install --prefix target/mcp-servers @modelcontextprotocol/server-everything \
+                 @modelcontextprotocol/server-filesystem`"
+            )
+        })
+}
+
+/// An `mcpServers` file with the everything server (with a secret in its
+/// env) and the filesystem server on the workspace.
+fn mcp_file(env: &TestEnv, extra: Value) -> PathBuf {
+    let mut servers = json!({
+        "everything": {
+            "command": reference_server("mcp-server-everything"),
+            "args": ["stdio"],
+            "env": {"SECRET_TOKEN": "hunter2"}
+        },
+        "fs": {
+            "command": reference_server("mcp-server-filesystem"),
+            "args": [env.workspace()]
+        }
+    });
+    if let (Some(all), Some(more)) = (servers.as_object_mut(), extra.as_object()) {
+        all.extend(more.clone());
+    }
+    env.script("mcp.json", &json!({ "mcpServers": servers }))
+}
+
+/// The result text of the call of `tool` in a `show --json` history.
+fn result_of(history: &[Value], tool: &str) -> (String, bool) {
+    let id = history
+        .iter()
+        .flat_map(|item| item["tool_calls"].as_array().cloned().unwrap_or_default())
+        .find(|call| call["name"] == tool)
+        .map(|call| call["id"].clone())
+        .unwrap_or_else(|| panic!("no call of {tool}"));
+    let result = history
+        .iter()
+        .find(|item| item["type"] == "tool_result" && item["call_id"] == id)
+        .unwrap_or_else(|| panic!("no result for {tool}"));
+    (
+        result["content"].as_str().unwrap_or_default().to_string(),
+        result["is_error"].as_bool().unwrap_or(false),
+    )
+}
+
+#[test]
+fn reference_servers_tools_run_in_a_session() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace().join("notes.txt"), "kept in the workspace\n").unwrap();
+    let config = mcp_file(
+        &env,
+        json!({"broken": {"command": "/nonexistent/mcp-server"}}),
+    );
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            call("everything__echo", json!({"message": "hello mcp"})),
+            call("everything__get-tiny-image", json!({})),
+            call(
+                "fs__read_text_file",
+                json!({"path": env.workspace().join("notes.txt")}),
+            ),
+            call("fs__read_text_file", json!({"path": "/etc/hostname"})),
+            say("Done."),
+        ]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("--mcp-config")
+        .arg(&config)
+        .arg("use the servers")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("MCP server broken did not start") && stderr.contains("goes on"),
+        "a server that fails to start is reported once: {stderr}"
+    );
+    let id = session_id(&ndjson(&out.stdout));
+    let shown = env.show_json(&id);
+    let history = shown["history"].as_array().unwrap();
+    assert_eq!(
+        result_of(history, "everything__echo"),
+        ("Echo: hello mcp".to_string(), false)
+    );
+    let (image, _) = result_of(history, "everything__get-tiny-image");
+    assert!(image.contains("[image: image/png, "), "{image}");
+    assert!(
+        image.len() < 2_000,
+        "no base64 flood: {} bytes",
+        image.len()
+    );
+    assert_eq!(
+        result_of(history, "fs__read_text_file").0,
+        "kept in the workspace\n"
+    );
+    let outside = history
+        .iter()
+        .filter(|item| item["type"] == "tool_result")
+        .nth(3)
+        .unwrap();
+    assert_eq!(outside["is_error"], true, "{outside}");
+
+    // The header records the servers, never their env values.
+    let log = std::fs::read_to_string(env.pod_home().join("sessions").join(&id).join("log.jsonl"))
+        .unwrap();
+    let header = log.lines().next().unwrap();
+    assert!(header.contains("mcp-server-everything") && header.contains("SECRET_TOKEN"));
+    assert!(!log.contains("hunter2"), "an env value reached the log");
+    assert!(
+        !header.contains("\"broken\""),
+        "only servers that started are recorded"
+    );
+}
+
+#[test]
+fn mcp_tools_ask_unless_allowed() {
+    let env = TestEnv::new();
+    let config = mcp_file(&env, json!({}));
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            call("everything__echo", json!({"message": "x"})),
+            say("Done."),
+        ]),
+    );
+    let run = |extra: &[&str]| {
+        let out = env
+            .pod()
+            .args(["run", "--json", "--script"])
+            .arg(&script)
+            .arg("--mcp-config")
+            .arg(&config)
+            .args(extra)
+            .arg("task")
+            .output()
+            .unwrap();
+        let id = session_id(&ndjson(&out.stdout));
+        let shown = env.show_json(&id);
+        result_of(shown["history"].as_array().unwrap(), "everything__echo")
+    };
+    // Nobody can answer on a pipe: the call that asks is refused.
+    let (refused, is_error) = run(&[]);
+    assert!(is_error, "{refused}");
+    assert!(refused.contains("everything__echo"), "{refused}");
+    assert_eq!(
+        run(&["--allow", "everything__*"]),
+        ("Echo: x".into(), false)
+    );
+    assert_eq!(
+        run(&["--allow", "everything__echo"]),
+        ("Echo: x".into(), false)
+    );
+    let (denied, is_error) = run(&["--yes", "--deny", "everything__*"]);
+    assert!(is_error, "{denied}");
+}
+
+#[test]
+fn a_killed_session_gets_its_servers_back_on_resume() {
+    let env = TestEnv::new();
+    // A mark in the servers' environment finds their processes.
+    let mark = format!("pod-mcp-test-{}", std::process::id());
+    let config = mcp_file(
+        &env,
+        json!({"marked": {
+            "command": reference_server("mcp-server-everything"),
+            "args": ["stdio"],
+            "env": {"POD_TEST_MARK": mark}
+        }}),
+    );
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            call(
+                "everything__trigger-long-running-operation",
+                json!({"duration": 60, "steps": 60}),
+            ),
+            call("everything__echo", json!({"message": "after the crash"})),
+            say("Done."),
+        ]),
+    );
+    let mut child = env
+        .pod_process()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("--mcp-config")
+        .arg(&config)
+        .arg("task")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut id = String::new();
+    for line in lines.by_ref() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "session_started" {
+            id = event["session_id"].as_str().unwrap().to_string();
+        }
+        if event["event"] == "tool_call_started" {
+            break;
+        }
+    }
+    assert!(!marked_processes(&mark).is_empty(), "the server runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // pod died without stopping its servers: they see the end of their
+    // input and exit.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !marked_processes(&mark).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "MCP servers outlived a killed pod: {:?}",
+            marked_processes(&mark)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+
+    // No --mcp-config: the recorded server is attached again.
+    let out = env
+        .pod()
+        .args(["resume", "--json", "--yes", &id])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = env.show_json(&id);
+    let history = shown["history"].as_array().unwrap();
+    let (interrupted, is_error) = result_of(history, "everything__trigger-long-running-operation");
+    assert!(
+        is_error && interrupted.contains("Interrupted"),
+        "{interrupted}"
+    );
+    let results = history
+        .iter()
+        .filter(|item| item["type"] == "tool_result")
+        .count();
+    assert_eq!(
+        results, 2,
+        "one result per call, the killed one never re-run"
+    );
+    assert_eq!(
+        result_of(history, "everything__echo"),
+        ("Echo: after the crash".into(), false)
+    );
+}
+
+/// Live (not zombie) processes whose environment holds `mark`.
+fn marked_processes(mark: &str) -> Vec<u32> {
+    let needle = format!("POD_TEST_MARK={mark}");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|stat| stat.split_whitespace().nth(2) == Some("Z"))
+                .unwrap_or(true);
+            !zombie
+                && environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == needle.as_bytes())
+        })
+        .collect()
+}
