@@ -51,6 +51,7 @@
 mod error;
 mod factory;
 mod forward;
+mod mcp;
 mod permission;
 mod prompt;
 mod replay;

@@ -111,7 +111,9 @@ async fn shutdown(sessions: &Sessions) {
     let open = sessions.drain();
     tracing::info!(sessions = open.len(), "input closed; shutting pods down");
     for session in open {
-        if let Err(err) = session.handle.shutdown().await {
+        let result = session.handle.shutdown().await;
+        session.mcp.shutdown().await;
+        if let Err(err) = result {
             tracing::warn!(%err, id = %session.handle.session_id(), "pod shutdown failed");
         }
     }

@@ -7,7 +7,8 @@ use crate::replay::replay_updates;
 use crate::sessions::{Session, Sessions, TurnSlot};
 use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, SessionId,
+    ContentChunk, LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    SessionId, SessionUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
@@ -36,19 +37,21 @@ pub async fn open_new(
     sessions: Sessions,
 ) -> Result<(), Error> {
     let answer = async {
-        warn_about_mcp(request.mcp_servers.len());
         check_workspace(&request.cwd)?;
-        let config = factory
+        let mut config = factory
             .new_session(&request.cwd)
             .await
             .map_err(|err| config_error(&*err))?;
+        let (servers, skipped) = crate::mcp::servers(&request.mcp_servers);
+        let (mcp, mut problems) = crate::mcp::attach(servers, &mut config).await;
+        problems.extend(skipped);
         let wiring = Wiring::new();
         let handle = Pod::spawn(wiring.configure(config))
             .await
             .map_err(|err| pod_error(&err))?;
         let id = handle.session_id().to_string();
-        tracing::info!(%id, cwd = %request.cwd.display(), "session/new");
-        open(&cx, &sessions, handle, wiring);
+        tracing::info!(%id, cwd = %request.cwd.display(), servers = mcp.servers().count(), "session/new");
+        open(&cx, &sessions, handle, wiring, mcp, problems);
         Ok(NewSessionResponse::new(id))
     };
     respond(responder, answer.await)
@@ -64,7 +67,6 @@ pub async fn load(
     sessions: Sessions,
 ) -> Result<(), Error> {
     let answer = async {
-        warn_about_mcp(request.mcp_servers.len());
         let id = request.session_id.0.to_string();
         tracing::info!(%id, "session/load");
         let (handle, fresh) = match sessions.get(&id) {
@@ -77,10 +79,13 @@ pub async fn load(
                     )
                 })?;
                 check_workspace(&request.cwd)?;
-                let config = factory
+                let mut config = factory
                     .resume_session(uuid, &request.cwd)
                     .await
                     .map_err(|err| config_error(&*err))?;
+                let (servers, skipped) = crate::mcp::servers(&request.mcp_servers);
+                let (mcp, mut problems) = crate::mcp::attach(servers, &mut config).await;
+                problems.extend(skipped);
                 let wiring = Wiring::new();
                 let handle = Pod::resume(uuid, wiring.configure(config))
                     .await
@@ -90,7 +95,7 @@ pub async fn load(
                         }
                         err => pod_error(&err),
                     })?;
-                (handle, Some(wiring))
+                (handle, Some((wiring, mcp, problems)))
             }
         };
         let history = handle.get_history().await.map_err(|e| pod_error(&e))?;
@@ -99,8 +104,8 @@ pub async fn load(
         for update in replay_updates(&history, &todos) {
             updates.send(update);
         }
-        if let Some(wiring) = fresh {
-            open(&cx, &sessions, handle, wiring);
+        if let Some((wiring, mcp, problems)) = fresh {
+            open(&cx, &sessions, handle, wiring, mcp, problems);
         }
         Ok(LoadSessionResponse::new())
     };
@@ -134,11 +139,27 @@ impl Wiring {
     }
 }
 
-/// Registers a session and starts its forwarder.
-fn open(cx: &ConnectionTo<Client>, sessions: &Sessions, handle: PodHandle, wiring: Wiring) {
+/// Registers a session and starts its forwarder; tells the editor, once,
+/// about each MCP server that did not start.
+fn open(
+    cx: &ConnectionTo<Client>,
+    sessions: &Sessions,
+    handle: PodHandle,
+    wiring: Wiring,
+    mcp: pod_mcp::McpServers,
+    problems: Vec<String>,
+) {
     let id = handle.session_id().to_string();
     let events = handle.subscribe();
     let updates = Updates::new(cx.clone(), SessionId::new(id.clone()));
+    for problem in problems {
+        tracing::warn!(%id, %problem, "MCP server left out");
+        updates.send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            crate::translate::text(&format!(
+                "(pod: {problem}; the session goes on without its tools)\n"
+            )),
+        )));
+    }
     let forwarder = forward::run(updates, handle.clone(), events, wiring.control_rx);
     if let Err(err) = cx.spawn(async move {
         forwarder.await;
@@ -150,6 +171,7 @@ fn open(cx: &ConnectionTo<Client>, sessions: &Sessions, handle: PodHandle, wirin
         handle,
         control: wiring.control,
         turn: wiring.turn,
+        mcp: Arc::new(mcp),
     };
     sessions.insert(id, session);
 }
@@ -168,12 +190,6 @@ fn respond<T: agent_client_protocol::JsonRpcResponse>(
     // A spawned task's error would end the connection; every failure above
     // went to the client instead.
     Ok(())
-}
-
-fn warn_about_mcp(count: usize) {
-    if count > 0 {
-        tracing::warn!(count, "MCP servers are not supported yet; ignoring them");
-    }
 }
 
 fn check_workspace(cwd: &Path) -> Result<(), Error> {

@@ -17,6 +17,8 @@ pub struct Session {
     pub control: mpsc::Sender<Control>,
     /// The running prompt.
     pub turn: TurnSlot,
+    /// The editor's MCP servers for this session (stopped with it).
+    pub mcp: std::sync::Arc<pod_mcp::McpServers>,
 }
 
 /// The cancellation token of a session's running prompt (`None` between

@@ -75,6 +75,8 @@ pub fn tool_kind(name: &str) -> ToolKind {
         ),
         (&["fetch", "http", "web", "url"], ToolKind::Fetch),
     ];
+    // An MCP tool (SERVER__TOOL) is known by its tool's name.
+    let name = mcp_parts(name).map_or(name, |(_, tool)| tool);
     let name = name.to_ascii_lowercase();
     KINDS
         .iter()
@@ -97,10 +99,20 @@ pub fn tool_title(name: &str, input: &Value) -> String {
     let detail = SALIENT
         .iter()
         .find_map(|key| input.get(*key).and_then(Value::as_str));
+    let name = match mcp_parts(name) {
+        Some((server, tool)) => format!("{server} › {tool}"),
+        None => name.to_string(),
+    };
     match detail {
         Some(detail) => format!("{name} {}", one_line(detail, 80)),
-        None => name.to_string(),
+        None => name,
     }
+}
+
+/// The server and tool of an MCP tool's name (`SERVER__TOOL`).
+fn mcp_parts(name: &str) -> Option<(&str, &str)> {
+    name.split_once(pod_mcp::names::SEPARATOR)
+        .filter(|(server, tool)| !server.is_empty() && !tool.is_empty())
 }
 
 fn one_line(text: &str, max_chars: usize) -> String {

@@ -220,3 +220,58 @@ async fn a_prompt_stopped_by_its_budget_ends_with_max_turn_requests() {
     assert_eq!(reply.result(), &json!({"stopReason": "end_turn"}));
     agent.finish().await;
 }
+
+/// The editor's MCP servers: `session/new` carries them, their tools join
+/// the session, and the editor sees the call as `server › tool`.
+#[tokio::test]
+async fn an_editors_mcp_servers_join_the_session() {
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    let script = json!({"steps": [
+        {"tool_calls": [{"name": "everything__echo", "arguments": {"message": "from the editor's server"}}]},
+        {"text": "Echoed."},
+    ]});
+    let mut agent = Agent::start_with(&env, &script, &["--allow", "everything__echo"]);
+    agent.client.initialize().await;
+    let everything = crate::mcp::reference_server("mcp-server-everything");
+    let reply = agent
+        .client
+        .call(
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": [
+                {"name": "everything", "command": everything, "args": ["stdio"], "env": []},
+                {"name": "missing", "command": "/nonexistent/server", "args": [], "env": []}
+            ]}),
+        )
+        .await;
+    let session = reply.result()["sessionId"].as_str().unwrap().to_string();
+    // The server that did not start is said once, in the session.
+    let mut told = reply.notifications.clone();
+    let reply = agent.client.prompt(&session, "echo something").await;
+    told.extend(reply.notifications.iter().cloned());
+    let notices: Vec<String> = told
+        .iter()
+        .map(|n| n.to_string())
+        .filter(|n| n.contains("MCP server missing did not start"))
+        .collect();
+    assert_eq!(notices.len(), 1, "{told:?}");
+    assert_eq!(reply.result(), &json!({"stopReason": "end_turn"}));
+    let summary = join_chunks(reply.summary());
+    assert!(
+        summary
+            .iter()
+            .any(|line| line.contains("tool_call") && line.contains("everything › echo")),
+        "{summary:?}"
+    );
+    let result = reply
+        .notifications
+        .iter()
+        .map(|n| &n["params"]["update"])
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed")
+        .expect("the call completed");
+    assert!(
+        result.to_string().contains("from the editor's server"),
+        "{result}"
+    );
+    agent.finish().await;
+}

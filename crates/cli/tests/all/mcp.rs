@@ -10,7 +10,7 @@ use std::process::Stdio;
 
 /// A reference server's executable; the test fails, saying how to install
 /// them, when they are missing.
-fn reference_server(bin: &str) -> PathBuf {
+pub fn reference_server(bin: &str) -> PathBuf {
     let dirs = [
         std::env::var_os("POD_MCP_SERVERS").map(PathBuf::from),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-servers")),
