@@ -9,7 +9,7 @@ use crate::{session, turn};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
+    LoadSessionRequest, McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest,
 };
 use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, ByteStreams};
 use std::sync::Arc;
@@ -100,7 +100,10 @@ fn initialize_response() -> InitializeResponse {
                 .load_session(true)
                 // Text and resource links are the baseline; embedded text
                 // resources are inlined. Images and audio are refused.
-                .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                // The editor's MCP servers: stdio (always) and streamable
+                // HTTP; not the deprecated SSE transport.
+                .mcp_capabilities(McpCapabilities::new().http(true)),
         )
         .agent_info(Implementation::new(AGENT_NAME, env!("CARGO_PKG_VERSION")).title("pod"))
 }

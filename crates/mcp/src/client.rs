@@ -244,9 +244,53 @@ async fn connect(config: &ServerConfig, workspace: &Path) -> Result<Running, Mcp
                 ))),
             }
         }
-        Transport::Http { .. } => Err(McpError::Unsupported {
-            server: config.name.clone(),
-            reason: "streamable HTTP servers are not supported yet".into(),
-        }),
+        Transport::Http { url, headers } => {
+            let transport =
+                http_transport(url, headers).map_err(|reason| McpError::Unsupported {
+                    server: config.name.clone(),
+                    reason,
+                })?;
+            match tokio::time::timeout(config.startup_timeout, ().serve(transport)).await {
+                Ok(Ok(running)) => Ok(running),
+                Ok(Err(err)) => Err(start_error(err.to_string())),
+                Err(_) => Err(start_error(format!(
+                    "no handshake in {} s",
+                    config.startup_timeout.as_secs()
+                ))),
+            }
+        }
     }
+}
+
+/// The streamable-HTTP transport to `url` with `headers` on every request
+/// (an `Authorization: Bearer` header becomes the transport's token).
+fn http_transport(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<rmcp::transport::StreamableHttpClientTransport<crate::http::HttpClient>, String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization") {
+            if let Some(token) = value.strip_prefix("Bearer ") {
+                config = config.auth_header(token.to_string());
+                continue;
+            }
+        }
+        // The value is never shown: it may be a secret.
+        let header = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("invalid header name {name:?}"))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| format!("invalid value for header {name:?}"))?;
+        custom.insert(header, value);
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|err| format!("cannot build an HTTP client: {err}"))?;
+    Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
+        crate::http::HttpClient(client),
+        config.custom_headers(custom),
+    ))
 }

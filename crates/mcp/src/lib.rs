@@ -15,6 +15,7 @@
 pub mod client;
 pub mod config;
 pub mod content;
+pub mod http;
 pub mod names;
 mod tool;
 

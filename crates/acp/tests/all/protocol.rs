@@ -10,6 +10,7 @@ async fn initialize_advertises_v1_load_session_and_what_prompts_may_hold() {
     let result = server.client.initialize().await;
     assert_eq!(result["protocolVersion"], 1);
     assert_eq!(result["agentCapabilities"]["loadSession"], true);
+    assert_eq!(result["agentCapabilities"]["mcpCapabilities"]["http"], true);
     assert_eq!(
         result["agentCapabilities"]["promptCapabilities"],
         json!({"image": false, "audio": false, "embeddedContext": true})

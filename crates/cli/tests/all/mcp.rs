@@ -294,3 +294,96 @@ fn marked_processes(mark: &str) -> Vec<u32> {
         })
         .collect()
 }
+
+/// server-everything in its streamable-HTTP mode on a free loopback port;
+/// killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new(reference_server("mcp-server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the HTTP server did not listen"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_streamable_http_server_serves_tools_and_its_headers_stay_secret() {
+    let server = HttpServer::start();
+    let env = TestEnv::new();
+    let config = env.script(
+        "mcp.json",
+        &json!({"mcpServers": {"web": {
+            "url": server.url,
+            "headers": {"Authorization": "Bearer tok-hunter2", "X-Team": "pod"}
+        }}}),
+    );
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            call("web__echo", json!({"message": "over http"})),
+            call("web__get-sum", json!({"a": 2, "b": 3})),
+            say("Done."),
+        ]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("--mcp-config")
+        .arg(&config)
+        .arg("task")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = session_id(&ndjson(&out.stdout));
+    let shown = env.show_json(&id);
+    let history = shown["history"].as_array().unwrap();
+    assert_eq!(
+        result_of(history, "web__echo"),
+        ("Echo: over http".into(), false)
+    );
+    assert!(result_of(history, "web__get-sum").0.contains('5'));
+    let log = std::fs::read_to_string(env.pod_home().join("sessions").join(&id).join("log.jsonl"))
+        .unwrap();
+    assert!(log.contains(&server.url) && log.contains("Authorization"));
+    assert!(
+        !log.contains("tok-hunter2"),
+        "a header value reached the log"
+    );
+}
