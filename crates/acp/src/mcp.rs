@@ -70,7 +70,14 @@ pub async fn attach(
     if servers.is_empty() {
         return (McpServers::default(), problems);
     }
-    let (started, failures) = McpServers::start(servers, &config.workspace, &[]).await;
+    // Names the session's tools already use (the front end's own servers).
+    let taken: Vec<String> = config
+        .tools
+        .specs()
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
+    let (started, failures) = McpServers::start(servers, &config.workspace, &taken).await;
     problems.extend(failures.iter().map(ToString::to_string));
     for tool in started.tools() {
         if config.approval.explicit(tool.name()).is_none() {

@@ -28,6 +28,10 @@ pub struct AcpArgs {
     /// The sandbox every session's commands run in.
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+    /// MCP servers every session attaches, besides the config file's and
+    /// the editor's own.
+    #[command(flatten)]
+    pub mcp: crate::cli::McpArgs,
 }
 
 /// Serves ACP on stdin/stdout until stdin closes.
@@ -51,6 +55,24 @@ struct Factory {
 }
 
 impl Factory {
+    /// Starts the config file's and `--mcp-config`'s servers (and, for a
+    /// loaded session, those it recorded) and adds their tools; they stop
+    /// when the session's Pod is dropped (the tools own the connections).
+    /// The editor's own servers are started by the ACP server.
+    async fn with_servers(
+        &self,
+        settings: &RunSettings,
+        mut config: PodConfig,
+        recorded: &[pod_mcp::RecordedServer],
+    ) -> Result<PodConfig, FactoryError> {
+        let servers = crate::mcp::configs(&settings.file, &self.args.mcp, recorded)?;
+        let started = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
+        let mut launch = settings.launch();
+        launch.mcp_servers = crate::mcp::recorded(&started);
+        config.launch = launch.to_json();
+        Ok(config)
+    }
+
     fn settings(&self) -> anyhow::Result<RunSettings> {
         RunSettings::resolve(
             &Flags {
@@ -69,15 +91,21 @@ impl Factory {
 impl PodFactory for Factory {
     async fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
         let settings = self.settings()?;
-        Ok(settings.pod_config(&self.place, workspace.into(), Durability::default()))
+        let config = settings.pod_config(&self.place, workspace.into(), Durability::default());
+        self.with_servers(&settings, config, &[]).await
     }
 
     async fn resume_session(&self, id: Uuid, workspace: &Path) -> Result<PodConfig, FactoryError> {
         let settings = self.settings()?;
         // A missing session is left to the Pod, which says so precisely.
+        let mut recorded = Vec::new();
         if let Ok(loaded) = session::load(self.place.store.as_ref(), id).await {
             settings.model.resume_at(loaded.assistant_items());
+            if let Some(launch) = crate::launch::Launch::from_header(&loaded.header) {
+                recorded = launch.mcp_servers;
+            }
         }
-        Ok(settings.pod_config(&self.place, workspace.into(), Durability::default()))
+        let config = settings.pod_config(&self.place, workspace.into(), Durability::default());
+        self.with_servers(&settings, config, &recorded).await
     }
 }

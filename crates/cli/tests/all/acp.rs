@@ -275,3 +275,44 @@ async fn an_editors_mcp_servers_join_the_session() {
     );
     agent.finish().await;
 }
+
+/// `pod acp --mcp-config FILE`: its servers join every session, beside the
+/// editor's.
+#[tokio::test]
+async fn mcp_config_servers_join_every_acp_session() {
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    let everything = crate::mcp::reference_server("mcp-server-everything");
+    let config = env.script(
+        "mcp.json",
+        &json!({"mcpServers": {"mine": {"command": everything, "args": ["stdio"]}}}),
+    );
+    let script = json!({"steps": [
+        {"tool_calls": [{"name": "mine__echo", "arguments": {"message": "configured"}}]},
+        {"text": "Echoed."},
+    ]});
+    let config = config.to_str().unwrap().to_string();
+    let mut agent = Agent::start_with(
+        &env,
+        &script,
+        &["--mcp-config", &config, "--allow", "mine__*"],
+    );
+    agent.client.initialize().await;
+    let session = agent.client.new_session(&workspace).await;
+    let reply = agent.client.prompt(&session, "echo").await;
+    let summary = join_chunks(reply.summary());
+    assert!(
+        summary
+            .iter()
+            .any(|l| l.contains("mine › echo") && l.contains("tool_call")),
+        "{summary:?}"
+    );
+    assert!(
+        reply
+            .notifications
+            .iter()
+            .any(|n| n.to_string().contains("Echo: configured")),
+        "{summary:?}"
+    );
+    agent.finish().await;
+}
