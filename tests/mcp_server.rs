@@ -17,7 +17,11 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::Arc;
 
-struct Faulty;
+#[derive(Default)]
+struct Faulty {
+    // Set by `grow`: the tool list then has `grown` too.
+    grown: std::sync::atomic::AtomicBool,
+}
 
 fn schema(value: Value) -> Arc<JsonObject> {
     Arc::new(value.as_object().cloned().unwrap_or_default())
@@ -49,6 +53,11 @@ fn tools() -> Vec<Tool> {
             schema(json!({"type": "object"})),
         ),
         Tool::new("hang", "Never answers.", schema(json!({"type": "object"}))),
+        Tool::new(
+            "grow",
+            "Adds the tool `grown` and says so (tools/list_changed).",
+            schema(json!({"type": "object"})),
+        ),
         // A schema OpenAI would reject (no type, a $schema keyword).
         Tool::new(
             "loose",
@@ -78,7 +87,12 @@ fn log_call(name: &str, arguments: &Option<JsonObject>) {
 
 impl ServerHandler for Faulty {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
     }
 
     async fn list_tools(
@@ -86,13 +100,21 @@ impl ServerHandler for Faulty {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        let mut all = tools();
+        if self.grown.load(std::sync::atomic::Ordering::SeqCst) {
+            all.push(Tool::new(
+                "grown",
+                "Added by grow.",
+                schema(json!({"type": "object"})),
+            ));
+        }
+        Ok(ListToolsResult::with_all_items(all))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         log_call(&request.name, &request.arguments);
         let arg = |key: &str| {
@@ -117,6 +139,12 @@ impl ServerHandler for Faulty {
                 CallToolResult::success(vec![ContentBlock::text("x".repeat(bytes))])
             }
             "crash" => std::process::exit(3),
+            "grow" => {
+                self.grown.store(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                CallToolResult::success(vec![ContentBlock::text("grew a tool")])
+            }
+            "grown" => CallToolResult::success(vec![ContentBlock::text("the new tool ran")]),
             "hang" => {
                 std::future::pending::<()>().await;
                 unreachable!()
@@ -141,7 +169,7 @@ async fn main() {
         std::process::exit(2);
     }
     let (stdin, stdout) = rmcp::transport::stdio();
-    match Faulty.serve((stdin, stdout)).await {
+    match Faulty::default().serve((stdin, stdout)).await {
         // Ends when the client closes stdin (or pod dies).
         Ok(running) => {
             let _ = running.waiting().await;

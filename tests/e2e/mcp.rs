@@ -69,7 +69,8 @@ async fn server_tools_are_named_called_and_their_results_read() {
         "{}",
         failures[0]
     );
-    let names: Vec<&str> = servers.tools().iter().map(|t| t.name()).collect();
+    let tools = servers.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     for expected in ["t__echo", "t__fail", "t__image", "t__big", "t__loose"] {
         assert!(names.contains(&expected), "{names:?}");
     }
@@ -79,11 +80,7 @@ async fn server_tools_are_named_called_and_their_results_read() {
         .expect("the long-named tool")
         .to_string();
     assert!(long.len() <= 64, "{long}");
-    let loose = servers
-        .tools()
-        .iter()
-        .find(|t| t.name() == "t__loose")
-        .unwrap();
+    let loose = tools.iter().find(|t| t.name() == "t__loose").unwrap();
     assert_eq!(
         pod_worker::Tool::parameters(loose),
         json!({"type": "object", "properties": {}})
@@ -238,4 +235,54 @@ fn is_zombie(proc: &str) -> bool {
     std::fs::read_to_string(format!("{proc}/stat"))
         .map(|stat| stat.split_whitespace().nth(2) == Some("Z"))
         .unwrap_or(true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_change_reaches_the_next_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let (servers, _) = McpServers::start(vec![server("t", &[])], dir.path(), &[]).await;
+    assert!(!servers.tools().iter().any(|t| t.name() == "t__grown"));
+    let test = TestPod::new(vec![
+        ScriptStep::tool_call("t__grow", json!({})),
+        ScriptStep::text("grown"),
+        ScriptStep::tool_call("t__grown", json!({})),
+        ScriptStep::text("done"),
+    ]);
+    let model = test.model.clone();
+    let mut config = test.config();
+    servers.register(&mut config.tools);
+    let pod = Pod::spawn(config).await.unwrap();
+    pod.prompt("grow").await.unwrap();
+    // The client re-lists the tools when the notification arrives, which
+    // may be just after the call's result: wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !servers.tools().iter().any(|t| t.name() == "t__grown") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool list never changed"
+        );
+        tokio::task::yield_now().await;
+    }
+    pod.prompt("use the new tool").await.unwrap();
+    let history = pod.get_history().await.unwrap();
+    assert_eq!(
+        result_for(&history, "t__grow"),
+        ("grew a tool".into(), false)
+    );
+    assert_eq!(
+        result_for(&history, "t__grown"),
+        ("the new tool ran".into(), false),
+        "the tool the server added is callable"
+    );
+    // The requests of the second turn offered it to the model; the first
+    // request of the session did not.
+    let offered: Vec<Vec<String>> = model
+        .requests()
+        .iter()
+        .map(|r| r.tools.iter().map(|t| t.name.clone()).collect())
+        .collect();
+    assert!(!offered[0].contains(&"t__grown".to_string()));
+    assert!(offered[2].contains(&"t__grown".to_string()), "{offered:?}");
+    pod.shutdown().await.unwrap();
+    servers.shutdown().await;
 }

@@ -79,9 +79,11 @@ pub async fn attach(
         .collect();
     let (started, failures) = McpServers::start(servers, &config.workspace, &taken).await;
     problems.extend(failures.iter().map(ToString::to_string));
-    for tool in started.tools() {
-        if config.approval.explicit(tool.name()).is_none() {
-            config.approval.set(tool.name(), ToolPolicy::Ask);
+    // Per server, so that tools it adds later ask too.
+    for server in started.servers() {
+        let every = format!("{}{}*", server.name, pod_mcp::names::SEPARATOR);
+        if config.approval.explicit(&every).is_none() {
+            config.approval.set(every, ToolPolicy::Ask);
         }
     }
     started.register(&mut config.tools);

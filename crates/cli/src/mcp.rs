@@ -58,15 +58,17 @@ pub async fn attach(servers: Vec<ServerConfig>, config: &mut PodConfig, yes: boo
             "warning: {failure}; the session goes on without its tools\n"
         ));
     }
-    for tool in started.tools() {
-        // A server's read-only hint is a third party's claim: it never
-        // relaxes the policy.
-        if config.approval.explicit(tool.name()).is_none() {
+    // Per server, so that tools it adds later ask too; an entry for a tool
+    // (or a broader pattern) the user wrote wins. A server's read-only
+    // hints are a third party's claim: they never relax the policy.
+    for server in started.servers() {
+        let every = format!("{}{}*", server.name, pod_mcp::names::SEPARATOR);
+        if config.approval.explicit(&every).is_none() {
             let policy = match yes {
                 true => ToolPolicy::Allow,
                 false => ToolPolicy::Ask,
             };
-            config.approval.set(tool.name(), policy);
+            config.approval.set(every, policy);
         }
     }
     started.register(&mut config.tools);

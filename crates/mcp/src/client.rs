@@ -3,6 +3,7 @@
 //! cancellation.
 
 use crate::config::{ServerConfig, Transport};
+use crate::ServerTools;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -11,6 +12,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Restarts of a server that died, per session, before it is given up.
@@ -80,12 +82,37 @@ pub enum CallError {
     },
 }
 
-type Running = RunningService<RoleClient, ()>;
+type Running = RunningService<RoleClient, Listener>;
+
+/// Hears the server's notifications: a `tools/list_changed` re-lists its
+/// tools into the session's [`ServerTools`].
+#[derive(Clone)]
+pub struct Listener {
+    // Weak: the tools hold the connection, which holds this.
+    tools: std::sync::Weak<ServerTools>,
+}
+
+impl rmcp::ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, context: rmcp::service::NotificationContext<RoleClient>) {
+        let Some(tools) = self.tools.upgrade() else {
+            return;
+        };
+        match context.peer.list_all_tools().await {
+            Ok(listed) => tools.replace(listed),
+            Err(err) => tracing::warn!(
+                server = %tools.server(),
+                err = %err,
+                "cannot re-list the tools after tools/list_changed"
+            ),
+        }
+    }
+}
 
 /// A server's connection, shared by its tools.
 pub struct Connection {
     config: ServerConfig,
     workspace: PathBuf,
+    listener: Listener,
     running: tokio::sync::Mutex<Option<Running>>,
     restarts: AtomicU32,
 }
@@ -99,12 +126,17 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    /// Starts the server and returns the connection and its tools.
+    /// Starts the server and returns the connection and its tools; later
+    /// changes of its tool list go to `tools`.
     pub async fn start(
         config: ServerConfig,
         workspace: &Path,
+        tools: Arc<ServerTools>,
     ) -> Result<(Self, Vec<rmcp::model::Tool>), McpError> {
-        let running = connect(&config, workspace).await?;
+        let listener = Listener {
+            tools: Arc::downgrade(&tools),
+        };
+        let running = connect(&config, workspace, &listener).await?;
         let list = tokio::time::timeout(config.startup_timeout, running.peer().list_all_tools());
         let tools = match list.await {
             Ok(Ok(tools)) => tools,
@@ -125,6 +157,7 @@ impl Connection {
             Self {
                 config,
                 workspace: workspace.to_path_buf(),
+                listener,
                 running: tokio::sync::Mutex::new(Some(running)),
                 restarts: AtomicU32::new(0),
             },
@@ -157,7 +190,7 @@ impl Connection {
             });
         }
         tracing::warn!(server = %self.config.name, restart = restarts + 1, "restarting MCP server");
-        let restarted = connect(&self.config, &self.workspace)
+        let restarted = connect(&self.config, &self.workspace, &self.listener)
             .await
             .map_err(|err| CallError::Unavailable {
                 server: self.config.name.clone(),
@@ -212,7 +245,11 @@ impl Connection {
     }
 }
 
-async fn connect(config: &ServerConfig, workspace: &Path) -> Result<Running, McpError> {
+async fn connect(
+    config: &ServerConfig,
+    workspace: &Path,
+    listener: &Listener,
+) -> Result<Running, McpError> {
     let start_error = |reason: String| McpError::Start {
         server: config.name.clone(),
         reason,
@@ -235,7 +272,8 @@ async fn connect(config: &ServerConfig, workspace: &Path) -> Result<Running, Mcp
                 .stderr(Stdio::null())
                 .spawn()
                 .map_err(|err| start_error(format!("cannot run {command}: {err}")))?;
-            match tokio::time::timeout(config.startup_timeout, ().serve(transport)).await {
+            let serve = listener.clone().serve(transport);
+            match tokio::time::timeout(config.startup_timeout, serve).await {
                 Ok(Ok(running)) => Ok(running),
                 Ok(Err(err)) => Err(start_error(err.to_string())),
                 Err(_) => Err(start_error(format!(
@@ -250,7 +288,8 @@ async fn connect(config: &ServerConfig, workspace: &Path) -> Result<Running, Mcp
                     server: config.name.clone(),
                     reason,
                 })?;
-            match tokio::time::timeout(config.startup_timeout, ().serve(transport)).await {
+            let serve = listener.clone().serve(transport);
+            match tokio::time::timeout(config.startup_timeout, serve).await {
                 Ok(Ok(running)) => Ok(running),
                 Ok(Err(err)) => Err(start_error(err.to_string())),
                 Err(_) => Err(start_error(format!(
@@ -285,6 +324,8 @@ fn http_transport(
             .map_err(|_| format!("invalid value for header {name:?}"))?;
         custom.insert(header, value);
     }
+    // A server that does not accept a connection in 10 s is down; the call
+    // timeout bounds the rest.
     let client = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .build()

@@ -49,9 +49,12 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
 }
 
-/// Default time a server has to start.
+/// Default time a server has to start: a server run through `npx` may
+/// download its package first.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default time a call may take.
+/// Default time a call may take: long enough for a build or a crawl a
+/// server runs for the model, short enough that a hung server does not hold
+/// an unattended run for long (the turn's cancellation ends it sooner).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl ServerConfig {

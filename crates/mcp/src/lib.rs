@@ -23,23 +23,90 @@ pub use client::{CallError, Connection, McpError};
 pub use config::{read_mcp_json, RecordedServer, ServerConfig, Transport};
 pub use tool::{normalise_schema, McpTool};
 
-use pod_worker::ToolRegistry;
+use pod_worker::{DynTool, ToolRegistry, ToolSource};
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// One server's current tools, as a [`ToolSource`] of the session's
+/// registry: replaced when the server announces `tools/list_changed`, seen
+/// by the worker before its next model request.
+pub struct ServerTools {
+    server: String,
+    connection: std::sync::OnceLock<std::sync::Weak<Connection>>,
+    tools: parking_lot::RwLock<Vec<McpTool>>,
+    generation: AtomicU64,
+    // Names of the session's other tools, which this server's avoid.
+    taken: Vec<String>,
+}
+
+impl ServerTools {
+    fn new(server: &str, taken: Vec<String>) -> Self {
+        Self {
+            server: server.to_string(),
+            connection: std::sync::OnceLock::new(),
+            tools: parking_lot::RwLock::new(Vec::new()),
+            generation: AtomicU64::new(0),
+            taken,
+        }
+    }
+
+    /// The server's name.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The current tools.
+    pub fn current(&self) -> Vec<McpTool> {
+        self.tools.read().clone()
+    }
+
+    /// Makes `listed` the server's tools (named as at the start: the same
+    /// tool keeps its name).
+    pub fn replace(&self, listed: Vec<rmcp::model::Tool>) {
+        let Some(connection) = self.connection.get().and_then(std::sync::Weak::upgrade) else {
+            return;
+        };
+        let mut names: HashSet<String> = self.taken.iter().cloned().collect();
+        let tools: Vec<McpTool> = listed
+            .iter()
+            .map(|tool| {
+                let name = names::tool_name(&self.server, &tool.name, &mut names);
+                McpTool::new(name, tool, Arc::clone(&connection))
+            })
+            .collect();
+        tracing::info!(server = %self.server, tools = tools.len(), "MCP server's tools changed");
+        *self.tools.write() = tools;
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl ToolSource for ServerTools {
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        self.tools
+            .read()
+            .iter()
+            .map(|tool| Arc::new(tool.clone()) as Arc<dyn DynTool>)
+            .collect()
+    }
+}
 
 /// The started servers of one session.
 #[derive(Default)]
 pub struct McpServers {
     connections: Vec<Arc<Connection>>,
-    tools: Vec<McpTool>,
+    sources: Vec<Arc<ServerTools>>,
 }
 
 impl std::fmt::Debug for McpServers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServers")
             .field("servers", &self.connections)
-            .field("tools", &self.tools.len())
             .finish()
     }
 }
@@ -53,21 +120,17 @@ impl McpServers {
         workspace: &Path,
         taken: &[String],
     ) -> (Self, Vec<McpError>) {
-        let started = start_all(configs, workspace).await;
+        let started = start_all(configs, workspace, taken).await;
         let mut servers = Self::default();
         let mut failures = Vec::new();
-        let mut names: HashSet<String> = taken.iter().cloned().collect();
         for result in started {
             match result {
-                Ok((connection, tools)) => {
+                Ok((connection, source, tools)) => {
                     let connection = Arc::new(connection);
-                    for tool in tools {
-                        let name = names::tool_name(connection.name(), &tool.name, &mut names);
-                        servers
-                            .tools
-                            .push(McpTool::new(name, &tool, Arc::clone(&connection)));
-                    }
+                    let _ = source.connection.set(Arc::downgrade(&connection));
+                    source.replace(tools);
                     servers.connections.push(connection);
+                    servers.sources.push(source);
                 }
                 Err(err) => failures.push(err),
             }
@@ -75,9 +138,9 @@ impl McpServers {
         (servers, failures)
     }
 
-    /// The tools, in the order they are registered.
-    pub fn tools(&self) -> &[McpTool] {
-        &self.tools
+    /// The tools, server by server, as they are now.
+    pub fn tools(&self) -> Vec<McpTool> {
+        self.sources.iter().flat_map(|s| s.current()).collect()
     }
 
     /// The servers that started.
@@ -85,10 +148,15 @@ impl McpServers {
         self.connections.iter().map(|c| c.config())
     }
 
-    /// Registers every tool in `registry`.
+    /// Adds every server's tools to `registry`, kept current when a server
+    /// changes its list. The registry's tools hold the connections: the
+    /// servers live as long as a registry that has them.
     pub fn register(&self, registry: &mut ToolRegistry) {
-        for tool in &self.tools {
-            registry.register(tool.clone());
+        for (source, connection) in self.sources.iter().zip(&self.connections) {
+            registry.register_source(Arc::new(Keep {
+                source: Arc::clone(source),
+                _connection: Arc::clone(connection),
+            }));
         }
     }
 
@@ -100,14 +168,37 @@ impl McpServers {
     }
 }
 
-async fn start_all(
-    configs: Vec<ServerConfig>,
-    workspace: &Path,
-) -> Vec<Result<(Connection, Vec<rmcp::model::Tool>), McpError>> {
+/// A source that keeps its server's connection alive while a registry
+/// holds it (the source's tools only hold it while they exist).
+struct Keep {
+    source: Arc<ServerTools>,
+    _connection: Arc<Connection>,
+}
+
+impl ToolSource for Keep {
+    fn generation(&self) -> u64 {
+        self.source.generation()
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        self.source.tools()
+    }
+}
+
+type Started = Result<(Connection, Arc<ServerTools>, Vec<rmcp::model::Tool>), McpError>;
+
+async fn start_all(configs: Vec<ServerConfig>, workspace: &Path, taken: &[String]) -> Vec<Started> {
     let mut set = tokio::task::JoinSet::new();
     for (index, config) in configs.into_iter().enumerate() {
         let workspace = workspace.to_path_buf();
-        set.spawn(async move { (index, Connection::start(config, &workspace).await) });
+        let source = Arc::new(ServerTools::new(&config.name, taken.to_vec()));
+        set.spawn(async move {
+            let started = Connection::start(config, &workspace, Arc::clone(&source)).await;
+            (
+                index,
+                started.map(|(connection, tools)| (connection, source, tools)),
+            )
+        });
     }
     let mut results = Vec::new();
     while let Some(joined) = set.join_next().await {

@@ -34,6 +34,6 @@ pub use interceptor::{
 };
 pub use observer::{NullObserver, PersistError, TurnObserver, WorkerEvent};
 pub use stack::InterceptorStack;
-pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry};
+pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
 pub use tool_state::{CommittedCall, ToolState, ToolStates};
 pub use worker::{TurnEndReason, TurnOutcome, Worker, WorkerConfig};

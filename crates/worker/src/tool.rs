@@ -145,6 +145,16 @@ impl<T: Tool> DynTool for T {
     }
 }
 
+/// Tools whose set changes while a session runs (an MCP server's, after it
+/// announced `tools/list_changed`). The worker looks before each model
+/// request and rebuilds its view when the generation moved.
+pub trait ToolSource: Send + Sync {
+    /// Changes whenever the set changed.
+    fn generation(&self) -> u64;
+    /// The current tools.
+    fn tools(&self) -> Vec<Arc<dyn DynTool>>;
+}
+
 /// The tools a worker may call, by name.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
@@ -154,6 +164,10 @@ pub struct ToolRegistry {
     // The specs in that order, built once: every request shares them, and a
     // byte-stable tools prefix is what provider prompt caches key on.
     specs: Arc<[ToolSpec]>,
+    // Registered tools (the view without the sources'), and each source
+    // with the generation the view was built from.
+    fixed: Vec<Arc<dyn DynTool>>,
+    sources: Vec<(Arc<dyn ToolSource>, u64)>,
 }
 
 impl ToolRegistry {
@@ -169,6 +183,61 @@ impl ToolRegistry {
 
     /// Adds an already erased tool.
     pub fn register_dyn(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
+        match self
+            .fixed
+            .iter_mut()
+            .find(|t| t.spec().name == tool.spec().name)
+        {
+            Some(slot) => *slot = Arc::clone(&tool),
+            None => self.fixed.push(Arc::clone(&tool)),
+        }
+        self.insert(tool)
+    }
+
+    /// Adds a source of tools that may change (after the tools registered
+    /// before and with it; a registered tool keeps its name).
+    pub fn register_source(&mut self, source: Arc<dyn ToolSource>) -> &mut Self {
+        let generation = source.generation();
+        for tool in source.tools() {
+            if !self.tools.contains_key(&tool.spec().name) {
+                self.insert(tool);
+            }
+        }
+        self.sources.push((source, generation));
+        self
+    }
+
+    /// Rebuilds the view when a source's tools changed; returns whether
+    /// they did. Free when there are no sources.
+    pub fn refresh(&mut self) -> bool {
+        let changed = self
+            .sources
+            .iter()
+            .any(|(source, seen)| source.generation() != *seen);
+        if !changed {
+            return false;
+        }
+        self.order.clear();
+        self.tools.clear();
+        self.specs = Arc::from(Vec::new());
+        for tool in self.fixed.clone() {
+            self.insert(tool);
+        }
+        for (source, seen) in &mut self.sources {
+            *seen = source.generation();
+        }
+        let sources: Vec<_> = self.sources.iter().map(|(s, _)| Arc::clone(s)).collect();
+        for source in sources {
+            for tool in source.tools() {
+                if !self.tools.contains_key(&tool.spec().name) {
+                    self.insert(tool);
+                }
+            }
+        }
+        true
+    }
+
+    fn insert(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
         let spec = tool.spec();
         let name = spec.name.clone();
         let mut specs = self.specs.to_vec();

@@ -268,6 +268,9 @@ impl Worker {
             observer.on_event(WorkerEvent::RequestStarted {
                 number: outcome.requests,
             });
+            if self.tools.refresh() {
+                tracing::info!(tools = self.tools.names().len(), "the tool set changed");
+            }
             let request = ProviderRequest {
                 system_prompt: self.config.system_prompt.clone(),
                 history: request_items,
