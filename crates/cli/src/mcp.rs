@@ -11,9 +11,11 @@ use pod_providers::ConfigFile;
 use std::collections::BTreeMap;
 
 /// The servers to attach: recorded ones first (resume), replaced by name
-/// by the config file's and then by each `--mcp-config` file's.
+/// by the config file's, then the profile's (`profile`: its
+/// `[profiles.NAME.mcp_servers]`), then each `--mcp-config` file's.
 pub fn configs(
     file: &ConfigFile,
+    profile: Option<&toml::Value>,
     args: &McpArgs,
     recorded: &[RecordedServer],
 ) -> Result<Vec<ServerConfig>> {
@@ -24,7 +26,11 @@ pub fn configs(
             ServerConfig::new(server.name.clone(), server.transport.clone()),
         );
     }
-    if let Some(tables) = file.mcp_servers.as_ref().and_then(|v| v.as_table()) {
+    for tables in [file.mcp_servers.as_ref(), profile]
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_table())
+    {
         let tables = tables
             .iter()
             .map(|(name, value)| {

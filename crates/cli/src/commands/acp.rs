@@ -65,7 +65,12 @@ impl Factory {
         mut config: PodConfig,
         recorded: &[pod_mcp::RecordedServer],
     ) -> Result<PodConfig, FactoryError> {
-        let servers = crate::mcp::configs(&settings.file, &self.args.mcp, recorded)?;
+        let servers = crate::mcp::configs(
+            &settings.file,
+            settings.choice.raw.mcp_servers.as_ref(),
+            &self.args.mcp,
+            recorded,
+        )?;
         let started = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
         let mut launch = settings.launch();
         launch.mcp_servers = crate::mcp::recorded(&started);

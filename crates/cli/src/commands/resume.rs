@@ -45,7 +45,12 @@ pub async fn run(args: ResumeArgs, place: super::Place) -> Result<Outcome> {
     let mut config = settings.pod_config(&place, workspace, args.drive.durability.into());
     // The servers the session had, with what the config names today.
     let had = recorded.as_ref().map_or(&[][..], |l| &l.mcp_servers[..]);
-    let servers = crate::mcp::configs(&settings.file, &args.mcp, had)?;
+    let servers = crate::mcp::configs(
+        &settings.file,
+        settings.choice.raw.mcp_servers.as_ref(),
+        &args.mcp,
+        had,
+    )?;
     let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
     let asks = approval::attach(&mut config, args.drive.json);
     let model_name = config.provider.model_name();

@@ -40,7 +40,12 @@ pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
         eprintln!("{warning}");
     }
     let mut config = settings.pod_config(&place, workspace, args.drive.durability.into());
-    let servers = crate::mcp::configs(&settings.file, &args.mcp, &[])?;
+    let servers = crate::mcp::configs(
+        &settings.file,
+        settings.choice.raw.mcp_servers.as_ref(),
+        &args.mcp,
+        &[],
+    )?;
     let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
     let mut launch = settings.launch();
     launch.mcp_servers = crate::mcp::recorded(&mcp);

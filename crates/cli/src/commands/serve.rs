@@ -69,7 +69,12 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
     let id = Uuid::new_v4();
     // The servers are started by the worker; their settings are recorded
     // here (the config file's and --mcp-config's, no env values).
-    let servers = crate::mcp::configs(&settings.file, &args.mcp, &[])?;
+    let servers = crate::mcp::configs(
+        &settings.file,
+        settings.choice.raw.mcp_servers.as_ref(),
+        &args.mcp,
+        &[],
+    )?;
     let mut launch = settings.launch();
     launch.mcp_servers = servers
         .iter()
@@ -264,7 +269,12 @@ async fn prepare(id: Uuid, place: &Place) -> Result<(pod::PodConfig, pod_mcp::Mc
     // The session's MCP servers, with what this worker's config file says
     // of them (their env, say).
     let had = recorded.as_ref().map_or(&[][..], |l| &l.mcp_servers[..]);
-    let servers = crate::mcp::configs(&settings.file, &Default::default(), had)?;
+    let servers = crate::mcp::configs(
+        &settings.file,
+        settings.choice.raw.mcp_servers.as_ref(),
+        &Default::default(),
+        had,
+    )?;
     let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
     Ok((config, mcp))
 }

@@ -316,3 +316,36 @@ async fn mcp_config_servers_join_every_acp_session() {
     );
     agent.finish().await;
 }
+
+/// The end of `pod acp` (the editor closes its stdin) stops the sessions'
+/// MCP servers.
+#[tokio::test]
+async fn the_end_of_pod_acp_stops_the_editors_servers() {
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    let mark = format!("pod-acp-end-{}", std::process::id());
+    let mut agent = Agent::start_with(&env, &json!({"steps": [{"text": "Hi."}]}), &[]);
+    agent.client.initialize().await;
+    let everything = crate::mcp::reference_server("mcp-server-everything");
+    let reply = agent
+        .client
+        .call(
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": [
+                {"name": "marked", "command": everything, "args": ["stdio"],
+                 "env": [{"name": "POD_TEST_MARK", "value": mark}]}
+            ]}),
+        )
+        .await;
+    assert!(reply.result()["sessionId"].is_string());
+    assert!(
+        !crate::mcp::marked_processes(&mark).is_empty(),
+        "the server runs"
+    );
+    agent.finish().await;
+    assert!(
+        crate::mcp::marked_processes(&mark).is_empty(),
+        "{:?}",
+        crate::mcp::marked_processes(&mark)
+    );
+}

@@ -275,7 +275,7 @@ fn a_killed_session_gets_its_servers_back_on_resume() {
 }
 
 /// Live (not zombie) processes whose environment holds `mark`.
-fn marked_processes(mark: &str) -> Vec<u32> {
+pub fn marked_processes(mark: &str) -> Vec<u32> {
     let needle = format!("POD_TEST_MARK={mark}");
     std::fs::read_dir("/proc")
         .into_iter()
@@ -385,5 +385,109 @@ fn a_streamable_http_server_serves_tools_and_its_headers_stay_secret() {
     assert!(
         !log.contains("tok-hunter2"),
         "a header value reached the log"
+    );
+}
+
+#[test]
+fn a_profiles_servers_join_its_sessions_and_their_env_stays_out_of_the_log() {
+    let env = TestEnv::new();
+    let path = env.script(
+        "s.json",
+        &script(vec![
+            call("prof__echo", json!({"message": "from the profile"})),
+            say("Done."),
+        ]),
+    );
+    env.config_file(&format!(
+        "[profiles.tools]\nkind = \"scripted\"\nscript = {:?}\n\
+         [profiles.tools.mcp_servers.prof]\ncommand = {:?}\nargs = [\"stdio\"]\n\
+         env = {{ PROFILE_SECRET = \"hunter3\" }}\n",
+        path.to_str().unwrap(),
+        reference_server("mcp-server-everything").to_str().unwrap()
+    ));
+    let out = env
+        .pod()
+        .args([
+            "run",
+            "--json",
+            "--profile",
+            "tools",
+            "--allow",
+            "prof__*",
+            "task",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = session_id(&ndjson(&out.stdout));
+    let shown = env.show_json(&id);
+    assert_eq!(
+        result_of(shown["history"].as_array().unwrap(), "prof__echo"),
+        ("Echo: from the profile".into(), false)
+    );
+    let log = std::fs::read_to_string(env.pod_home().join("sessions").join(&id).join("log.jsonl"))
+        .unwrap();
+    assert!(log.contains("PROFILE_SECRET") && !log.contains("hunter3"));
+}
+
+#[test]
+fn ctrl_c_stops_the_sessions_servers() {
+    let env = TestEnv::new();
+    let mark = format!("pod-mcp-ctrl-c-{}", std::process::id());
+    let config = env.script(
+        "mcp.json",
+        &json!({"mcpServers": {"marked": {
+            "command": reference_server("mcp-server-everything"),
+            "args": ["stdio"],
+            "env": {"POD_TEST_MARK": mark}
+        }}}),
+    );
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            call(
+                "marked__trigger-long-running-operation",
+                json!({"duration": 60, "steps": 60}),
+            ),
+            say("Done."),
+        ]),
+    );
+    let mut child = env
+        .pod_process()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("--mcp-config")
+        .arg(&config)
+        .arg("task")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kept open until the end: a closed stdout is an exit of its own.
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "tool_call_started" {
+            break;
+        }
+    }
+    assert!(!marked_processes(&mark).is_empty());
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(130), "interrupted: {rest:?}");
+    // pod stopped its servers before it exited.
+    assert!(
+        marked_processes(&mark).is_empty(),
+        "{:?}",
+        marked_processes(&mark)
     );
 }

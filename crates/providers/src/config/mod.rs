@@ -97,6 +97,10 @@ pub struct RawProviderConfig {
     /// part of what is stored of a profile.
     #[serde(default, skip_serializing)]
     pub budget: Option<toml::Value>,
+    /// The profile's `[profiles.NAME.mcp_servers.SERVER]` tables, kept as
+    /// parsed for front ends. Never stored (they may hold secrets in `env`).
+    #[serde(default, skip_serializing)]
+    pub mcp_servers: Option<toml::Value>,
 }
 
 /// How long Anthropic keeps a cached prefix.
@@ -247,6 +251,7 @@ impl RawProviderConfig {
             prompt_cache_key: over.prompt_cache_key.or(self.prompt_cache_key),
             prices: over.prices.or(self.prices),
             budget: over.budget.or(self.budget),
+            mcp_servers: over.mcp_servers.or(self.mcp_servers),
         }
     }
 
