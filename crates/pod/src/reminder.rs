@@ -2,16 +2,17 @@
 //! is decided by the [`Reminders`](crate::interceptors::Reminders) and
 //! [`UntilDone`](crate::interceptors::UntilDone) interceptors.
 
-use pod_tools::{render_todos, TodoItem};
+use pod_tools::{render_todos, render_unfinished, TodoItem};
 
-/// The reminder text for a list with unfinished items.
+/// The reminder text for a list with unfinished items: those items and the
+/// count of the rest (the whole list is in the model's last `todo_write`
+/// result, or in a compaction's carry-over, which stays complete).
 pub fn reminder_text(todos: &[TodoItem]) -> String {
     format!(
-        "<system-reminder>\nYour todo list has unfinished items. Keep it current with \
-         todo_write: mark the item you are working on in_progress and items completed as soon \
-         as they are done. This is a reminder from the runtime, not a message from the user.\n\n\
-         {}\n</system-reminder>",
-        render_todos(todos)
+        "<system-reminder>\nRuntime reminder (not from the user): keep your plan current with \
+         todo_write, in_progress while you work on an item, completed once done.\n{}\n\
+         </system-reminder>",
+        render_unfinished(todos)
     )
 }
 

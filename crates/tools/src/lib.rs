@@ -31,8 +31,8 @@ pub mod workspace;
 
 pub use sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 pub use todo::{
-    parse_todo_write, render_todos, TodoError, TodoItem, TodoState, TodoStatus, TodoStore,
-    TodoWriteTool, TODO_WRITE,
+    parse_todo_write, render_todos, render_unfinished, TodoError, TodoItem, TodoState, TodoStatus,
+    TodoStore, TodoWriteTool, TODO_WRITE,
 };
 pub use workspace::{
     FileMeta, FileStamp, FileTracker, Limits, Workspace, BASH, EDIT_FILE, GLOB, GREP, LIST_DIR,
