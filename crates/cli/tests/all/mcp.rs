@@ -205,28 +205,7 @@ fn a_killed_session_gets_its_servers_back_on_resume() {
             say("Done."),
         ]),
     );
-    let mut child = env
-        .pod_process()
-        .args(["run", "--json", "--yes", "--script"])
-        .arg(&script)
-        .arg("--mcp-config")
-        .arg(&config)
-        .arg("task")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut id = String::new();
-    for line in lines.by_ref() {
-        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if event["event"] == "session_started" {
-            id = event["session_id"].as_str().unwrap().to_string();
-        }
-        if event["event"] == "tool_call_started" {
-            break;
-        }
-    }
+    let (mut child, _lines, id) = run_until_a_tool_runs(&env, &script, &config);
     assert!(!marked_processes(&mark).is_empty(), "the server runs");
     child.kill().unwrap();
     child.wait().unwrap();
@@ -456,25 +435,9 @@ fn ctrl_c_stops_the_sessions_servers() {
             say("Done."),
         ]),
     );
-    let mut child = env
-        .pod_process()
-        .args(["run", "--json", "--yes", "--script"])
-        .arg(&script)
-        .arg("--mcp-config")
-        .arg(&config)
-        .arg("task")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Kept open until the end: a closed stdout is an exit of its own.
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if event["event"] == "tool_call_started" {
-            break;
-        }
-    }
+    // The output is kept open until the end: a closed stdout is an exit of
+    // its own.
+    let (mut child, lines, _) = run_until_a_tool_runs(&env, &script, &config);
     assert!(!marked_processes(&mark).is_empty());
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -490,4 +453,41 @@ fn ctrl_c_stops_the_sessions_servers() {
         "{:?}",
         marked_processes(&mark)
     );
+}
+
+/// `pod run --json --yes` with `script` and the servers of `config`, read
+/// until its first tool call started: the child, the rest of its output
+/// (kept open), and the session id.
+fn run_until_a_tool_runs(
+    env: &TestEnv,
+    script: &std::path::Path,
+    config: &std::path::Path,
+) -> (
+    std::process::Child,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+    String,
+) {
+    let mut child = env
+        .pod_process()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(script)
+        .arg("--mcp-config")
+        .arg(config)
+        .arg("task")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut id = String::new();
+    for line in lines.by_ref() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "session_started" {
+            id = event["session_id"].as_str().unwrap().to_string();
+        }
+        if event["event"] == "tool_call_started" {
+            break;
+        }
+    }
+    (child, lines, id)
 }
