@@ -81,7 +81,7 @@ pub async fn attach(
     problems.extend(failures.iter().map(ToString::to_string));
     // Per server, so that tools it adds later ask too.
     for server in started.servers() {
-        let every = format!("{}{}*", server.name, pod_mcp::names::SEPARATOR);
+        let every = pod_mcp::names::server_pattern(&server.name);
         if config.approval.explicit(&every).is_none() {
             config.approval.set(every, ToolPolicy::Ask);
         }

@@ -68,7 +68,7 @@ pub async fn attach(servers: Vec<ServerConfig>, config: &mut PodConfig, yes: boo
     // (or a broader pattern) the user wrote wins. A server's read-only
     // hints are a third party's claim: they never relax the policy.
     for server in started.servers() {
-        let every = format!("{}{}*", server.name, pod_mcp::names::SEPARATOR);
+        let every = pod_mcp::names::server_pattern(&server.name);
         if config.approval.explicit(&every).is_none() {
             let policy = match yes {
                 true => ToolPolicy::Allow,

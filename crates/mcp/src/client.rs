@@ -4,6 +4,7 @@
 
 use crate::config::{ServerConfig, Transport};
 use crate::ServerTools;
+use futures_util::FutureExt;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -37,7 +38,7 @@ pub enum McpError {
         /// What went wrong.
         reason: String,
     },
-    /// Its transport is not supported by this build.
+    /// Its settings cannot be used (an invalid header, say).
     #[error("MCP server {server}: {reason}")]
     Unsupported {
         /// The server.
@@ -254,7 +255,7 @@ async fn connect(
         server: config.name.clone(),
         reason,
     };
-    match &config.transport {
+    let serve = match &config.transport {
         Transport::Stdio {
             command,
             args,
@@ -272,15 +273,7 @@ async fn connect(
                 .stderr(Stdio::null())
                 .spawn()
                 .map_err(|err| start_error(format!("cannot run {command}: {err}")))?;
-            let serve = listener.clone().serve(transport);
-            match tokio::time::timeout(config.startup_timeout, serve).await {
-                Ok(Ok(running)) => Ok(running),
-                Ok(Err(err)) => Err(start_error(err.to_string())),
-                Err(_) => Err(start_error(format!(
-                    "no handshake in {} s",
-                    config.startup_timeout.as_secs()
-                ))),
-            }
+            listener.clone().serve(transport).boxed()
         }
         Transport::Http { url, headers } => {
             let transport =
@@ -288,16 +281,16 @@ async fn connect(
                     server: config.name.clone(),
                     reason,
                 })?;
-            let serve = listener.clone().serve(transport);
-            match tokio::time::timeout(config.startup_timeout, serve).await {
-                Ok(Ok(running)) => Ok(running),
-                Ok(Err(err)) => Err(start_error(err.to_string())),
-                Err(_) => Err(start_error(format!(
-                    "no handshake in {} s",
-                    config.startup_timeout.as_secs()
-                ))),
-            }
+            listener.clone().serve(transport).boxed()
         }
+    };
+    match tokio::time::timeout(config.startup_timeout, serve).await {
+        Ok(Ok(running)) => Ok(running),
+        Ok(Err(err)) => Err(start_error(err.to_string())),
+        Err(_) => Err(start_error(format!(
+            "no handshake in {} s",
+            config.startup_timeout.as_secs()
+        ))),
     }
 }
 

@@ -14,6 +14,11 @@ pub const MAX_NAME: usize = 64;
 /// Between the server's name and the tool's.
 pub const SEPARATOR: &str = "__";
 
+/// The approval pattern that covers every tool of `server`: `SERVER__*`.
+pub fn server_pattern(server: &str) -> String {
+    format!("{server}{SEPARATOR}*")
+}
+
 /// The namespaced name of `tool` of `server`, unique among `taken` (which
 /// it joins).
 pub fn tool_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {

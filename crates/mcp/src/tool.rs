@@ -43,11 +43,6 @@ impl McpTool {
         }
     }
 
-    /// The server's name for the tool.
-    pub fn remote_name(&self) -> &str {
-        &self.remote
-    }
-
     /// The name the model calls.
     pub fn name(&self) -> &str {
         &self.name

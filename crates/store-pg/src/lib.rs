@@ -38,5 +38,5 @@ mod url;
 
 pub use error::PgStoreError;
 pub use schema::{migrate, SCHEMA_VERSION};
-pub use store::{Claimed, PgStore, PgStoreConfig, SessionRow, SessionState};
+pub use store::{Claimed, PgStore, PgStoreConfig, SessionState};
 pub use url::{is_postgres_url, redact};

@@ -94,33 +94,6 @@ impl SessionState {
             SessionState::Idle => "idle",
         }
     }
-
-    fn parse(text: &str) -> Self {
-        match text {
-            "queued" => SessionState::Queued,
-            "running" => SessionState::Running,
-            _ => SessionState::Idle,
-        }
-    }
-}
-
-/// A session's row: its lease and fleet state.
-#[derive(Clone, Debug)]
-pub struct SessionRow {
-    /// The session.
-    pub id: Uuid,
-    /// Its fleet state.
-    pub state: SessionState,
-    /// Whether it was handed to the fleet.
-    pub fleet: bool,
-    /// The worker holding or last holding its lease.
-    pub owner: Option<String>,
-    /// Its lease's epoch (bumped by every taker).
-    pub epoch: i64,
-    /// When the lease expires unless renewed.
-    pub lease_until: Option<DateTime<Utc>>,
-    /// Whether the lease is live now (by the database's clock).
-    pub leased: bool,
 }
 
 /// A session a fleet worker claimed: its lease is held, and [`PgStore`]'s
@@ -404,32 +377,6 @@ impl PgStore {
         Ok(changed > 0)
     }
 
-    /// Every session's row, oldest first.
-    pub async fn sessions(&self) -> Result<Vec<SessionRow>, PodError> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                "SELECT id, state, fleet, owner, epoch, lease_until,
-                        coalesce(lease_until > now(), false)
-                 FROM pod_sessions ORDER BY created_at",
-                &[],
-            )
-            .await
-            .map_err(self.err("listing sessions"))?;
-        Ok(rows
-            .iter()
-            .map(|row| SessionRow {
-                id: row.get(0),
-                state: SessionState::parse(row.get(1)),
-                fleet: row.get(2),
-                owner: row.get(3),
-                epoch: row.get(4),
-                lease_until: row.get(5),
-                leased: row.get(6),
-            })
-            .collect())
-    }
-
     /// Takes the lease of session `id` if nobody holds it (or it expired).
     async fn take_lease(&self, id: Uuid) -> Result<i64, PodError> {
         let client = self.client().await?;
@@ -502,19 +449,19 @@ impl PgStore {
                 return Err(self.missing(id));
             }
         }
-        parse_records(&rows, id, self.location())
+        parse_records(&rows, id, self.location(), 0)
     }
 
-    async fn open_log(
+    /// The writer of session `id` under the lease of `epoch`, on its own
+    /// connection `client`, appending from `next_seq`.
+    async fn writer(
         &self,
+        client: Client,
         id: Uuid,
         epoch: i64,
+        next_seq: i64,
         durability: Durability,
-    ) -> Result<OpenedLog, PodError> {
-        let client = connect_raw(&self.inner.url)
-            .await
-            .map_err(self.err("connecting"))?;
-        let (contents, next_seq) = self.records(&client, id).await?;
+    ) -> Result<LogWriter, PodError> {
         let lease = Lease {
             id,
             epoch,
@@ -530,15 +477,34 @@ impl PgStore {
             self.lease_ttl(),
         )
         .await?;
+        Ok(LogWriter::new(id, Arc::new(log)))
+    }
+
+    async fn open_log(
+        &self,
+        id: Uuid,
+        epoch: i64,
+        durability: Durability,
+    ) -> Result<OpenedLog, PodError> {
+        let client = connect_raw(&self.inner.url)
+            .await
+            .map_err(self.err("connecting"))?;
+        let (contents, next_seq) = self.records(&client, id).await?;
         Ok(OpenedLog {
             contents,
-            writer: LogWriter::new(id, Arc::new(log)),
+            writer: self.writer(client, id, epoch, next_seq, durability).await?,
         })
     }
 }
 
-/// Verifies a session's rows: a header at seq 0, then records with no gap.
-fn parse_records(rows: &[Row], id: Uuid, location: &str) -> Result<(LogContents, i64), PodError> {
+/// Verifies a session's rows, which start at seq `first`: a header at seq
+/// 0, records with no gap. Returns them and the next seq.
+fn parse_records(
+    rows: &[Row],
+    id: Uuid,
+    location: &str,
+    first: i64,
+) -> Result<(LogContents, i64), PodError> {
     let corrupt = |seq: i64, reason: String| PodError::CorruptLog {
         path: PathBuf::from(format!("{location} session {id}")),
         line: usize::try_from(seq).unwrap_or(0).saturating_add(1),
@@ -548,7 +514,7 @@ fn parse_records(rows: &[Row], id: Uuid, location: &str) -> Result<(LogContents,
         records: Vec::with_capacity(rows.len()),
         ..LogContents::default()
     };
-    let mut expected = 0i64;
+    let mut expected = first;
     for row in rows {
         let seq: i64 = row.get(0);
         if seq != expected {
@@ -609,22 +575,8 @@ impl SessionStore for PgStore {
         const FIRST_EPOCH: i64 = 1;
         self.insert_session(&mut client, header, Some(FIRST_EPOCH), &[])
             .await?;
-        let lease = Lease {
-            id: header.session_id,
-            epoch: FIRST_EPOCH,
-            ttl_ms: self.ttl_ms(),
-        };
-        let log = PgLog::start(
-            client,
-            lease,
-            1,
-            Arc::clone(&self.inner.url),
-            self.location().to_string(),
-            durability,
-            self.lease_ttl(),
-        )
-        .await?;
-        Ok(LogWriter::new(header.session_id, Arc::new(log)))
+        self.writer(client, header.session_id, FIRST_EPOCH, 1, durability)
+            .await
     }
 
     async fn open(&self, id: Uuid, durability: Durability) -> Result<OpenedLog, PodError> {
@@ -658,26 +610,9 @@ impl SessionStore for PgStore {
             )
             .await
             .map_err(self.err("reading a session"))?;
-        let mut records = Vec::with_capacity(rows.len());
-        for (expected, row) in (after + 1..).zip(&rows) {
-            let seq: i64 = row.get(0);
-            let text: String = row.get(1);
-            let corrupt = |reason: String| PodError::CorruptLog {
-                path: PathBuf::from(self.log_location(id)),
-                line: usize::try_from(seq).unwrap_or(0).saturating_add(1),
-                reason: format!("record {seq}: {reason}"),
-            };
-            if seq != expected {
-                return Err(corrupt(format!("expected record {expected} (a gap)")));
-            }
-            match serde_json::from_str(&text).map_err(|err| corrupt(err.to_string()))? {
-                LogRecord::Header(_) => {
-                    return Err(corrupt("a header after the first record".into()))
-                }
-                record => records.push(record),
-            }
-        }
-        Ok(records)
+        Ok(parse_records(&rows, id, self.location(), after + 1)?
+            .0
+            .records)
     }
 
     async fn list(&self) -> Result<Vec<Uuid>, PodError> {

@@ -166,7 +166,7 @@ pub struct ToolRegistry {
     specs: Arc<[ToolSpec]>,
     // Registered tools (the view without the sources'), and each source
     // with the generation the view was built from.
-    fixed: Vec<Arc<dyn DynTool>>,
+    fixed: Vec<(ToolSpec, Arc<dyn DynTool>)>,
     sources: Vec<(Arc<dyn ToolSource>, u64)>,
 }
 
@@ -183,26 +183,19 @@ impl ToolRegistry {
 
     /// Adds an already erased tool.
     pub fn register_dyn(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
-        match self
-            .fixed
-            .iter_mut()
-            .find(|t| t.spec().name == tool.spec().name)
-        {
-            Some(slot) => *slot = Arc::clone(&tool),
-            None => self.fixed.push(Arc::clone(&tool)),
+        let spec = tool.spec();
+        match self.fixed.iter_mut().find(|(s, _)| s.name == spec.name) {
+            Some(slot) => *slot = (spec.clone(), Arc::clone(&tool)),
+            None => self.fixed.push((spec.clone(), Arc::clone(&tool))),
         }
-        self.insert(tool)
+        self.insert(spec, tool)
     }
 
     /// Adds a source of tools that may change (after the tools registered
     /// before and with it; a registered tool keeps its name).
     pub fn register_source(&mut self, source: Arc<dyn ToolSource>) -> &mut Self {
         let generation = source.generation();
-        for tool in source.tools() {
-            if !self.tools.contains_key(&tool.spec().name) {
-                self.insert(tool);
-            }
-        }
+        self.add_from(source.as_ref());
         self.sources.push((source, generation));
         self
     }
@@ -220,25 +213,34 @@ impl ToolRegistry {
         self.order.clear();
         self.tools.clear();
         self.specs = Arc::from(Vec::new());
-        for tool in self.fixed.clone() {
-            self.insert(tool);
+        for (spec, tool) in self.fixed.clone() {
+            self.insert(spec, tool);
         }
-        for (source, seen) in &mut self.sources {
-            *seen = source.generation();
-        }
-        let sources: Vec<_> = self.sources.iter().map(|(s, _)| Arc::clone(s)).collect();
+        let sources: Vec<_> = self
+            .sources
+            .iter_mut()
+            .map(|(source, seen)| {
+                *seen = source.generation();
+                Arc::clone(source)
+            })
+            .collect();
         for source in sources {
-            for tool in source.tools() {
-                if !self.tools.contains_key(&tool.spec().name) {
-                    self.insert(tool);
-                }
-            }
+            self.add_from(source.as_ref());
         }
         true
     }
 
-    fn insert(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
-        let spec = tool.spec();
+    /// Adds a source's tools whose names are not taken.
+    fn add_from(&mut self, source: &dyn ToolSource) {
+        for tool in source.tools() {
+            let spec = tool.spec();
+            if !self.tools.contains_key(&spec.name) {
+                self.insert(spec, tool);
+            }
+        }
+    }
+
+    fn insert(&mut self, spec: ToolSpec, tool: Arc<dyn DynTool>) -> &mut Self {
         let name = spec.name.clone();
         let mut specs = self.specs.to_vec();
         if self.tools.insert(name.clone(), tool).is_none() {
