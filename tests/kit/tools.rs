@@ -285,3 +285,44 @@ impl Tool for Tally {
         ToolOutput::ok(format!("total will be {}", self.0.total() + args.n))
     }
 }
+
+/// A tool (named `rendezvous`) whose calls return only once `parties` of
+/// them are running at the same time: a run that never reaches that many
+/// at once never returns, so it proves calls overlap (put a timeout around
+/// the test's turn).
+#[derive(Clone)]
+pub struct Rendezvous {
+    barrier: Arc<tokio::sync::Barrier>,
+}
+
+impl Rendezvous {
+    /// Calls meet in groups of `parties`.
+    pub fn new(parties: usize) -> Self {
+        Self {
+            barrier: Arc::new(tokio::sync::Barrier::new(parties)),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for Rendezvous {
+    type Args = Value;
+    fn name(&self) -> &str {
+        "rendezvous"
+    }
+    fn description(&self) -> String {
+        "Waits until the other parties arrive.".into()
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn concurrency_safe(&self) -> bool {
+        true
+    }
+    async fn call(&self, _args: Value, ctx: ToolContext) -> ToolOutput {
+        tokio::select! {
+            _ = self.barrier.wait() => ToolOutput::ok("everyone arrived"),
+            _ = ctx.cancel.cancelled() => ToolOutput::error("cancelled while waiting"),
+        }
+    }
+}

@@ -32,4 +32,4 @@ pub use item::{
 pub use provider::{
     EventStream, FinishReason, Provider, ProviderError, ProviderRequest, StreamEvent, ToolSpec,
 };
-pub use scripted::{Script, ScriptError, ScriptStep, ScriptedCall, ScriptedProvider};
+pub use scripted::{AgentScript, Script, ScriptError, ScriptStep, ScriptedCall, ScriptedProvider};

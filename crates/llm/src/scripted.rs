@@ -4,7 +4,7 @@
 //! of tests: it answers each request with the next [`ScriptStep`], records
 //! every request it receives and can fail on cue.
 
-use crate::item::Usage;
+use crate::item::{ItemKind, Usage};
 use crate::provider::{
     EventStream, FinishReason, Provider, ProviderError, ProviderRequest, StreamEvent,
 };
@@ -32,6 +32,50 @@ pub struct Script {
     /// [`ScriptedProvider::compactor`] returns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compaction: Vec<ScriptStep>,
+    /// Scripts of subagents, chosen by their task (see [`AgentScript`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentScript>,
+}
+
+/// The answers of one subagent. A request whose first user message (the
+/// subagent's task) contains `task` is answered from `steps` instead of the
+/// main steps; the first such script that matches is used. The step is
+/// chosen by the number of answers already in the request's history, not by
+/// a counter, so parallel subagents never take each other's steps and a
+/// subagent resumed after a crash goes on where its log ends. (A failing
+/// step is therefore met again on retry; scripted subagents should not
+/// fail on cue.)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentScript {
+    /// Text the subagent's task contains.
+    pub task: String,
+    /// One step per request of that subagent.
+    pub steps: Vec<ScriptStep>,
+}
+
+impl AgentScript {
+    /// Whether `request` is one of this subagent's.
+    fn answers(&self, request: &ProviderRequest) -> bool {
+        request
+            .history
+            .iter()
+            .find_map(|item| match &item.kind {
+                ItemKind::User { text } => Some(text.contains(&self.task)),
+                _ => None,
+            })
+            .unwrap_or(false)
+    }
+
+    /// The step for `request`, by the answers before it.
+    fn step_for(&self, request: &ProviderRequest) -> (usize, Option<ScriptStep>) {
+        let index = request
+            .history
+            .iter()
+            .filter(|item| matches!(item.kind, ItemKind::Assistant { .. }))
+            .count();
+        (index, self.steps.get(index).cloned())
+    }
 }
 
 fn default_model() -> String {
@@ -224,6 +268,7 @@ impl Script {
             context_window: None,
             steps,
             compaction: Vec::new(),
+            agents: Vec::new(),
         }
     }
 
@@ -327,6 +372,7 @@ impl ScriptedProvider {
             context_window: self.script.context_window,
             steps: self.script.compaction.clone(),
             compaction: Vec::new(),
+            agents: Vec::new(),
         })
     }
 
@@ -339,7 +385,7 @@ impl ScriptedProvider {
 #[async_trait::async_trait]
 impl Provider for ScriptedProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
-        let (index, step, usage) = {
+        let (index, step, usage, agent) = {
             let mut state = self.state.lock();
             let usage = Usage {
                 prompt_tokens: match state.estimate {
@@ -352,16 +398,33 @@ impl Provider for ScriptedProvider {
             if state.record {
                 state.requests.push(request.clone());
             }
-            let index = state.next_step;
-            state.next_step += 1;
-            (index, self.script.steps.get(index).cloned(), usage)
+            match self.script.agents.iter().find(|a| a.answers(request)) {
+                Some(agent) => {
+                    let (index, step) = agent.step_for(request);
+                    (index, step, usage, Some(agent))
+                }
+                None => {
+                    let index = state.next_step;
+                    state.next_step += 1;
+                    (index, self.script.steps.get(index).cloned(), usage, None)
+                }
+            }
         };
         let Some(step) = step else {
-            return Err(ProviderError::Scripted(format!(
-                "script exhausted: request {} but only {} steps",
-                index + 1,
-                self.script.steps.len()
-            )));
+            return Err(ProviderError::Scripted(match agent {
+                Some(agent) => format!(
+                    "the script of the subagent whose task contains {:?} is exhausted: \
+                     request {} but only {} steps",
+                    agent.task,
+                    index + 1,
+                    agent.steps.len()
+                ),
+                None => format!(
+                    "script exhausted: request {} but only {} steps",
+                    index + 1,
+                    self.script.steps.len()
+                ),
+            }));
         };
         if let Some(delay) = step.delay_ms {
             tokio::time::sleep(Duration::from_millis(delay)).await;

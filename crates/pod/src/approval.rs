@@ -202,6 +202,19 @@ pub struct ApprovalRequest {
     /// One line saying what the call does, for a prompt (for example
     /// `bash: cargo test` or `edit_file: src/main.rs`).
     pub summary: String,
+    /// The subagent asking, when the call is a subagent's (the parent
+    /// session's approver answers its questions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<SubagentLabel>,
+}
+
+/// Which subagent a question comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentLabel {
+    /// The subagent's session.
+    pub session_id: uuid::Uuid,
+    /// The task's short description.
+    pub description: String,
 }
 
 impl ApprovalRequest {
@@ -212,6 +225,7 @@ impl ApprovalRequest {
             tool: tool.into(),
             arguments: arguments.into(),
             summary: summarize(tool, arguments),
+            subagent: None,
         }
     }
 }

@@ -5,6 +5,7 @@ use crate::compact::CompactionConfig;
 use crate::home::PodHome;
 use crate::interceptors::SessionBudget;
 use crate::store::{FileStore, Store};
+use crate::subagents::SubagentConfig;
 use pod_llm::Provider;
 use pod_tools::SandboxPolicy;
 use pod_worker::{Budget, Interceptor, ToolRegistry};
@@ -96,6 +97,8 @@ pub struct PodConfig {
     /// session's `tmp/`. With a sandbox the kernel enforces, a front end may
     /// let `bash` run without asking.
     pub sandbox: SandboxPolicy,
+    /// Subagents: whether the session has the `task` tool, and its limits.
+    pub subagents: SubagentConfig,
 }
 
 /// The system prompt used when none is given.
@@ -131,6 +134,7 @@ impl PodConfig {
             session_budget: SessionBudget::default(),
             launch: None,
             sandbox: SandboxPolicy::default(),
+            subagents: SubagentConfig::default(),
         }
     }
 

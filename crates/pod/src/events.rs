@@ -4,6 +4,7 @@ use pod_llm::Usage;
 use pod_tools::TodoItem;
 use pod_worker::TurnEndReason;
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 /// Something a front end may show. Serializable for `--json` output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,5 +97,17 @@ pub enum PodEvent {
     Error {
         /// What went wrong.
         message: String,
+    },
+    /// An event of a subagent this session's `task` call started (a
+    /// grandchild's arrive wrapped twice, the outer tag naming the child).
+    Subagent {
+        /// The subagent's session.
+        session_id: Uuid,
+        /// This session's `task` call that runs it.
+        call_id: String,
+        /// The task's short description.
+        description: String,
+        /// What happened in the subagent.
+        inner: Box<PodEvent>,
     },
 }

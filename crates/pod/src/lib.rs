@@ -49,12 +49,13 @@ pub mod reminder;
 pub mod replay;
 mod session;
 pub mod store;
+pub mod subagents;
 mod tools;
 mod turn;
 
 pub use approval::{
     ApprovalDecision, ApprovalFlags, ApprovalGate, ApprovalPolicy, ApprovalRequest, Approver,
-    ToolPolicy,
+    SubagentLabel, ToolPolicy,
 };
 pub use compact::{CompactionConfig, CompactionReport};
 pub use config::{Durability, InterceptorFactory, PodConfig, DEFAULT_SYSTEM_PROMPT};
@@ -66,6 +67,7 @@ pub use home::{PodHome, LOG_FILE};
 pub use interceptors::{context_estimate, SessionBudget, MAX_COMPACTION_FAILURES};
 pub use pod::Pod;
 pub use store::{FileStore, LogWriter, SessionStat, SessionStore, Store};
+pub use subagents::{child_session_id, SubagentConfig, TASK};
 
 // The types this crate's API takes and returns, so that an embedder can
 // depend on `pod` alone.

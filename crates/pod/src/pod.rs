@@ -11,10 +11,12 @@ use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, NotificationQueue, Notifications, Reminders,
     SessionBudgetGuard, Spent, UntilDone,
 };
+use crate::log::ParentLink;
 use crate::observer::PodObserver;
 use crate::session::{self, OpenSession};
 use crate::store::{LogWriter, Store};
-use crate::tools::SessionTools;
+use crate::subagents::Lineage;
+use crate::tools::{SessionTools, ToolsFor};
 use crate::turn::{CompactionSetup, Job, JobResult, TurnParts};
 use pod_llm::tokens::estimate_request_tokens;
 use pod_llm::{Item, ProviderRequest};
@@ -37,31 +39,72 @@ pub struct Pod;
 impl Pod {
     /// Starts a new session.
     pub async fn spawn(config: PodConfig) -> Result<PodHandle, PodError> {
+        Self::create(config, Uuid::new_v4(), None).await
+    }
+
+    /// Starts a new session `id`; a subagent's names its parent.
+    pub(crate) async fn create(
+        config: PodConfig,
+        id: Uuid,
+        parent: Option<ParentLink>,
+    ) -> Result<PodHandle, PodError> {
         let store = config.store();
-        let session = session::create(&config, &store).await?;
-        let tools = SessionTools::new(&config, &config.home.session_dir(session.id))?;
+        let header = session::header(&config, id, parent);
+        let lineage = Lineage::of(Some(&header));
+        let session = session::create(&config, &store, &header).await?;
+        let events = event_channel(&config);
+        let tools = SessionTools::new(&config, tools_for(id, lineage, &events))?;
         tracing::info!(
             session = %session.id,
             workspace = %config.workspace.display(),
             model = %config.provider.model_name(),
+            depth = lineage.depth,
             "session created"
         );
-        start(config, store, session, tools)
+        start(config, store, session, tools, events, lineage)
     }
 
     /// Reopens session `id` from its log and starts it.
     pub async fn resume(id: Uuid, config: PodConfig) -> Result<PodHandle, PodError> {
+        Self::reopen(id, config, None).await
+    }
+
+    /// Reopens session `id`; `parent` is written as its link when the crash
+    /// cut the log's header (a subagent's).
+    pub(crate) async fn reopen(
+        id: Uuid,
+        config: PodConfig,
+        parent: Option<ParentLink>,
+    ) -> Result<PodHandle, PodError> {
         let store = config.store();
-        let tools = SessionTools::new(&config, &config.home.session_dir(id))?;
-        let session = session::resume(id, &config, &store, &mut tools.states()).await?;
+        let fallback = session::header(&config, id, parent);
+        let opened = session::open(id, &config, &store, fallback).await?;
+        let lineage = Lineage::of(Some(&opened.header));
+        let events = event_channel(&config);
+        let tools = SessionTools::new(&config, tools_for(id, lineage, &events))?;
+        let session =
+            session::resume(opened, &config, &tools.registry, &mut tools.states()).await?;
         tracing::info!(
             session = %id,
             items = session.history.len(),
             todos = tools.todos.snapshot().len(),
             model = %config.provider.model_name(),
+            depth = lineage.depth,
             "session resumed"
         );
-        start(config, store, session, tools)
+        start(config, store, session, tools, events, lineage)
+    }
+}
+
+fn event_channel(config: &PodConfig) -> broadcast::Sender<PodEvent> {
+    broadcast::channel(config.event_capacity.max(1)).0
+}
+
+fn tools_for(id: Uuid, lineage: Lineage, events: &broadcast::Sender<PodEvent>) -> ToolsFor<'_> {
+    ToolsFor {
+        id,
+        lineage,
+        events,
     }
 }
 
@@ -100,6 +143,8 @@ struct Queued {
 
 struct PodActor {
     config: PodConfig,
+    // Where the session sits in a tree of subagents (its tools depend on it).
+    lineage: Lineage,
     store: Store,
     log: LogWriter,
     // The plan as `GetTodos` answers it (the current tools' store).
@@ -120,6 +165,8 @@ fn start(
     store: Store,
     session: OpenSession,
     tools: SessionTools,
+    events: broadcast::Sender<PodEvent>,
+    lineage: Lineage,
 ) -> Result<PodHandle, PodError> {
     if config.workspace_tools && config.sandbox.mode != pod_tools::SandboxMode::Off {
         match config.sandbox.is_enforced() {
@@ -129,7 +176,6 @@ fn start(
         }
     }
     let (tx, rx) = mpsc::channel(MAILBOX);
-    let (events, _) = broadcast::channel(config.event_capacity.max(1));
     let handle = PodHandle {
         tx,
         events: events.clone(),
@@ -149,6 +195,7 @@ fn start(
     );
     let actor = PodActor {
         config,
+        lineage,
         store,
         log: session.log,
         todos,
@@ -178,6 +225,7 @@ fn build_parts(
         registry,
         todos: store,
         workspace,
+        subagents,
     } = tools;
     let worker_config = WorkerConfig {
         system_prompt: config.system_prompt.clone(),
@@ -218,6 +266,7 @@ fn build_parts(
             log: log.clone(),
             events: events.clone(),
         },
+        subagents,
     }
 }
 
@@ -446,12 +495,13 @@ impl PodActor {
     async fn rebuild_from_log(&mut self) -> Result<(), PodError> {
         // Fresh tools, so nothing the failed job held survives; the
         // embedder's tools are cleared by the replay.
-        let session_dir = self.config.home.session_dir(self.log.session_id());
-        let tools = SessionTools::new(&self.config, &session_dir)?;
+        let id = self.log.session_id();
+        let tools = SessionTools::new(&self.config, tools_for(id, self.lineage, &self.events))?;
         let (history, spent) = session::reload(
             &self.store,
             &self.log,
             self.config.session_budget.is_set(),
+            &tools.registry,
             &mut tools.states(),
         )
         .await?;

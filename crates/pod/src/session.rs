@@ -3,11 +3,12 @@
 use crate::config::PodConfig;
 use crate::error::PodError;
 use crate::interceptors::Spent;
-use crate::log::{LogRecord, SessionHeader};
+use crate::log::{LogRecord, ParentLink, SessionHeader};
 use crate::replay::replay_into;
 use crate::store::{LogWriter, OpenedLog, Store};
-use pod_llm::Item;
-use pod_worker::ToolStates;
+use pod_llm::{Item, ItemKind};
+use pod_worker::{ToolRegistry, ToolStates};
+use std::collections::HashSet;
 use uuid::Uuid;
 
 /// A session ready for a Pod: its log writer and its active context (its
@@ -20,42 +21,84 @@ pub(crate) struct OpenSession {
     pub spent: Spent,
 }
 
-/// Creates a new session with an empty history.
-pub(crate) async fn create(config: &PodConfig, store: &Store) -> Result<OpenSession, PodError> {
-    let id = Uuid::new_v4();
+/// The header of a new session `id` (a child's names its parent).
+pub(crate) fn header(config: &PodConfig, id: Uuid, parent: Option<ParentLink>) -> SessionHeader {
     let mut header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
     header.launch = config.launch.clone();
-    let log = store.create(&header, config.durability).await?;
+    header.parent = parent;
+    header
+}
+
+/// Creates a new session with an empty history.
+pub(crate) async fn create(
+    config: &PodConfig,
+    store: &Store,
+    header: &SessionHeader,
+) -> Result<OpenSession, PodError> {
+    let log = store.create(header, config.durability).await?;
     Ok(OpenSession {
-        id,
+        id: header.session_id,
         log,
         history: Vec::new(),
         spent: Spent::default(),
     })
 }
 
-/// Reopens a session from its log: repairs a torn tail, rebuilds the history
-/// and the tools' `states`, and commits an "interrupted" result for every
-/// call a crash left without one.
-pub(crate) async fn resume(
+/// A session's log, open for writing and read, before its replay: its
+/// header says which tools the session has.
+pub(crate) struct Opened {
+    pub log: LogWriter,
+    pub header: SessionHeader,
+    pub records: Vec<LogRecord>,
+}
+
+/// Opens session `id`'s log and repairs a torn tail. When the crash cut the
+/// very first line, the session had nothing else: `fallback` is written as
+/// its header.
+pub(crate) async fn open(
     id: Uuid,
     config: &PodConfig,
     store: &Store,
-    states: &mut ToolStates,
-) -> Result<OpenSession, PodError> {
+    fallback: SessionHeader,
+) -> Result<Opened, PodError> {
     let OpenedLog {
         contents,
         writer: log,
     } = store.open(id, config.durability).await?;
-    if contents.header.is_none() {
-        // The crash cut the very first line: the session had nothing else.
-        let header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
-        log.append(&LogRecord::Header(header), true).await?;
-    }
-    let spent = spent_if(config.session_budget.is_set(), &contents.records);
-    let history = commit_replay(&log, contents.records, states).await?;
+    let header = match contents.header {
+        Some(header) => header,
+        None => {
+            log.append(&LogRecord::Header(fallback.clone()), true)
+                .await?;
+            fallback
+        }
+    };
+    Ok(Opened {
+        log,
+        header,
+        records: contents.records,
+    })
+}
+
+/// Rebuilds the history and the tools' `states` of an opened session, and
+/// commits an "interrupted" result for every call a crash left without one,
+/// except the calls of [`resumable`](pod_worker::Tool::resumable) tools,
+/// which the next run finishes.
+pub(crate) async fn resume(
+    opened: Opened,
+    config: &PodConfig,
+    tools: &ToolRegistry,
+    states: &mut ToolStates,
+) -> Result<OpenSession, PodError> {
+    let Opened {
+        log,
+        header,
+        records,
+    } = opened;
+    let spent = spent_if(config.session_budget.is_set(), &records);
+    let history = commit_replay(&log, records, tools, states).await?;
     Ok(OpenSession {
-        id,
+        id: header.session_id,
         log,
         history,
         spent,
@@ -68,10 +111,15 @@ pub(crate) async fn resume(
 async fn commit_replay(
     log: &LogWriter,
     records: Vec<LogRecord>,
+    tools: &ToolRegistry,
     states: &mut ToolStates,
 ) -> Result<Vec<Item>, PodError> {
     let mut context = replay_into(records, states);
+    let resumable = resumable_calls(&context.history, tools);
     for item in context.interrupted {
+        if item_call_id(&item).is_some_and(|id| resumable.contains(id)) {
+            continue;
+        }
         log.append(&LogRecord::Item(item.clone()), false).await?;
         // An interrupted result is an error: no state changes, but the
         // states see the call closed as the live worker would.
@@ -88,11 +136,36 @@ pub(crate) async fn reload(
     store: &Store,
     log: &LogWriter,
     count_spent: bool,
+    tools: &ToolRegistry,
     states: &mut ToolStates,
 ) -> Result<(Vec<Item>, Spent), PodError> {
     let contents = store.read(log.session_id()).await?;
     let spent = spent_if(count_spent, &contents.records);
-    Ok((commit_replay(log, contents.records, states).await?, spent))
+    Ok((
+        commit_replay(log, contents.records, tools, states).await?,
+        spent,
+    ))
+}
+
+/// The ids of the last answer's calls to resumable tools.
+fn resumable_calls(history: &[Item], tools: &ToolRegistry) -> HashSet<String> {
+    let last = history
+        .iter()
+        .rev()
+        .find(|item| matches!(item.kind, ItemKind::Assistant { .. }));
+    last.map(|item| item.tool_calls())
+        .unwrap_or_default()
+        .iter()
+        .filter(|call| tools.get(&call.name).is_some_and(|tool| tool.resumable()))
+        .map(|call| call.id.clone())
+        .collect()
+}
+
+fn item_call_id(item: &Item) -> Option<&str> {
+    match &item.kind {
+        ItemKind::ToolResult { call_id, .. } => Some(call_id),
+        _ => None,
+    }
 }
 
 /// What the log's answers spent, counted only when a session budget needs

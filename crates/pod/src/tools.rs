@@ -4,8 +4,12 @@
 
 use crate::config::PodConfig;
 use crate::error::PodError;
+use crate::events::PodEvent;
+use crate::subagents::{Lineage, Subagents, TaskTool};
 use pod_tools::{FileTracker, Sandbox, TodoStore, TodoWriteTool, Workspace};
 use std::path::Path;
+use tokio::sync::broadcast;
+use uuid::Uuid;
 
 /// The commands' temp dir, in the session's directory: writable under every
 /// sandbox mode but read-only, and gone with the session.
@@ -19,13 +23,29 @@ pub(crate) struct SessionTools {
     pub todos: TodoStore,
     /// The workspace tools' root and file tracker, when they are registered.
     pub workspace: Option<Workspace>,
+    /// The `task` tool's children, when the session may start any.
+    pub subagents: Option<Subagents>,
+}
+
+/// Which session the tools are for.
+pub(crate) struct ToolsFor<'a> {
+    pub id: Uuid,
+    pub lineage: Lineage,
+    /// Where the session's events go (its children's, tagged, too).
+    pub events: &'a broadcast::Sender<PodEvent>,
 }
 
 impl SessionTools {
-    /// Fresh tools for `config`, in the session whose directory is
-    /// `session_dir` (its `tmp/` is the commands' `TMPDIR`).
-    pub fn new(config: &PodConfig, session_dir: &Path) -> Result<Self, PodError> {
-        let mut registry = config.tools.clone();
+    /// Fresh tools for `config`, in session `session` (its directory's
+    /// `tmp/` is the commands' `TMPDIR`).
+    pub fn new(config: &PodConfig, session: ToolsFor<'_>) -> Result<Self, PodError> {
+        let read_only = session.lineage.read_only;
+        // A read-only child gets none of the embedder's or MCP servers'
+        // tools: what they do is unknown, so they may write.
+        let mut registry = match read_only {
+            true => ToolRegistry::new(),
+            false => config.tools.clone(),
+        };
         let todos = TodoStore::new();
         registry.register(TodoWriteTool::new(todos.clone()));
         let workspace = match config.workspace_tools {
@@ -36,19 +56,29 @@ impl SessionTools {
                 };
                 let workspace = Workspace::new(&config.workspace, FileTracker::new())
                     .map_err(io(&config.workspace))?;
-                let tmpdir = session_dir.join(TMP_DIR);
+                let tmpdir = config.home.session_dir(session.id).join(TMP_DIR);
                 std::fs::create_dir_all(&tmpdir).map_err(io(&tmpdir))?;
                 let sandbox = Sandbox::new(config.sandbox, workspace.root().path(), Some(tmpdir));
                 let workspace = workspace.with_sandbox(sandbox);
-                workspace.register(&mut registry);
+                match read_only {
+                    true => workspace.register_read_only(&mut registry),
+                    false => workspace.register(&mut registry),
+                }
                 Some(workspace)
             }
             false => None,
         };
+        let subagents = (config.subagents.enabled
+            && session.lineage.depth < config.subagents.max_depth)
+            .then(|| Subagents::new(config, session.id, session.lineage, session.events));
+        if let Some(subagents) = &subagents {
+            registry.register(TaskTool::new(subagents.clone()));
+        }
         Ok(Self {
             registry,
             todos,
             workspace,
+            subagents,
         })
     }
 

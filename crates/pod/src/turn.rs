@@ -9,6 +9,7 @@ use crate::events::PodEvent;
 use crate::log::{LogRecord, StoppedRecord};
 use crate::observer::PodObserver;
 use crate::store::LogWriter;
+use crate::subagents::Subagents;
 use pod_llm::{Item, Provider};
 use pod_tools::{FileTracker, TodoStore};
 use pod_worker::{
@@ -39,6 +40,8 @@ pub(crate) struct TurnParts {
     pub interceptor: InterceptorStack,
     pub observer: PodObserver,
     pub compaction: CompactionSetup,
+    /// The `task` tool's children, counted per run.
+    pub subagents: Option<Subagents>,
 }
 
 /// What compaction needs besides the worker.
@@ -66,6 +69,9 @@ impl TurnParts {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, PodError> {
         let mut prompt = text.map(Item::user);
+        if let Some(subagents) = &self.subagents {
+            subagents.begin_run();
+        }
         self.interceptor
             .on_run_start(&RunStart {
                 history: self.worker.history(),

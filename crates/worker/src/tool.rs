@@ -81,6 +81,15 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// Whether a call that a crash left without a result is run again when
+    /// the session resumes, with the same call id and arguments, instead of
+    /// being closed as interrupted. Only for tools whose second run
+    /// continues the first (the `task` tool resumes its subagent's session
+    /// from its log) rather than repeating its effects.
+    fn resumable(&self) -> bool {
+        false
+    }
+
     /// Runs the call.
     async fn call(&self, args: Self::Args, ctx: ToolContext) -> ToolOutput;
 }
@@ -94,6 +103,8 @@ pub trait DynTool: Send + Sync {
     fn concurrency_safe(&self) -> bool;
     /// See [`Tool::state`].
     fn state(&self) -> Option<Arc<dyn ToolState>>;
+    /// See [`Tool::resumable`].
+    fn resumable(&self) -> bool;
     /// Parses raw JSON arguments and runs the call; bad arguments become an
     /// error result.
     async fn call_json(&self, arguments: &str, ctx: ToolContext) -> ToolOutput;
@@ -115,6 +126,10 @@ impl<T: Tool> DynTool for T {
 
     fn state(&self) -> Option<Arc<dyn ToolState>> {
         Tool::state(self)
+    }
+
+    fn resumable(&self) -> bool {
+        Tool::resumable(self)
     }
 
     async fn call_json(&self, arguments: &str, ctx: ToolContext) -> ToolOutput {

@@ -210,6 +210,20 @@ impl Worker {
             requests: 0,
             usage: Usage::default(),
         };
+        // Calls a crash interrupted come first: history is valid only once
+        // each has its result, and the model asked for them before anything
+        // that follows.
+        let open = self.open_calls();
+        if !open.is_empty() {
+            tracing::info!(calls = open.len(), "running the calls a crash interrupted");
+            if let Some(stop) = self
+                .run_tool_calls(open, hooks, observer, meter, cancel)
+                .await?
+            {
+                outcome.reason = stopped(stop, hooks).await;
+                return Ok(outcome);
+            }
+        }
         if let Some(mut prompt) = prompt {
             match hooks.on_prompt_submit(&mut prompt).await {
                 PromptAction::Continue => self.commit(prompt, observer).await?,
@@ -339,23 +353,36 @@ impl Worker {
                 .run_tool_calls(calls, hooks, observer, meter, cancel)
                 .await?
             {
-                outcome.reason = match stop {
-                    CallsStop::Aborted(reason) => {
-                        hooks
-                            .on_abort(&AbortReason::Interceptor(reason.clone()))
-                            .await;
-                        TurnEndReason::Aborted(reason)
-                    }
-                    CallsStop::Paused(reason) => TurnEndReason::Paused(reason),
-                    CallsStop::Limit(limit) => TurnEndReason::Limit(limit),
-                    CallsStop::Cancelled => {
-                        hooks.on_abort(&AbortReason::Cancelled).await;
-                        TurnEndReason::Cancelled
-                    }
-                };
+                outcome.reason = stopped(stop, hooks).await;
                 return Ok(outcome);
             }
         }
+    }
+
+    /// The calls of the last answer that have no result: after a resume,
+    /// those of [`resumable`](crate::Tool::resumable) tools, which the
+    /// crash interrupted and the next run finishes.
+    pub fn open_calls(&self) -> Vec<pod_llm::ToolCall> {
+        let Some(at) = self
+            .history
+            .iter()
+            .rposition(|item| matches!(item.kind, ItemKind::Assistant { .. }))
+        else {
+            return Vec::new();
+        };
+        let answered: HashSet<&str> = self.history[at + 1..]
+            .iter()
+            .filter_map(|item| match &item.kind {
+                ItemKind::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.history[at]
+            .tool_calls()
+            .iter()
+            .filter(|call| !answered.contains(call.id.as_str()))
+            .cloned()
+            .collect()
     }
 
     /// Streams a response, sending the request again when its stream fails
@@ -484,6 +511,25 @@ impl Worker {
             self.commit(item, observer).await?;
         }
         Ok(())
+    }
+}
+
+/// How a turn ends when its tool calls stopped it; tells the hooks of an
+/// abort.
+async fn stopped(stop: CallsStop, hooks: &mut dyn Interceptor) -> TurnEndReason {
+    match stop {
+        CallsStop::Aborted(reason) => {
+            hooks
+                .on_abort(&AbortReason::Interceptor(reason.clone()))
+                .await;
+            TurnEndReason::Aborted(reason)
+        }
+        CallsStop::Paused(reason) => TurnEndReason::Paused(reason),
+        CallsStop::Limit(limit) => TurnEndReason::Limit(limit),
+        CallsStop::Cancelled => {
+            hooks.on_abort(&AbortReason::Cancelled).await;
+            TurnEndReason::Cancelled
+        }
     }
 }
 

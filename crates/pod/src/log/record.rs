@@ -91,6 +91,27 @@ pub struct SessionHeader {
     /// it and never reads it; it must never hold secrets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<serde_json::Value>,
+    /// The session and call that started this one, when it is a subagent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+}
+
+/// Where a subagent's session comes from: its parent's `task` call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentLink {
+    /// The parent session.
+    pub session_id: Uuid,
+    /// The parent's call that started this session.
+    pub call_id: String,
+    /// 1 for a child of a top-level session, 2 for its child, and so on.
+    pub depth: u32,
+    /// The short description the parent gave the task.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Started without the tools that write (`write_file`, `edit_file`,
+    /// `bash`, the embedder's and MCP servers' tools).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 impl SessionHeader {
@@ -105,6 +126,7 @@ impl SessionHeader {
             workspace,
             forked_from: None,
             launch: None,
+            parent: None,
         }
     }
 }

@@ -7,5 +7,6 @@ mod properties;
 mod reminders;
 mod resume;
 mod stack;
+mod subagents;
 mod support;
 mod workspace;

@@ -131,6 +131,16 @@ impl Workspace {
             .register(GrepTool::new(self.clone()))
             .register(BashTool::new(self.clone()));
     }
+
+    /// Registers only the tools that read (`read_file`, `list_dir`,
+    /// `glob`, `grep`): for an agent that must not change the workspace.
+    pub fn register_read_only(&self, tools: &mut ToolRegistry) {
+        tools
+            .register(ReadFileTool::new(self.clone()))
+            .register(ListDirTool::new(self.clone()))
+            .register(GlobTool::new(self.clone()))
+            .register(GrepTool::new(self.clone()));
+    }
 }
 
 /// Runs blocking file-system work off the async threads. A panic in it

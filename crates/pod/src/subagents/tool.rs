@@ -1,0 +1,199 @@
+//! The `task` tool: delegates a self-contained task to a child Pod.
+
+use super::child::{self, Task};
+use super::Lineage;
+use crate::config::PodConfig;
+use crate::events::PodEvent;
+use pod_worker::{Tool, ToolContext, ToolOutput};
+use serde::Deserialize;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use tokio::sync::{broadcast, Semaphore};
+use uuid::Uuid;
+
+/// The tool's name. `task` (as in Claude Code) says what the model hands
+/// over, a task, rather than how it runs (an agent, a Pod).
+pub const TASK: &str = "task";
+
+/// A session's children: what they are started with and the limits they
+/// share. The Pod opens a new run with [`Subagents::begin_run`]; the tool
+/// starts children.
+#[derive(Clone)]
+pub(crate) struct Subagents {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    /// The parent's settings, which a child's are derived from.
+    pub config: PodConfig,
+    pub session_id: Uuid,
+    pub lineage: Lineage,
+    pub events: broadcast::Sender<PodEvent>,
+    // One permit per child that may run at once.
+    slots: Semaphore,
+    // Children started in the current run.
+    started: AtomicU32,
+}
+
+impl Subagents {
+    pub fn new(
+        config: &PodConfig,
+        session_id: Uuid,
+        lineage: Lineage,
+        events: &broadcast::Sender<PodEvent>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config: config.clone(),
+                session_id,
+                lineage,
+                events: events.clone(),
+                slots: Semaphore::new(config.subagents.max_parallel.max(1)),
+                started: AtomicU32::new(0),
+            }),
+        }
+    }
+
+    /// A new run starts: its children are counted from zero.
+    pub fn begin_run(&self) {
+        self.inner.started.store(0, Ordering::Relaxed);
+    }
+
+    /// Counts one more child of this run; `false` when the run's cap is
+    /// reached.
+    fn admit(&self) -> bool {
+        let cap = self.inner.config.subagents.max_per_run;
+        self.inner.started.fetch_add(1, Ordering::Relaxed) < cap
+    }
+}
+
+/// Starts a child Pod on a task and returns its final answer.
+pub(crate) struct TaskTool {
+    subagents: Subagents,
+}
+
+impl TaskTool {
+    pub fn new(subagents: Subagents) -> Self {
+        Self { subagents }
+    }
+}
+
+/// The arguments of a `task` call.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TaskArgs {
+    /// A few words saying what the task is, shown to the user.
+    #[serde(default)]
+    description: String,
+    /// The task, complete: the child sees nothing else of this session.
+    prompt: String,
+    /// Give the child only the tools that read.
+    #[serde(default)]
+    read_only: bool,
+}
+
+#[async_trait::async_trait]
+impl Tool for TaskTool {
+    type Args = TaskArgs;
+
+    fn name(&self) -> &str {
+        TASK
+    }
+
+    fn description(&self) -> String {
+        let config = &self.subagents.inner.config.subagents;
+        format!(
+            "Delegate a self-contained task to a subagent: a fresh agent with its own context \
+             and plan, working in the same workspace. It sees only `prompt`, so say everything \
+             it needs (goal, files, constraints, what to report). Its final message (and its \
+             plan) is this call's result. Use it for independent work such as exploring one \
+             area of a codebase or reviewing a change, to keep your own context small; several \
+             calls in one response run in parallel (at most {} at once, {} per run). With \
+             read_only the subagent cannot write files or run commands.",
+            config.max_parallel, config.max_per_run
+        )
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "description": {
+                    "type": "string",
+                    "description": "3 to 8 words saying what the task is, for the user"
+                },
+                "prompt": {
+                    "type": "string",
+                    "description": "The whole task: the subagent sees nothing else"
+                },
+                "read_only": {
+                    "type": "boolean",
+                    "description": "Only tools that read: no writes, edits or commands"
+                }
+            },
+            "required": ["description", "prompt"],
+            "additionalProperties": false
+        })
+    }
+
+    fn concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, args: TaskArgs, ctx: ToolContext) -> ToolOutput {
+        if args.prompt.trim().is_empty() {
+            return ToolOutput::error(
+                "The task's `prompt` is empty. Call `task` again with the whole task in `prompt`.",
+            );
+        }
+        let inner = &self.subagents.inner;
+        let id = child::child_session_id(inner.session_id, &ctx.call_id);
+        // A resumed call finds its child's log: it is not a new child.
+        let resumed = child::exists(&inner.config, id).await;
+        if !resumed && !self.subagents.admit() {
+            return ToolOutput::error(format!(
+                "Not run: this run already started {} subagents, its limit. Do the rest of the \
+                 work yourself, or finish this run and continue in the next one.",
+                inner.config.subagents.max_per_run
+            ));
+        }
+        // Waiting for a slot follows the turn's cancellation.
+        let _slot = tokio::select! {
+            permit = inner.slots.acquire() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return ToolOutput::error("Not run: the session is shutting down."),
+            },
+            _ = ctx.cancel.cancelled() => {
+                return ToolOutput::error("Not run: the turn was cancelled before the subagent started.");
+            }
+        };
+        let task = Task {
+            id,
+            call_id: ctx.call_id.clone(),
+            description: label(&args.description, &args.prompt),
+            prompt: args.prompt,
+            read_only: args.read_only,
+        };
+        child::run(inner, task, &ctx.cancel).await
+    }
+}
+
+/// The description, or the prompt's first words when there is none.
+fn label(description: &str, prompt: &str) -> String {
+    // Long enough for a short phrase, short enough for one line beside a
+    // tool call.
+    const MAX_CHARS: usize = 60;
+    let text = match description.trim() {
+        "" => prompt.trim(),
+        description => description,
+    };
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(MAX_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
