@@ -91,6 +91,9 @@ pub struct Summary {
     /// The session it was forked from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// The session whose `task` call started it, when it is a subagent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<pod::log::ParentLink>,
     /// The limit that stopped its last run, when the status is `stopped`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<pod_worker::Limit>,
@@ -178,6 +181,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded> {
         log_path: location,
         holder: stat.holder,
         forked_from: header.forked_from.map(|(id, at)| ForkedFrom { id, at }),
+        parent: header.parent.clone(),
         stopped_by,
         usage,
         cost,

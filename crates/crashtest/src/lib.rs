@@ -34,3 +34,4 @@ pub mod oracle;
 pub mod process;
 pub mod rng;
 pub mod script;
+pub mod tree;

@@ -53,12 +53,12 @@ pub fn plan(items: usize, done: usize) -> Value {
     json!({ "todos": todos })
 }
 
-fn todo_call(arguments: Value) -> Value {
+pub(crate) fn todo_call(arguments: Value) -> Value {
     json!({"name": "todo_write", "arguments": arguments})
 }
 
 /// A workspace tool call about item `i`, chosen by `rng`.
-fn workspace_call(rng: &mut Rng, i: usize) -> Value {
+pub(crate) fn workspace_call(rng: &mut Rng, i: usize) -> Value {
     match rng.below(4) {
         0 => json!({"name": "read_file", "arguments": {"path": format!("notes/item-{i:02}.md")}}),
         1 => {

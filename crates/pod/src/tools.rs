@@ -42,9 +42,13 @@ impl SessionTools {
         let read_only = session.lineage.read_only;
         // A read-only child gets none of the embedder's or MCP servers'
         // tools: what they do is unknown, so they may write.
-        let mut registry = match read_only {
-            true => ToolRegistry::new(),
-            false => config.tools.clone(),
+        let mut registry = match (read_only, session.lineage.depth) {
+            (true, _) => ToolRegistry::new(),
+            (false, 0) => config.tools.clone(),
+            // An embedder's stateful tool is one instance with one state: a
+            // child's calls (and its replay, which clears the state) would
+            // change its parent's. Children get the stateless ones.
+            (false, _) => config.tools.without_stateful(),
         };
         let todos = TodoStore::new();
         registry.register(TodoWriteTool::new(todos.clone()));

@@ -268,6 +268,19 @@ impl ToolRegistry {
         self
     }
 
+    /// A copy without the tools that keep session state
+    /// ([`Tool::state`]); sources are kept.
+    pub fn without_stateful(&self) -> ToolRegistry {
+        let mut registry = ToolRegistry::new();
+        for (_, tool) in self.fixed.iter().filter(|(_, tool)| tool.state().is_none()) {
+            registry.register_dyn(Arc::clone(tool));
+        }
+        for (source, _) in &self.sources {
+            registry.register_source(Arc::clone(source));
+        }
+        registry
+    }
+
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
         self.tools.get(name)

@@ -60,7 +60,19 @@ pub fn ask(
     let tool = printable(&request.tool);
     // Output errors are ignored: the answer still decides, and a closed
     // stderr must not turn into a silent "yes".
-    let _ = writeln!(output, "? {}", printable(&request.summary));
+    match &request.subagent {
+        Some(agent) => {
+            let _ = writeln!(
+                output,
+                "? [subagent {}] {}",
+                printable(&agent.description),
+                printable(&request.summary)
+            );
+        }
+        None => {
+            let _ = writeln!(output, "? {}", printable(&request.summary));
+        }
+    }
     loop {
         let _ = write!(
             output,

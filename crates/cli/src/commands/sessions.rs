@@ -6,6 +6,8 @@ use crate::render;
 use crate::session::{self, Summary};
 use crate::style::Style;
 use anyhow::{Context, Result};
+use std::collections::{HashMap, HashSet};
+use uuid::Uuid;
 
 /// Lists sessions, most recently updated first.
 pub async fn run(args: SessionsArgs, place: super::Place) -> Result<Outcome> {
@@ -22,6 +24,7 @@ pub async fn run(args: SessionsArgs, place: super::Place) -> Result<Outcome> {
         }
     }
     summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
+    let summaries = tree(summaries);
     if args.json {
         let json = serde_json::to_string_pretty(&summaries).context("cannot encode sessions")?;
         crate::output::print(&format!("{json}\n"))?;
@@ -36,7 +39,35 @@ pub async fn run(args: SessionsArgs, place: super::Place) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// The human table: one session per line.
+/// Sessions in tree order: each top-level session (most recently updated
+/// first), then its subagents' sessions, depth first. A subagent whose
+/// parent is not listed stands at the top level.
+fn tree(summaries: Vec<Summary>) -> Vec<Summary> {
+    let listed: HashSet<Uuid> = summaries.iter().map(|s| s.id).collect();
+    let (roots, children): (Vec<Summary>, Vec<Summary>) = summaries.into_iter().partition(|s| {
+        s.parent
+            .as_ref()
+            .is_none_or(|p| !listed.contains(&p.session_id))
+    });
+    let mut by_parent: HashMap<Uuid, Vec<Summary>> = HashMap::new();
+    for child in children {
+        if let Some(link) = &child.parent {
+            by_parent.entry(link.session_id).or_default().push(child);
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack: Vec<Summary> = roots.into_iter().rev().collect();
+    while let Some(summary) = stack.pop() {
+        if let Some(children) = by_parent.remove(&summary.id) {
+            stack.extend(children.into_iter().rev());
+        }
+        out.push(summary);
+    }
+    out
+}
+
+/// The human table: one session per line, subagents indented under their
+/// parent.
 fn table(summaries: &[Summary], style: Style) -> String {
     let mut out = style.bold(&format!(
         "{:<8}  {:<11}  {:<5}  {:<16}  {:<16}  {:<14}  {}\n",
@@ -69,9 +100,22 @@ fn table(summaries: &[Summary], style: Style) -> String {
                 s.usage.cache_read_tokens as f64 * 100.0 / prompt as f64
             ),
         };
+        // A subagent: its id indented by depth, and its task after the
+        // workspace.
+        let (id, task) = match &s.parent {
+            Some(link) => (
+                format!(
+                    "{}└{}",
+                    " ".repeat(link.depth.saturating_sub(1) as usize),
+                    &id[..6]
+                ),
+                format!("  task: {}", render::shorten(&link.description, 40)),
+            ),
+            None => (id[..8].to_string(), String::new()),
+        };
         out.push_str(&format!(
-            "{:<8}  {status}  {:<5}  {:<16}  {:<16}  {:<14}  {}\n",
-            &id[..8],
+            "{:<8}  {status}  {:<5}  {:<16}  {:<16}  {:<14}  {}{task}\n",
+            id,
             todos,
             s.updated_at
                 .with_timezone(&chrono::Local)

@@ -15,6 +15,8 @@ use serde::Serialize;
 struct ShowJson<'a> {
     session: &'a Summary,
     todos: &'a [TodoItem],
+    /// The sessions its `task` calls started.
+    children: &'a [Summary],
     /// The full history, as `PodHandle::get_history` returns it.
     history: Vec<Item>,
 }
@@ -27,16 +29,18 @@ pub async fn run(args: ShowArgs, place: super::Place) -> Result<Outcome> {
     if args.follow {
         return follow(store, id, loaded, args.json).await;
     }
+    let children = children(store, &loaded).await;
     if args.json {
         let doc = ShowJson {
             session: &loaded.summary,
             todos: &loaded.todos,
+            children: &children,
             history: loaded.full_history(),
         };
         let json = serde_json::to_string_pretty(&doc).context("cannot encode the session")?;
         crate::output::print(&format!("{json}\n"))?;
     } else {
-        crate::output::print(&human(&loaded, Style::for_stdout()))?;
+        crate::output::print(&human(&loaded, &children, Style::for_stdout()))?;
     }
     Ok(Outcome::Done)
 }
@@ -103,10 +107,47 @@ fn print_json_record(seq: usize, record: &pod::log::LogRecord) -> Result<()> {
     crate::output::print(&format!("{line}\n"))
 }
 
-/// The human form: a head, the numbered history, the todos.
-fn human(loaded: &Loaded, style: Style) -> String {
+/// The sessions the `task` calls of this one started (their ids derive
+/// from the calls'), in call order; a call whose child has no log yet is
+/// left out.
+async fn children(store: &dyn pod::SessionStore, loaded: &Loaded) -> Vec<Summary> {
+    let mut children = Vec::new();
+    for item in loaded.full_history() {
+        for call in item.tool_calls().iter().filter(|c| c.name == pod::TASK) {
+            let child = pod::child_session_id(loaded.summary.id, &call.id);
+            if let Ok(child) = session::load(store, child).await {
+                children.push(child.summary);
+            }
+        }
+    }
+    children
+}
+
+/// The human form: a head, the numbered history, the subagents, the todos.
+fn human(loaded: &Loaded, children: &[Summary], style: Style) -> String {
     let mut out = head_and_history(loaded, style);
     out.push('\n');
+    if !children.is_empty() {
+        out.push_str(&format!("  {}\n", style.bold("subagents:")));
+        for child in children {
+            let task = child
+                .parent
+                .as_ref()
+                .map(|link| link.description.as_str())
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {}  {:<11}  {:<5}  {}\n",
+                child.id,
+                child.status.as_str(),
+                match child.todos.total {
+                    0 => "-".to_string(),
+                    total => format!("{}/{total}", child.todos.completed),
+                },
+                render::shorten(task, 60)
+            ));
+        }
+        out.push('\n');
+    }
     if loaded.todos.is_empty() {
         out.push_str("  No todo list.\n");
     } else {
@@ -142,6 +183,12 @@ fn head_and_history(loaded: &Loaded, style: Style) -> String {
             .with_timezone(&chrono::Local)
             .format("%Y-%m-%d %H:%M:%S")
     ));
+    if let Some(parent) = &s.parent {
+        out.push_str(&format!(
+            "  subagent   of {} (call {}): {}\n",
+            parent.session_id, parent.call_id, parent.description
+        ));
+    }
     if let Some(fork) = &s.forked_from {
         out.push_str(&format!(
             "  forked     from {} at item {}\n",

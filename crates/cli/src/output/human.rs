@@ -170,6 +170,10 @@ impl Output for HumanOutput {
             PodEvent::Error { message } => {
                 self.lines(&s.red(&format!("  error: {}", render::first_line(message, 200))))
             }
+            PodEvent::Subagent { .. } => match subagent_line(event, s) {
+                Some(line) => self.lines(&line),
+                None => Ok(()),
+            },
             // Events newer than this front end are shown in --json only.
             #[allow(unreachable_patterns)]
             _ => Ok(()),
@@ -276,4 +280,50 @@ fn reminder_gist(text: &str) -> String {
     } else {
         render::first_line(text, 80)
     }
+}
+
+/// A subagent's event as one line under its `task` call, indented by depth
+/// and named by the task's description (`    │ alpha › beta → read_file(…)`);
+/// `None` for what is not shown (its streamed text: its answer is the
+/// call's result).
+fn subagent_line(event: &PodEvent, s: Style) -> Option<String> {
+    let mut path = Vec::new();
+    let mut event = event;
+    while let PodEvent::Subagent {
+        description, inner, ..
+    } = event
+    {
+        path.push(description.as_str());
+        event = inner;
+    }
+    let lead = format!("{}│ {}", "  ".repeat(path.len() + 1), path.join(" › "));
+    let line = match event {
+        PodEvent::TurnStarted { .. } => s.dim(&format!("{lead}: started")),
+        PodEvent::ToolCallStarted {
+            name, arguments, ..
+        } => s.dim(&format!("{lead} → {}", render::tool_call(name, arguments))),
+        PodEvent::ToolCallFinished {
+            name,
+            content,
+            is_error: true,
+            ..
+        } => s.red(&format!(
+            "{lead} ✗ {name}: {}",
+            render::first_line(content, 160)
+        )),
+        PodEvent::TodosChanged { todos } => {
+            s.cyan(&format!("{lead}: {}", render::plan_line(todos)))
+        }
+        PodEvent::Compacted { .. } => s.cyan(&format!("{lead}: ⇣ compacted")),
+        PodEvent::TurnEnded { reason, .. } => match reason {
+            TurnEndReason::EndTurn => s.dim(&format!("{lead}: finished")),
+            reason => s.yellow(&format!("{lead}: ended ({reason:?})")),
+        },
+        PodEvent::Error { message } => s.red(&format!(
+            "{lead}: error: {}",
+            render::first_line(message, 160)
+        )),
+        _ => return None,
+    };
+    Some(line)
 }

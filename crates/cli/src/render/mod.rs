@@ -31,6 +31,19 @@ pub fn checklist(todos: &[TodoItem], style: Style) -> String {
     out
 }
 
+/// A plan in one line: `2/5 done, now: Write the tests`.
+pub fn plan_line(todos: &[TodoItem]) -> String {
+    let done = todos
+        .iter()
+        .filter(|t| t.status == TodoStatus::Completed)
+        .count();
+    let mut line = format!("plan {done}/{} done", todos.len());
+    if let Some(now) = todos.iter().find(|t| t.status == TodoStatus::InProgress) {
+        line.push_str(&format!(", now: {}", shorten(&now.content, 60)));
+    }
+    line
+}
+
 /// "2 of 5" style progress, or "-" without a list.
 pub fn progress(todos: &[TodoItem]) -> String {
     if todos.is_empty() {
@@ -46,6 +59,21 @@ pub fn progress(todos: &[TodoItem]) -> String {
 /// A tool call in one line: `name(arguments)`, arguments shortened; a
 /// `todo_write` call is summarized by its item count.
 pub fn tool_call(name: &str, arguments: &str) -> String {
+    if name == pod::TASK {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) {
+            let text = ["description", "prompt"]
+                .iter()
+                .find_map(|key| value.get(*key).and_then(|v| v.as_str()))
+                .filter(|text| !text.trim().is_empty());
+            if let Some(text) = text {
+                let mode = match value.get("read_only").and_then(|v| v.as_bool()) {
+                    Some(true) => " (read-only)",
+                    _ => "",
+                };
+                return format!("task: {}{mode}", shorten(text.trim(), 60));
+            }
+        }
+    }
     if name == TODO_WRITE {
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) {
             if let Some(todos) = value.get("todos").and_then(|t| t.as_array()) {

@@ -56,3 +56,24 @@ fn fleet_workers_killed_and_paused_at_random_lose_nothing() {
         Err(err) => panic!("{err}"),
     }
 }
+
+/// The tree mode, bounded: a parent whose `task` calls run two subagents in
+/// parallel, killed at 16 random points and resumed until it answers; no
+/// child is started over, none loses work, every log stays valid.
+#[test]
+fn a_parent_with_two_parallel_subagents_killed_at_random_resumes_the_whole_tree() {
+    let config = pod_crashtest::tree::TreeConfig::new(env!("CARGO_BIN_EXE_pod"), 16, seed());
+    match pod_crashtest::tree::run(&config) {
+        Ok(report) => {
+            eprintln!("tree: {report}");
+            assert_eq!(report.kills, 16);
+            assert!(report.trees_completed >= 1);
+            assert!(
+                report.kills_in_children > 0,
+                "no kill landed while a child ran"
+            );
+            assert!(report.child_checks > 0);
+        }
+        Err(err) => panic!("{err}"),
+    }
+}

@@ -4,6 +4,7 @@
 //! cargo build -p pod-cli && cargo run -p pod-crashtest --bin pod-crash -- --kills 30 --seed 7
 //! cargo run --release -p pod-crashtest --bin pod-crash -- --soak --pod target/release/pod
 //! cargo run --release -p pod-crashtest --bin pod-crash -- --fleet --kills 200 --sessions 20
+//! cargo run --release -p pod-crashtest --bin pod-crash -- --tree --kills 300 --items 8
 //! ```
 
 use anyhow::{bail, Context, Result};
@@ -22,7 +23,9 @@ const USAGE: &str = "usage: pod-crash [--kills N] [--seed S] [--soak] [--durabil
                  (SIGKILL) and paused (SIGSTOP) at random; --kills counts both
   --store URL    fleet mode's database (default: a throwaway cluster of its own)
   --sessions N   fleet mode's sessions (default 20)
-  --workers N    fleet mode's `pod serve` processes (default 3)";
+  --workers N    fleet mode's `pod serve` processes (default 3)
+  --tree         tree mode: a parent with two parallel subagents, killed at
+                 random and resumed until it answers (--items: per child)";
 
 fn main() {
     if let Err(err) = real_main() {
@@ -43,6 +46,7 @@ fn real_main() -> Result<()> {
     let mut store: Option<String> = None;
     let mut sessions = 20usize;
     let mut workers = 3usize;
+    let mut tree = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || {
@@ -58,6 +62,7 @@ fn real_main() -> Result<()> {
             "--pod" => pod = Some(PathBuf::from(value()?)),
             "--keep" => keep = true,
             "--fleet" => fleet = true,
+            "--tree" => tree = true,
             "--store" => store = Some(value()?),
             "--sessions" => sessions = value()?.parse().context("--sessions")?,
             "--workers" => workers = value()?.parse().context("--workers")?,
@@ -76,6 +81,20 @@ fn real_main() -> Result<()> {
     let pod = std::fs::canonicalize(&pod)
         .with_context(|| format!("no pod binary at {}", pod.display()))?;
     let seed = seed.unwrap_or_else(clock_seed);
+    if tree {
+        let mut config =
+            pod_crashtest::tree::TreeConfig::new(pod.clone(), kills.unwrap_or(30), seed);
+        config.items = items.min(20);
+        config.keep = keep;
+        println!(
+            "pod-crash --tree: {} with seed {seed}, {} kills",
+            pod.display(),
+            config.kills
+        );
+        let report = pod_crashtest::tree::run(&config).map_err(anyhow::Error::msg)?;
+        println!("{report}");
+        return Ok(());
+    }
     if fleet {
         // A throwaway cluster unless a database is given.
         let cluster = store.is_none().then(pod_testkit::postgres::Postgres::start);

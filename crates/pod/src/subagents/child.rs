@@ -167,7 +167,8 @@ pub(crate) async fn run(parent: &Inner, task: Task, cancel: &CancellationToken) 
         call_id: task.call_id.clone(),
         depth: parent.lineage.depth + 1,
         description: task.description.clone(),
-        read_only: task.read_only,
+        // A read-only session's children are read-only too.
+        read_only: task.read_only || parent.lineage.read_only,
     };
     let (handle, prompt) = match found {
         Found::Ended(report) => {
@@ -285,7 +286,10 @@ fn child_config(parent: &Inner, task: &Task) -> PodConfig {
     if let Some(provider) = &parent.config.subagents.provider {
         config.provider = provider.clone();
     }
-    config.system_prompt = format!("{}\n\n{SUBAGENT_PROMPT}", parent.config.system_prompt);
+    // A grandchild's parent already has the note.
+    if parent.lineage.depth == 0 {
+        config.system_prompt = format!("{}\n\n{SUBAGENT_PROMPT}", parent.config.system_prompt);
+    }
     config.approver = parent.config.approver.clone().map(|approver| {
         Arc::new(ChildApprover {
             parent: approver,
