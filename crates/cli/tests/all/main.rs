@@ -20,5 +20,6 @@ mod run_resume;
 mod sandbox;
 mod sessions_show;
 mod store;
+mod subagents;
 mod terminal;
 mod until_done;
