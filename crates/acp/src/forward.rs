@@ -10,7 +10,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::Responder;
 use pod::{PodEvent, PodHandle};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{broadcast, mpsc};
 
@@ -37,7 +37,21 @@ struct Forwarder {
     handle: PodHandle,
     // Calls announced with a `tool_call` whose result has not been sent.
     open_calls: HashSet<String>,
+    // What each running subagent shows in its `task` call, by call id.
+    subagents: HashMap<String, ChildView>,
 }
+
+/// A running subagent as its `task` call shows it.
+#[derive(Default)]
+struct ChildView {
+    todos: Vec<pod::TodoItem>,
+    // Its last few actions, oldest first.
+    recent: VecDeque<String>,
+}
+
+/// Actions a subagent's call shows: enough to see it move, few enough to
+/// read at a glance (its answer replaces them when it ends).
+const RECENT_ACTIONS: usize = 5;
 
 /// Runs until the session's control channel closes (the session was
 /// removed and its Pod stopped).
@@ -51,6 +65,7 @@ pub async fn run(
         updates,
         handle,
         open_calls: HashSet::new(),
+        subagents: HashMap::new(),
     };
     loop {
         tokio::select! {
@@ -99,7 +114,12 @@ impl Forwarder {
                 }
             }
             Control::Permission(question) => {
-                self.announce(&question.request);
+                // A subagent's call is not one of this session's calls (its
+                // progress shows in the parent's `task` call): it is only
+                // in the question.
+                if question.request.subagent.is_none() {
+                    self.announce(&question.request);
+                }
                 permission::ask(&self.updates, question);
             }
         }
@@ -138,6 +158,7 @@ impl Forwarder {
                 content,
                 is_error,
             } => {
+                self.subagents.remove(&call_id);
                 if !self.open_calls.remove(&call_id) {
                     // It never started (skipped, cancelled): announce it so
                     // the result has a call to update.
@@ -164,6 +185,10 @@ impl Forwarder {
                 tracing::warn!(%message, "pod error");
                 return;
             }
+            PodEvent::Subagent { call_id, inner, .. } => match self.subagent(&call_id, *inner) {
+                Some(update) => update,
+                None => return,
+            },
             other => {
                 tracing::trace!(?other, "pod event not shown over ACP");
                 return;
@@ -184,6 +209,57 @@ impl Forwarder {
         let call = translate::tool_call(&call_id, name, arguments, ToolCallStatus::InProgress);
         self.open_calls.insert(call_id);
         SessionUpdate::ToolCall(call)
+    }
+
+    /// A subagent's event: its `task` call (the parent's, however deep the
+    /// subagent is) shows the child's plan and latest actions.
+    fn subagent(&mut self, call_id: &str, event: PodEvent) -> Option<SessionUpdate> {
+        let view = self.subagents.entry(call_id.to_string()).or_default();
+        let mut event = event;
+        let mut path = Vec::new();
+        while let PodEvent::Subagent {
+            description, inner, ..
+        } = event
+        {
+            path.push(description);
+            event = *inner;
+        }
+        let action = match event {
+            // A grandchild's plan is its own; the call shows the child's.
+            PodEvent::TodosChanged { todos } if path.is_empty() => {
+                view.todos = todos;
+                None
+            }
+            PodEvent::ToolCallStarted {
+                name, arguments, ..
+            } if name != pod_tools::TODO_WRITE => Some(format!(
+                "→ {}",
+                translate::tool_title(&name, &translate::raw_input(&arguments))
+            )),
+            PodEvent::ToolCallFinished {
+                name,
+                is_error: true,
+                ..
+            } => Some(format!("✗ {name} failed")),
+            PodEvent::Compacted { .. } => Some("⇣ compacted its context".to_string()),
+            _ => return None,
+        };
+        if let Some(action) = action {
+            let who = match path.is_empty() {
+                true => String::new(),
+                false => format!("[{}] ", path.join(" › ")),
+            };
+            view.recent.push_back(format!("{who}{action}"));
+            if view.recent.len() > RECENT_ACTIONS {
+                view.recent.pop_front();
+            }
+        }
+        let recent: Vec<String> = view.recent.iter().cloned().collect();
+        Some(SessionUpdate::ToolCallUpdate(translate::subagent_progress(
+            call_id,
+            &view.todos,
+            &recent,
+        )))
     }
 
     /// Some events were lost (the client reads too slowly). Text is gone,

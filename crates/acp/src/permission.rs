@@ -144,12 +144,27 @@ pub fn ask(updates: &Updates, question: Question) {
 
 /// The request for one call: the call as announced, and the four options.
 fn permission_request(updates: &Updates, request: &ApprovalRequest) -> RequestPermissionRequest {
-    let call = translate::tool_call(
-        &request.call_id,
-        &request.tool,
-        &request.arguments,
-        ToolCallStatus::Pending,
-    );
+    let call = match &request.subagent {
+        None => translate::tool_call(
+            &request.call_id,
+            &request.tool,
+            &request.arguments,
+            ToolCallStatus::Pending,
+        ),
+        // Call ids are unique within one session only: a subagent's is
+        // qualified by its session, and the title says who asks.
+        Some(agent) => {
+            let id = format!("{}/{}", agent.session_id, request.call_id);
+            let mut call = translate::tool_call(
+                &id,
+                &request.tool,
+                &request.arguments,
+                ToolCallStatus::Pending,
+            );
+            call.title = format!("[subagent {}] {}", agent.description, call.title);
+            call
+        }
+    };
     let options = OPTIONS
         .iter()
         .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))

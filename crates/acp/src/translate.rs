@@ -87,6 +87,13 @@ pub fn tool_kind(name: &str) -> ToolKind {
 
 /// A one-line title: the tool name and its most telling argument.
 pub fn tool_title(name: &str, input: &Value) -> String {
+    if name == pod::TASK {
+        let description = ["description", "prompt"]
+            .iter()
+            .find_map(|key| input.get(*key).and_then(Value::as_str))
+            .unwrap_or_default();
+        return format!("Subagent: {}", one_line(description, 80));
+    }
     if name == TODO_WRITE {
         let count = input
             .get("todos")
@@ -165,6 +172,29 @@ pub fn tool_result(call_id: &str, content: &str, is_error: bool) -> ToolCallUpda
             .status(status)
             .content(vec![ToolCallContent::Content(Content::new(text(content)))])
             .raw_output(Value::String(content.to_string())),
+    )
+}
+
+/// A running subagent's progress as its `task` call's content: its plan,
+/// then what it did last.
+pub fn subagent_progress(call_id: &str, todos: &[TodoItem], recent: &[String]) -> ToolCallUpdate {
+    let mut text = String::new();
+    if !todos.is_empty() {
+        text.push_str(&pod_tools::render_todos(todos));
+    }
+    if !recent.is_empty() {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&recent.join("\n"));
+    }
+    ToolCallUpdate::new(
+        call_id.to_string(),
+        ToolCallUpdateFields::new()
+            .status(ToolCallStatus::InProgress)
+            .content(vec![ToolCallContent::Content(Content::new(self::text(
+                &text,
+            )))]),
     )
 }
 

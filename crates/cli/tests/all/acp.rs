@@ -349,3 +349,73 @@ async fn the_end_of_pod_acp_stops_the_editors_servers() {
         crate::mcp::marked_processes(&mark)
     );
 }
+
+/// A subagent is one tool call in the editor: titled with its task, its
+/// content updated with the child's plan and actions while it works, and
+/// its answer as the result; the child's plan never replaces the session's.
+#[tokio::test]
+async fn a_subagent_is_one_tool_call_whose_content_follows_its_plan() {
+    let env = TestEnv::new();
+    let child_plan = |status: &str| json!({"todos": [{"id": "p", "content": "Read the parser", "status": status}]});
+    let script = json!({
+        "steps": [
+            {"tool_calls": [{"name": "task", "arguments": {"description": "study the parser", "prompt": "Study the parser"}}]},
+            {"text": "The parser is small."}
+        ],
+        "agents": [{"task": "Study the parser", "steps": [
+            {"tool_calls": [{"name": "todo_write", "arguments": child_plan("in_progress")}]},
+            {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+            {"tool_calls": [{"name": "todo_write", "arguments": child_plan("completed")}]},
+            {"text": "It has one file."}
+        ]}]
+    });
+    let workspace = env.workspace().canonicalize().unwrap();
+    let mut agent = Agent::start(&env, &script);
+    agent.client.initialize().await;
+    let session = agent.client.new_session(&workspace).await;
+    let reply = agent.client.prompt(&session, "Look at the parser").await;
+    assert_eq!(reply.result(), &json!({"stopReason": "end_turn"}));
+    let summary = join_chunks(reply.summary());
+    assert_eq!(
+        summary.first().map(String::as_str),
+        Some("tool_call call_0_0 Subagent: study the parser other in_progress"),
+        "{summary:?}"
+    );
+    // Only the parent's call is shown, and no plan: the session has none.
+    assert!(
+        summary
+            .iter()
+            .all(|s| s.contains("call_0_0") || s.starts_with("message")),
+        "{summary:?}"
+    );
+    let contents: Vec<String> = reply
+        .notifications
+        .iter()
+        .map(|n| &n["params"]["update"])
+        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+        .filter_map(|u| {
+            u["content"][0]["content"]["text"]
+                .as_str()
+                .map(String::from)
+        })
+        .collect();
+    assert!(
+        contents
+            .iter()
+            .any(|c| c.contains("[>] p: Read the parser")),
+        "{contents:?}"
+    );
+    assert!(
+        contents.iter().any(|c| c.contains("→ list_dir")),
+        "{contents:?}"
+    );
+    assert!(
+        contents.last().unwrap().starts_with("It has one file."),
+        "{contents:?}"
+    );
+    assert_eq!(
+        summary.last().map(String::as_str),
+        Some("message The parser is small.")
+    );
+    agent.finish().await;
+}
