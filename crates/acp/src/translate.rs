@@ -90,7 +90,8 @@ pub fn tool_title(name: &str, input: &Value) -> String {
     if name == pod::TASK {
         let description = ["description", "prompt"]
             .iter()
-            .find_map(|key| input.get(*key).and_then(Value::as_str))
+            .filter_map(|key| input.get(*key).and_then(Value::as_str))
+            .find(|text| !text.trim().is_empty())
             .unwrap_or_default();
         return format!("Subagent: {}", one_line(description, 80));
     }

@@ -316,16 +316,7 @@ impl<'a> Round<'a> {
 
     /// `pod` in this round's isolated environment.
     fn pod(&self) -> Command {
-        let mut cmd = Command::new(&self.config.pod);
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.path("home"))
-            .env("POD_HOME", self.path("pod-home"))
-            .env("XDG_CONFIG_HOME", self.path("config"))
-            .env("XDG_DATA_HOME", self.path("data"))
-            .env("NO_COLOR", "1")
-            .current_dir(self.path("workspace"));
-        cmd
+        process::isolated_pod(&self.config.pod, &self.root)
     }
 
     fn command(&self, session: Option<&str>) -> Command {

@@ -13,6 +13,21 @@ use std::time::{Duration, Instant};
 // waiting forever.
 const SILENCE_LIMIT: Duration = Duration::from_secs(60);
 
+/// `pod` in an isolated environment under `root` (its `home`,
+/// `pod-home`, `config` and `data` directories), run in `root/workspace`.
+pub fn isolated_pod(pod: &Path, root: &Path) -> Command {
+    let mut cmd = Command::new(pod);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("POD_HOME", root.join("pod-home"))
+        .env("XDG_CONFIG_HOME", root.join("config"))
+        .env("XDG_DATA_HOME", root.join("data"))
+        .env("NO_COLOR", "1")
+        .current_dir(root.join("workspace"));
+    cmd
+}
+
 /// When to kill a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KillPoint {

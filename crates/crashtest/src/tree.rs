@@ -213,15 +213,7 @@ impl Tree<'_> {
     }
 
     fn command(&self, parent: Option<Uuid>) -> Command {
-        let mut cmd = Command::new(&self.config.pod);
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.path("home"))
-            .env("POD_HOME", self.path("pod-home"))
-            .env("XDG_CONFIG_HOME", self.path("config"))
-            .env("XDG_DATA_HOME", self.path("data"))
-            .env("NO_COLOR", "1")
-            .current_dir(self.path("workspace"));
+        let mut cmd = process::isolated_pod(&self.config.pod, &self.root);
         match parent {
             None => {
                 cmd.args(["run", "--json", "--provider", "scripted"])

@@ -26,6 +26,7 @@ const KNOWN_TOOLS: &[&str] = &[
     pod_tools::GREP,
     pod_tools::BASH,
     pod_tools::TODO_WRITE,
+    pod::TASK,
 ];
 
 /// The session's policy: defaults, then `[approval]` from `file`, then the

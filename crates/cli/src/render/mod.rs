@@ -63,8 +63,8 @@ pub fn tool_call(name: &str, arguments: &str) -> String {
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) {
             let text = ["description", "prompt"]
                 .iter()
-                .find_map(|key| value.get(*key).and_then(|v| v.as_str()))
-                .filter(|text| !text.trim().is_empty());
+                .filter_map(|key| value.get(*key).and_then(|v| v.as_str()))
+                .find(|text| !text.trim().is_empty());
             if let Some(text) = text {
                 let mode = match value.get("read_only").and_then(|v| v.as_bool()) {
                     Some(true) => " (read-only)",

@@ -25,7 +25,7 @@ const USAGE: &str = "usage: pod-crash [--kills N] [--seed S] [--soak] [--durabil
   --sessions N   fleet mode's sessions (default 20)
   --workers N    fleet mode's `pod serve` processes (default 3)
   --tree         tree mode: a parent with two parallel subagents, killed at
-                 random and resumed until it answers (--items: per child)";
+                 random and resumed until it answers (--items: per child, default 6)";
 
 fn main() {
     if let Err(err) = real_main() {
@@ -39,7 +39,7 @@ fn real_main() -> Result<()> {
     let mut seed: Option<u64> = None;
     let mut soak = false;
     let mut durability: Option<Durability> = None;
-    let mut items = 20usize;
+    let mut items: Option<usize> = None;
     let mut pod: Option<PathBuf> = None;
     let mut keep = false;
     let mut fleet = false;
@@ -58,7 +58,7 @@ fn real_main() -> Result<()> {
             "--seed" => seed = Some(value()?.parse().context("--seed")?),
             "--soak" => soak = true,
             "--durability" => durability = Some(value()?.parse().map_err(anyhow::Error::msg)?),
-            "--items" => items = value()?.parse().context("--items")?,
+            "--items" => items = Some(value()?.parse().context("--items")?),
             "--pod" => pod = Some(PathBuf::from(value()?)),
             "--keep" => keep = true,
             "--fleet" => fleet = true,
@@ -84,7 +84,8 @@ fn real_main() -> Result<()> {
     if tree {
         let mut config =
             pod_crashtest::tree::TreeConfig::new(pod.clone(), kills.unwrap_or(30), seed);
-        config.items = items.min(20);
+        // Per child: 6 unless given.
+        config.items = items.unwrap_or(config.items).min(20);
         config.keep = keep;
         println!(
             "pod-crash --tree: {} with seed {seed}, {} kills",
@@ -102,7 +103,7 @@ fn real_main() -> Result<()> {
         let mut config = FleetConfig::new(pod.clone(), url, kills.unwrap_or(30), seed);
         config.sessions = sessions;
         config.workers = workers;
-        config.items = items.min(12);
+        config.items = items.unwrap_or(20).min(12);
         config.keep = keep;
         println!(
             "pod-crash --fleet: {} with seed {seed}, {} workers, {} sessions, {} kills and pauses",
@@ -134,7 +135,7 @@ fn real_main() -> Result<()> {
             // One seed per setting, derived so the whole run reproduces.
             seed: seed.wrapping_add(n as u64),
             durability: *setting,
-            items,
+            items: items.unwrap_or(20),
             keep,
         };
         let report = run(&config).map_err(anyhow::Error::msg)?;

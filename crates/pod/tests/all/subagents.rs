@@ -537,3 +537,62 @@ fn after_a_crash_the_parent_resumes_its_children_instead_of_starting_them_over()
         pod.shutdown().await.unwrap();
     });
 }
+
+#[tokio::test]
+async fn a_read_only_childs_children_are_read_only_and_children_share_no_tool_state() {
+    let model = model(
+        vec![
+            ScriptStep::tool_call(
+                TASK,
+                json!({"description": "reader", "prompt": "Read and delegate", "read_only": true}),
+            ),
+            ScriptStep::tool_call(TASK, task("writer", "Plain child")),
+            ScriptStep::text("done"),
+        ],
+        vec![
+            (
+                "Read and delegate",
+                vec![
+                    ScriptStep::tool_call(TASK, task("deeper", "Grandchild task")),
+                    ScriptStep::text("delegated"),
+                ],
+            ),
+            ("Grandchild task", vec![ScriptStep::text("deep")]),
+            ("Plain child", vec![ScriptStep::text("plain")]),
+        ],
+    );
+    let mut test = test_pod(model.clone());
+    test.workspace_tools = true;
+    let mut config = test.config();
+    config
+        .tools
+        .register(pod_testkit::tools::Tally(Default::default()));
+    let pod = Pod::spawn(config).await.unwrap();
+    pod.prompt("Go").await.unwrap();
+    // The grandchild of a read-only child asked for nothing, yet is
+    // read-only: it inherits its parent's restriction.
+    let deep = tools_seen(&model, "Grandchild task");
+    assert!(deep.contains(&"read_file".to_string()), "{deep:?}");
+    for tool in ["write_file", "edit_file", "bash"] {
+        assert!(!deep.contains(&tool.to_string()), "{tool} in {deep:?}");
+    }
+    // A child that may write gets the embedder's stateless tools, not the
+    // stateful `tally`, whose one state is its parent's.
+    let plain = tools_seen(&model, "Plain child");
+    assert!(plain.contains(&"echo".to_string()) && plain.contains(&"write_file".to_string()));
+    assert!(!plain.contains(&"tally".to_string()), "{plain:?}");
+    assert!(tools_seen(&model, "Go").contains(&"tally".to_string()));
+    // The subagent note is in a grandchild's system prompt once.
+    let request = model
+        .requests()
+        .into_iter()
+        .find(
+            |r| matches!(&r.history[0].kind, ItemKind::User { text } if text == "Grandchild task"),
+        )
+        .unwrap();
+    assert_eq!(
+        request.system_prompt.matches("You are a subagent").count(),
+        1
+    );
+    pod.shutdown().await.unwrap();
+}
