@@ -20,6 +20,7 @@ mod session;
 mod settings;
 mod store;
 mod style;
+mod subagents;
 mod tracing_setup;
 
 use clap::Parser;

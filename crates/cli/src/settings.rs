@@ -60,14 +60,18 @@ pub struct Resolved {
     pub session_budget: pod::SessionBudget,
     /// The sandbox `bash` runs in.
     pub sandbox: SandboxPolicy,
+    /// Subagents' limits (their model is built with the providers).
+    pub subagents: pod::SubagentConfig,
 }
 
 impl RunSettings {
     /// Resolves `flags` over `recorded` (a resumed session's record) and the
     /// config file, and builds the model's providers.
     pub fn resolve(flags: &Flags<'_>, recorded: Option<&Launch>) -> Result<Self> {
-        let resolved = Resolved::resolve(flags, recorded)?;
+        let mut resolved = Resolved::resolve(flags, recorded)?;
         let model = Model::from_choice(&resolved.choice)?;
+        resolved.subagents =
+            crate::subagents::with_model(resolved.subagents.clone(), &resolved.choice)?;
         Ok(Self { model, resolved })
     }
 
@@ -88,6 +92,7 @@ impl RunSettings {
         config.session_budget = self.session_budget;
         config.approval = self.approval.clone();
         config.sandbox = self.sandbox;
+        config.subagents = self.subagents.clone();
         config.launch = self.launch().to_json();
         config
     }
@@ -106,6 +111,7 @@ impl Resolved {
         let sandbox = sandbox::resolve(&file, recorded.and_then(|l| l.sandbox), flags.sandbox)?;
         let approval = approval::policy(&file, &approval_flags, sandbox.is_enforced())?;
         let session_budget = budget::session(&file, choice.raw.budget.as_ref())?;
+        let subagents = crate::subagents::resolve(&file)?;
         let budget = budget::resolve(
             &file,
             choice.raw.budget.as_ref(),
@@ -121,6 +127,7 @@ impl Resolved {
             budget,
             session_budget,
             sandbox,
+            subagents,
         })
     }
 

@@ -49,6 +49,10 @@ pub struct ConfigFile {
     /// attaches), kept as parsed for front ends, like `approval`.
     #[serde(default)]
     pub mcp_servers: Option<toml::Value>,
+    /// The `[subagents]` table (their limits), kept as parsed for front
+    /// ends, like `approval`.
+    #[serde(default)]
+    pub subagents: Option<toml::Value>,
 }
 
 impl ConfigFile {

@@ -92,6 +92,10 @@ pub struct RawProviderConfig {
     /// Prices per million tokens, for the cost `pod show` and `pod
     /// sessions` print. None are built in: prices change.
     pub prices: Option<Prices>,
+    /// The model id subagents use, with this profile's provider, key and
+    /// settings otherwise (a cheaper model for delegated work); the
+    /// profile's own model when unset.
+    pub subagent_model: Option<String>,
     /// The profile's `budget` table, kept as parsed: its meaning belongs to
     /// front ends (the run's budget), which this crate must not know. Not
     /// part of what is stored of a profile.
@@ -250,6 +254,7 @@ impl RawProviderConfig {
             cache_ttl: over.cache_ttl.or(self.cache_ttl),
             prompt_cache_key: over.prompt_cache_key.or(self.prompt_cache_key),
             prices: over.prices.or(self.prices),
+            subagent_model: over.subagent_model.or(self.subagent_model),
             budget: over.budget.or(self.budget),
             mcp_servers: over.mcp_servers.or(self.mcp_servers),
         }
