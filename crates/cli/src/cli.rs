@@ -133,16 +133,18 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
   pod submit --store postgres://pod@db/pod --yes \"Fix the failing tests\"
   POD_STORE=postgres://pod@db/pod pod submit --profile work --task-file task.md")]
     Submit(RunArgs),
-    /// Run queued sessions as a fleet worker: claim, run until done, repeat.
+    /// Run queued sessions as a fleet worker, and/or serve the HTTP API and
+    /// web dashboard (--http).
     ///
-    /// Needs a PostgreSQL store. Each session is run with its recorded
+    /// As a fleet worker it needs a PostgreSQL store. Each session is run with its recorded
     /// settings in until-done mode under a lease this worker renews; when
     /// a worker dies, another takes its sessions over once their leases
     /// run out and resumes them from their logs. Ctrl-C or SIGTERM stops
     /// the turns, gives unfinished sessions back to the queue and exits.
     #[command(after_help = "Examples:
   pod serve --store postgres://pod@db/pod --workers 4
-  pod serve --store postgres://pod@db/pod --lease-ttl 10s --exit-when-idle")]
+  pod serve --store postgres://pod@db/pod --lease-ttl 10s --exit-when-idle
+  pod serve --http 127.0.0.1:7700 --profile claude")]
     Serve(ServeArgs),
     /// Copy sessions between the file store and a PostgreSQL store.
     #[command(subcommand)]
@@ -199,6 +201,19 @@ pub struct ServeArgs {
     /// Exit once every fleet session is idle (none queued, none running).
     #[arg(long)]
     pub exit_when_idle: bool,
+    /// Serve the HTTP API and the web dashboard on this address (for
+    /// example 127.0.0.1:7700; port 0 picks a free one). Works on both
+    /// stores: the file store's sessions, or the whole fleet's.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// The API's bearer token, from this file (required to bind an
+    /// address other machines reach); by default one is made on first
+    /// start and kept in POD_HOME/http-token.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub token_file: Option<PathBuf>,
+    /// The model of sessions the API creates without naming a profile.
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// `pod rm`.

@@ -10,6 +10,7 @@ mod cli;
 mod commands;
 mod drive;
 mod error;
+mod http;
 mod launch;
 mod mcp;
 mod model;

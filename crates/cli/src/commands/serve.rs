@@ -97,9 +97,44 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
 /// Runs fleet sessions until stopped (or, with `--exit-when-idle`, until
 /// the fleet has nothing left).
 pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
-    let store = fleet(&place, "serve")?;
     let stop = CancellationToken::new();
     spawn_signal_watch(stop.clone());
+    let http = match args.http {
+        Some(addr) => {
+            let runner = crate::http::Runner::new(place.clone(), args.model.clone());
+            let (token_file, place, stop) = (args.token_file.clone(), place.clone(), stop.clone());
+            Some(tokio::spawn(crate::http::serve(
+                addr, token_file, place, runner, stop,
+            )))
+        }
+        None => None,
+    };
+    let outcome = match (&place.fleet, http) {
+        (Some(_), http) => {
+            let outcome = work(&args, &place, stop.clone()).await;
+            stop.cancel();
+            if let Some(http) = http {
+                http.await.context("the HTTP server's task failed")??;
+            }
+            outcome
+        }
+        (None, Some(http)) => {
+            // The file store has no queue: the server runs what the API starts.
+            http.await.context("the HTTP server's task failed")??;
+            Ok(Outcome::Done)
+        }
+        (None, None) => {
+            fleet(&place, "serve")?;
+            Ok(Outcome::Done)
+        }
+    };
+    outcome
+}
+
+/// Claims and runs fleet sessions until `stop` (or, with
+/// `--exit-when-idle`, until the fleet has nothing left).
+async fn work(args: &ServeArgs, place: &Place, stop: CancellationToken) -> Result<Outcome> {
+    let store = fleet(place, "serve")?;
     say(&format!(
         "pod serve: worker {} on {}, {} at a time, leases of {}s",
         store.owner(),

@@ -14,6 +14,7 @@ mod errors;
 mod first_steps;
 mod fleet;
 mod fork;
+mod http;
 mod ledger;
 mod mcp;
 mod run_resume;

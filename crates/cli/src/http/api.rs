@@ -1,0 +1,238 @@
+//! The API's handlers: JSON in, JSON out, a clear 4xx for bad input.
+
+use super::error::{parse, ApiError};
+use super::runner::{CreateSession, PendingApproval, Runner};
+use super::summaries::Summaries;
+use crate::session::Summary;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use pod::{ApprovalDecision, PodError, Store, TodoItem};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use uuid::Uuid;
+
+/// What every handler reads.
+#[derive(Clone)]
+pub struct AppState {
+    pub runner: Runner,
+    pub store: Store,
+    pub summaries: Summaries,
+    /// Who serves (for the fleet view): the store and this process.
+    pub server: String,
+}
+
+/// One row of `GET /api/sessions`.
+#[derive(Serialize)]
+pub struct Row {
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Running in this server now.
+    pub live: bool,
+}
+
+/// `GET /api/sessions`: every session, most recently updated first.
+pub async fn list(State(app): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let entries = app
+        .summaries
+        .all(app.store.as_ref())
+        .await
+        .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+    let rows: Vec<Row> = entries
+        .into_iter()
+        .map(|entry| Row {
+            live: app.runner.is_live(entry.summary.id),
+            summary: entry.summary,
+        })
+        .collect();
+    Ok(Json(json!({ "server": app.server, "sessions": rows })))
+}
+
+/// `POST /api/sessions`: creates a session and starts its task.
+pub async fn create(State(app): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let request: CreateSession = parse(&body)?;
+    let id = app.runner.create(request).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "session_id": id }))).into_response())
+}
+
+/// `GET /api/sessions/{id}`: one session, its plan, children and questions.
+pub async fn get(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let id = resolve(&app, &id).await?;
+    let entry = entry(&app, id).await?;
+    let mut children: Vec<Summary> = Vec::new();
+    for candidate in app
+        .summaries
+        .all(app.store.as_ref())
+        .await
+        .map_err(|e| ApiError::internal(format!("{e:#}")))?
+    {
+        if candidate.summary.parent.as_ref().map(|p| p.session_id) == Some(id) {
+            children.push(candidate.summary);
+        }
+    }
+    let approvals: Vec<PendingApproval> = app
+        .runner
+        .approvals()
+        .into_iter()
+        .filter(|a| a.session_id == id)
+        .collect();
+    Ok(Json(json!({
+        "session": entry.summary,
+        "records": entry.records,
+        "todos": entry.todos,
+        "live": app.runner.is_live(id),
+        "children": children,
+        "approvals": approvals,
+    })))
+}
+
+/// Paging of `GET /api/sessions/{id}/history`.
+#[derive(Deserialize)]
+pub struct Page {
+    /// The sequence number after which to start (0: from the first record).
+    #[serde(default)]
+    after: usize,
+    /// At most this many records (default and cap 500).
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// Records per history page, at most: a 10,000-item session is read in
+/// twenty pages, each a few hundred KB.
+const PAGE: usize = 500;
+
+/// `GET /api/sessions/{id}/history?after=SEQ&limit=N`: the log's records
+/// with their sequence numbers (the header is 0, the first record 1).
+pub async fn history(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    Query(page): Query<Page>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let id = resolve(&app, &id).await?;
+    let limit = page.limit.unwrap_or(PAGE).clamp(1, PAGE);
+    let records = app
+        .store
+        .read_after(id, page.after)
+        .await
+        .map_err(store_error)?;
+    let more = records.len() > limit;
+    let records: Vec<serde_json::Value> = records
+        .into_iter()
+        .take(limit)
+        .enumerate()
+        .map(|(i, record)| json!({ "seq": page.after + i + 1, "record": record }))
+        .collect();
+    let next = more.then(|| page.after + records.len());
+    Ok(Json(json!({ "records": records, "next": next })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Text {
+    text: String,
+}
+
+/// `POST /api/sessions/{id}/prompt`: a new turn (queued after a running one).
+pub async fn prompt(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let text: Text = parse(&body)?;
+    let id = resolve(&app, &id).await?;
+    app.runner.prompt(id, text.text).await?;
+    Ok(accepted())
+}
+
+/// `POST /api/sessions/{id}/notify`: a note the model reads before its
+/// next request.
+pub async fn notify(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let text: Text = parse(&body)?;
+    let id = resolve(&app, &id).await?;
+    app.runner.notify(id, text.text).await?;
+    Ok(accepted())
+}
+
+/// `POST /api/sessions/{id}/cancel`: cancels the running turn.
+pub async fn cancel(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = resolve(&app, &id).await?;
+    app.runner.cancel(id).await?;
+    Ok(accepted())
+}
+
+/// `GET /api/approvals`: every call waiting for an answer.
+pub async fn approvals(State(app): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({ "approvals": app.runner.approvals() }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    decision: ApprovalDecision,
+}
+
+/// `POST /api/approvals/{id}`: `{"decision": "allow_once" | "allow_always"
+/// | "reject_once" | "reject_always"}`.
+pub async fn answer(
+    State(app): State<AppState>,
+    Path(id): Path<u64>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let answer: Answer = parse(&body)?;
+    if answer.decision == ApprovalDecision::Cancelled {
+        return Err(ApiError::bad_request(
+            "decision must be allow_once, allow_always, reject_once or reject_always",
+        ));
+    }
+    app.runner.answer(id, answer.decision)?;
+    Ok(Json(json!({})).into_response())
+}
+
+fn accepted() -> Response {
+    (StatusCode::ACCEPTED, Json(json!({}))).into_response()
+}
+
+/// A session id or a unique prefix of one.
+pub async fn resolve(app: &AppState, text: &str) -> Result<Uuid, ApiError> {
+    if let Ok(id) = Uuid::parse_str(text) {
+        return match app.store.stat(id).await {
+            Ok(_) => Ok(id),
+            Err(err) => Err(store_error(err)),
+        };
+    }
+    crate::session::resolve(app.store.as_ref(), text)
+        .await
+        .map_err(|e| ApiError::not_found(format!("{e:#}")))
+}
+
+async fn entry(app: &AppState, id: Uuid) -> Result<super::summaries::Entry, ApiError> {
+    app.summaries
+        .get(app.store.as_ref(), id)
+        .await
+        .map_err(|e| ApiError::internal(format!("{e:#}")))
+}
+
+/// A store error: 404 for a session that is not there.
+pub fn store_error(err: PodError) -> ApiError {
+    match err {
+        PodError::NoSuchSession { id, .. } => ApiError::not_found(format!("no session {id}")),
+        err => ApiError::internal(err.to_string()),
+    }
+}
+
+/// The todos of a record list (for the event stream).
+pub fn todos_of(records: &[pod::log::LogRecord]) -> Vec<TodoItem> {
+    pod::replay::replay(records).todos
+}

@@ -1,0 +1,474 @@
+//! The sessions this server runs: Pods started by the API (or claimed by
+//! its fleet workers), the approvals they wait for, and the handles that
+//! prompts, notifications and cancels go to.
+//!
+//! A session is live here only while it has work: a prompt starts (or
+//! resumes) its Pod, and when its last prompt is answered the Pod is shut
+//! down, so its log is released and `running` means running. A prompt to
+//! a session another process holds is refused (409).
+
+use super::error::ApiError;
+use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, SandboxArgs};
+use crate::commands::Place;
+use crate::launch::Launch;
+use crate::settings::{Flags, RunSettings};
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
+use pod::{
+    ApprovalDecision, ApprovalRequest, Approver, CancellationToken, Durability, Pod, PodError,
+    PodHandle,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+/// What `POST /api/sessions` takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// The task: the session's first prompt.
+    pub task: String,
+    /// The workspace (an existing directory); the server's working
+    /// directory when absent.
+    #[serde(default)]
+    pub workspace: Option<PathBuf>,
+    /// A profile of the server's config file; the server's model when
+    /// absent.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Continue until every todo is done.
+    #[serde(default)]
+    pub until_done: bool,
+    /// Allow every tool that would ask.
+    #[serde(default)]
+    pub yes: bool,
+    /// Tools to allow.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Tools to deny.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// The sandbox mode of `bash` (`read-only`, `workspace-write`, `off`).
+    #[serde(default)]
+    pub sandbox: Option<String>,
+}
+
+/// A call waiting for an answer from the API.
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingApproval {
+    /// Its id in this server.
+    pub id: u64,
+    /// The session whose turn waits (a subagent's question names the
+    /// subagent in `request.subagent`).
+    pub session_id: Uuid,
+    /// The call.
+    pub request: ApprovalRequest,
+    /// When it was asked.
+    pub asked_at: DateTime<Utc>,
+}
+
+struct Waiting {
+    approval: PendingApproval,
+    reply: oneshot::Sender<ApprovalDecision>,
+}
+
+struct Live {
+    handle: PodHandle,
+    // Prompts sent and not yet answered; at zero the Pod is shut down.
+    outstanding: usize,
+    mcp: Option<pod_mcp::McpServers>,
+}
+
+#[derive(Default)]
+struct State {
+    live: HashMap<Uuid, Live>,
+    approvals: BTreeMap<u64, Waiting>,
+    next_approval: u64,
+}
+
+/// The sessions this server runs.
+#[derive(Clone)]
+pub struct Runner {
+    place: Place,
+    // The model of sessions the API creates without a profile.
+    defaults: Arc<ModelArgs>,
+    // Short critical sections only (map updates), never held across an
+    // await: a plain mutex.
+    state: Arc<Mutex<State>>,
+    // Starting a Pod (create or resume) is one at a time, so two prompts
+    // to an idle session cannot both resume it.
+    starting: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Runner {
+    /// A runner for sessions in `place`; created sessions use `defaults`'
+    /// model unless they name a profile.
+    pub fn new(place: Place, defaults: ModelArgs) -> Self {
+        Self {
+            place,
+            defaults: Arc::new(defaults),
+            state: Arc::default(),
+            starting: Arc::default(),
+        }
+    }
+
+    /// Whether session `id` runs here now.
+    pub fn is_live(&self, id: Uuid) -> bool {
+        self.state.lock().live.contains_key(&id)
+    }
+
+    /// Creates a session and starts its first turn.
+    pub async fn create(&self, request: CreateSession) -> Result<Uuid, ApiError> {
+        if request.task.trim().is_empty() {
+            return Err(ApiError::bad_request("`task` is empty"));
+        }
+        let workspace = match &request.workspace {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()
+                .map_err(|e| ApiError::internal(format!("no working directory: {e}")))?,
+        };
+        let workspace = workspace.canonicalize().map_err(|e| {
+            ApiError::bad_request(format!("workspace {}: {e}", workspace.display()))
+        })?;
+        if !workspace.is_dir() {
+            return Err(ApiError::bad_request(format!(
+                "workspace {} is not a directory",
+                workspace.display()
+            )));
+        }
+        let mut model = (*self.defaults).clone();
+        if request.profile.is_some() {
+            model = ModelArgs {
+                profile: request.profile.clone(),
+                ..ModelArgs::default()
+            };
+        }
+        let approval = ApprovalArgs {
+            yes: request.yes,
+            allow: request.allow.clone(),
+            deny: request.deny.clone(),
+        };
+        let sandbox = SandboxArgs {
+            sandbox: match &request.sandbox {
+                Some(mode) => Some(
+                    mode.parse()
+                        .map_err(|e| ApiError::bad_request(format!("sandbox: {e}")))?,
+                ),
+                None => None,
+            },
+            network: None,
+        };
+        let settings = RunSettings::resolve(
+            &Flags {
+                model: &model,
+                budget: &BudgetArgs::default(),
+                approval: &approval,
+                sandbox: &sandbox,
+                until_done: request.until_done,
+            },
+            None,
+        )
+        .map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
+        let mut config = settings.pod_config(&self.place, workspace, Durability::Turn);
+        let servers = crate::mcp::configs(
+            &settings.file,
+            settings.choice.raw.mcp_servers.as_ref(),
+            &Default::default(),
+            &[],
+        )
+        .map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
+        let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
+        let mut launch = settings.launch();
+        launch.mcp_servers = crate::mcp::recorded(&mcp);
+        config.launch = launch.to_json();
+        let _start = self.starting.lock().await;
+        let id_cell: Arc<Mutex<Option<Uuid>>> = Arc::default();
+        config.approver = Some(self.approver_for_new(&id_cell));
+        let handle = Pod::spawn(config)
+            .await
+            .map_err(|e| ApiError::internal(format!("cannot start the session: {e}")))?;
+        let id = handle.session_id();
+        *id_cell.lock() = Some(id);
+        self.go_live(id, handle, Some(mcp), request.task);
+        Ok(id)
+    }
+
+    /// Sends a prompt: to the Pod if it runs here, else resumes the
+    /// session here (unless another process holds it).
+    pub async fn prompt(&self, id: Uuid, text: String) -> Result<(), ApiError> {
+        if text.trim().is_empty() {
+            return Err(ApiError::bad_request("`text` is empty"));
+        }
+        let _start = self.starting.lock().await;
+        if let Some(handle) = self.take_turn(id) {
+            self.spawn_turn(id, handle, text);
+            return Ok(());
+        }
+        let handle = self.resume(id).await?;
+        self.go_live(id, handle, None, text);
+        Ok(())
+    }
+
+    /// Delivers a notification to a session running here.
+    pub async fn notify(&self, id: Uuid, text: String) -> Result<(), ApiError> {
+        if text.trim().is_empty() {
+            return Err(ApiError::bad_request("`text` is empty"));
+        }
+        let handle = self.live_handle(id)?;
+        handle
+            .notify(text)
+            .await
+            .map_err(|e| ApiError::conflict(format!("the session stopped: {e}")))
+    }
+
+    /// Cancels the running turn of a session running here.
+    pub async fn cancel(&self, id: Uuid) -> Result<(), ApiError> {
+        let handle = self.live_handle(id)?;
+        handle
+            .cancel()
+            .await
+            .map_err(|e| ApiError::conflict(format!("the session stopped: {e}")))
+    }
+
+    /// The calls waiting for an answer, oldest first.
+    pub fn approvals(&self) -> Vec<PendingApproval> {
+        let state = self.state.lock();
+        state
+            .approvals
+            .values()
+            .map(|w| w.approval.clone())
+            .collect()
+    }
+
+    /// Answers approval `approval`.
+    pub fn answer(&self, approval: u64, decision: ApprovalDecision) -> Result<(), ApiError> {
+        let waiting = self.state.lock().approvals.remove(&approval);
+        match waiting {
+            Some(waiting) => waiting.reply.send(decision).map_err(|_| {
+                ApiError::conflict("the turn stopped waiting for this answer (cancelled)")
+            }),
+            None => Err(ApiError::not_found(format!(
+                "no pending approval {approval}: it was answered, withdrawn, or never asked"
+            ))),
+        }
+    }
+
+    /// Stops every session running here (their turns are cancelled; the
+    /// logs keep everything committed).
+    pub async fn shutdown(&self) {
+        let live: Vec<(PodHandle, Option<pod_mcp::McpServers>)> = self
+            .state
+            .lock()
+            .live
+            .drain()
+            .map(|(_, live)| (live.handle, live.mcp))
+            .collect();
+        for (handle, mcp) in live {
+            let _ = handle.shutdown().await;
+            if let Some(mcp) = mcp {
+                mcp.shutdown().await;
+            }
+        }
+    }
+
+    fn live_handle(&self, id: Uuid) -> Result<PodHandle, ApiError> {
+        match self.state.lock().live.get(&id) {
+            Some(live) => Ok(live.handle.clone()),
+            None => Err(ApiError::conflict(format!(
+                "session {id} is not running in this server: send a prompt to start it"
+            ))),
+        }
+    }
+
+    /// The live handle, counting one more outstanding prompt.
+    fn take_turn(&self, id: Uuid) -> Option<PodHandle> {
+        let mut state = self.state.lock();
+        let live = state.live.get_mut(&id)?;
+        live.outstanding += 1;
+        Some(live.handle.clone())
+    }
+
+    fn go_live(&self, id: Uuid, handle: PodHandle, mcp: Option<pod_mcp::McpServers>, text: String) {
+        self.state.lock().live.insert(
+            id,
+            Live {
+                handle: handle.clone(),
+                outstanding: 1,
+                mcp,
+            },
+        );
+        self.spawn_turn(id, handle, text);
+    }
+
+    /// Runs one prompt; the last one answered shuts the Pod down.
+    fn spawn_turn(&self, id: Uuid, handle: PodHandle, text: String) {
+        let runner = self.clone();
+        tokio::spawn(async move {
+            match handle.prompt(text).await {
+                Ok(outcome) => {
+                    tracing::info!(session = %id, reason = ?outcome.reason, "turn ended")
+                }
+                Err(err) => tracing::warn!(session = %id, %err, "turn failed"),
+            }
+            let done = {
+                let mut state = runner.state.lock();
+                match state.live.get_mut(&id) {
+                    Some(live) if live.outstanding <= 1 => state.live.remove(&id),
+                    Some(live) => {
+                        live.outstanding -= 1;
+                        None
+                    }
+                    None => None,
+                }
+            };
+            if let Some(live) = done {
+                if let Err(err) = live.handle.shutdown().await {
+                    tracing::warn!(session = %id, %err, "session shutdown");
+                }
+                if let Some(mcp) = live.mcp {
+                    mcp.shutdown().await;
+                }
+            }
+        });
+    }
+
+    /// Resumes session `id` here with its recorded settings.
+    async fn resume(&self, id: Uuid) -> Result<PodHandle, ApiError> {
+        let store = self.place.store.as_ref();
+        let stat = store.stat(id).await.map_err(not_found_or_internal)?;
+        if let Some(holder) = stat.holder {
+            return Err(ApiError::conflict(format!(
+                "session {id} is running elsewhere ({holder})"
+            )));
+        }
+        let loaded = crate::session::load(store, id)
+            .await
+            .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+        let recorded = Launch::from_header(&loaded.header);
+        let none = (
+            ModelArgs::default(),
+            BudgetArgs::default(),
+            ApprovalArgs::default(),
+            SandboxArgs::default(),
+        );
+        let model = match recorded {
+            Some(_) => &none.0,
+            None => &*self.defaults,
+        };
+        let settings = RunSettings::resolve(
+            &Flags {
+                model,
+                budget: &none.1,
+                approval: &none.2,
+                sandbox: &none.3,
+                until_done: false,
+            },
+            recorded.as_ref(),
+        )
+        .map_err(|e| ApiError::conflict(format!("cannot resume session {id}: {e:#}")))?;
+        settings.model.resume_at(loaded.assistant_items());
+        let workspace = loaded.header.workspace.clone();
+        let mut config = settings.pod_config(&self.place, workspace, Durability::Turn);
+        config.approver = Some(self.approver(id));
+        // A Pod that just shut down may still hold the log for a moment.
+        let mut tries = 0;
+        loop {
+            match Pod::resume(id, config.clone()).await {
+                Ok(handle) => return Ok(handle),
+                Err(PodError::SessionBusy { .. } | PodError::SessionLeased { .. })
+                    if tries < 20 =>
+                {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(err @ (PodError::SessionBusy { .. } | PodError::SessionLeased { .. })) => {
+                    return Err(ApiError::conflict(format!("session {id} is busy: {err}")))
+                }
+                Err(err) => {
+                    return Err(ApiError::internal(format!(
+                        "cannot resume session {id}: {}",
+                        chain(&err)
+                    )))
+                }
+            }
+        }
+    }
+
+    fn approver(&self, id: Uuid) -> Arc<dyn Approver> {
+        let cell = Arc::new(Mutex::new(Some(id)));
+        self.approver_for_new(&cell)
+    }
+
+    fn approver_for_new(&self, id: &Arc<Mutex<Option<Uuid>>>) -> Arc<dyn Approver> {
+        Arc::new(HttpApprover {
+            session: Arc::clone(id),
+            state: Arc::clone(&self.state),
+        })
+    }
+}
+
+fn not_found_or_internal(err: PodError) -> ApiError {
+    match err {
+        PodError::NoSuchSession { id, .. } => ApiError::not_found(format!("no session {id}")),
+        err => ApiError::internal(chain(&err)),
+    }
+}
+
+/// Puts questions where the API lists them and waits for an answer.
+struct HttpApprover {
+    // Set once the session exists (its first question comes after).
+    session: Arc<Mutex<Option<Uuid>>>,
+    state: Arc<Mutex<State>>,
+}
+
+#[async_trait::async_trait]
+impl Approver for HttpApprover {
+    async fn decide(
+        &self,
+        request: ApprovalRequest,
+        cancel: CancellationToken,
+    ) -> ApprovalDecision {
+        let session_id = (*self.session.lock()).unwrap_or_default();
+        let (reply, answer) = oneshot::channel();
+        let id = {
+            let mut state = self.state.lock();
+            state.next_approval += 1;
+            let id = state.next_approval;
+            state.approvals.insert(
+                id,
+                Waiting {
+                    approval: PendingApproval {
+                        id,
+                        session_id,
+                        request,
+                        asked_at: Utc::now(),
+                    },
+                    reply,
+                },
+            );
+            id
+        };
+        tokio::select! {
+            answer = answer => answer.unwrap_or(ApprovalDecision::Cancelled),
+            _ = cancel.cancelled() => {
+                // Withdrawn: the API no longer lists it.
+                self.state.lock().approvals.remove(&id);
+                ApprovalDecision::Cancelled
+            }
+        }
+    }
+}
+
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}

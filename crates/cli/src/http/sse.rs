@@ -1,0 +1,200 @@
+//! Server-Sent Events: one stream per session, resumable by the log's
+//! sequence, and one for every session.
+//!
+//! A session's stream sends each committed record as a `record` event
+//! whose id is its sequence number (the first record is 1), so a watcher
+//! that reconnects with `Last-Event-ID` (or `?after=`) gets exactly the
+//! records it missed. Besides records it sends `todos` (the whole plan,
+//! when a record changed it), `status` (when the session starts or stops
+//! running) and `approvals` (the calls waiting for an answer, when they
+//! change); these carry no id: they are state, sent again on reconnect.
+//!
+//! The streams poll the store (every quarter second for a session, every
+//! second for the list), as `pod show --follow` does: it works on both
+//! stores and across machines, and writers pay nothing for watchers.
+
+use super::api::{resolve, store_error, todos_of, AppState, Row};
+use super::error::ApiError;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use pod::log::LogRecord;
+use serde::Deserialize;
+use serde_json::json;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+const SESSION_POLL: Duration = Duration::from_millis(250);
+const LIST_POLL: Duration = Duration::from_secs(1);
+// Events waiting for a slow watcher; past that the poller waits for it
+// (a watcher never makes the server hold more than this per stream).
+const BUFFER: usize = 256;
+
+/// Where a session's stream starts.
+#[derive(Deserialize)]
+pub struct From {
+    /// Records after this sequence number (as `Last-Event-ID`).
+    #[serde(default)]
+    after: Option<usize>,
+}
+
+type EventStream = std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>;
+type Events = Sse<axum::response::sse::KeepAliveStream<EventStream>>;
+
+fn stream(mut rx: mpsc::Receiver<Event>) -> Events {
+    let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|e| e.map(Ok)));
+    let stream: EventStream = Box::pin(stream);
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// `GET /api/sessions/{id}/events`.
+pub async fn session(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    Query(from): Query<From>,
+    headers: HeaderMap,
+) -> Result<Events, ApiError> {
+    let id = resolve(&app, &id).await?;
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let after = last.or(from.after).unwrap_or(0);
+    // Read before the stream starts, so a missing session is a 404.
+    let records = app.store.read(id).await.map_err(store_error)?.records;
+    let (tx, rx) = mpsc::channel(BUFFER);
+    tokio::spawn(async move {
+        if let Err(err) = watch_session(app, id, after, records, tx).await {
+            tracing::debug!(session = %id, %err, "session stream ended");
+        }
+    });
+    Ok(stream(rx))
+}
+
+async fn watch_session(
+    app: AppState,
+    id: Uuid,
+    after: usize,
+    mut records: Vec<LogRecord>,
+    tx: mpsc::Sender<Event>,
+) -> Result<(), String> {
+    let send = |event: Event| {
+        let tx = tx.clone();
+        async move { tx.send(event).await.map_err(|_| "watcher gone".to_string()) }
+    };
+    for (index, record) in records.iter().enumerate().skip(after) {
+        send(record_event(index + 1, record)).await?;
+    }
+    send(json_event("todos", &json!({ "todos": todos_of(&records) }))).await?;
+    let mut status = None;
+    let mut approvals = None;
+    loop {
+        // Who holds it first, then the records: once it is not running,
+        // everything it committed is in the records read next, and they
+        // are sent before the status that says it stopped.
+        let stat = app.store.stat(id).await.map_err(|e| e.to_string())?;
+        let live = app.runner.is_live(id);
+        let new = app
+            .store
+            .read_after(id, records.len())
+            .await
+            .map_err(|e| e.to_string())?;
+        if !new.is_empty() {
+            let changes_plan = new.iter().any(|r| {
+                matches!(r, LogRecord::Compaction(_))
+                    || matches!(r, LogRecord::Item(item) if matches!(item.kind, pod::ItemKind::ToolResult { .. }))
+            });
+            for record in new {
+                records.push(record);
+                send(record_event(records.len(), &records[records.len() - 1])).await?;
+            }
+            if changes_plan {
+                send(json_event("todos", &json!({ "todos": todos_of(&records) }))).await?;
+            }
+        }
+        let now = json!({
+            "holder": stat.holder,
+            "queued": stat.queued,
+            "live": live,
+        });
+        if status.as_ref() != Some(&now) {
+            send(json_event("status", &now)).await?;
+            status = Some(now);
+        }
+        let waiting: Vec<_> = app
+            .runner
+            .approvals()
+            .into_iter()
+            .filter(|a| a.session_id == id)
+            .collect();
+        let ids: Vec<u64> = waiting.iter().map(|a| a.id).collect();
+        if approvals.as_ref() != Some(&ids) {
+            send(json_event("approvals", &json!({ "approvals": waiting }))).await?;
+            approvals = Some(ids);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(SESSION_POLL) => {}
+            _ = tx.closed() => return Ok(()),
+        }
+    }
+}
+
+fn record_event(seq: usize, record: &LogRecord) -> Event {
+    json_event("record", &json!({ "seq": seq, "record": record })).id(seq.to_string())
+}
+
+fn json_event(name: &str, data: &serde_json::Value) -> Event {
+    Event::default().event(name).data(data.to_string())
+}
+
+/// `GET /api/events`: every session's summary when it changes (all of
+/// them first), and the waiting approvals when they change.
+pub async fn all(State(app): State<AppState>) -> Events {
+    let (tx, rx) = mpsc::channel(BUFFER);
+    tokio::spawn(async move {
+        let mut seen: HashMap<Uuid, String> = HashMap::new();
+        let mut approvals = None;
+        loop {
+            match app.summaries.all(app.store.as_ref()).await {
+                Ok(entries) => {
+                    for entry in entries {
+                        let row = Row {
+                            live: app.runner.is_live(entry.summary.id),
+                            summary: entry.summary,
+                        };
+                        let text = serde_json::to_string(&row).unwrap_or_default();
+                        if seen.get(&row.summary.id) != Some(&text) {
+                            seen.insert(row.summary.id, text.clone());
+                            if tx
+                                .send(Event::default().event("session").data(text))
+                                .await
+                                .is_err()
+                            {
+                                return;
+                            }
+                        }
+                    }
+                }
+                Err(err) => tracing::warn!(err = %format!("{err:#}"), "cannot list sessions"),
+            }
+            let waiting = app.runner.approvals();
+            let ids: Vec<u64> = waiting.iter().map(|a| a.id).collect();
+            if approvals.as_ref() != Some(&ids) {
+                let event = json_event("approvals", &json!({ "approvals": waiting }));
+                if tx.send(event).await.is_err() {
+                    return;
+                }
+                approvals = Some(ids);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(LIST_POLL) => {}
+                _ = tx.closed() => return,
+            }
+        }
+    });
+    stream(rx)
+}

@@ -1,0 +1,474 @@
+//! `pod serve --http`: the API over real HTTP on loopback, a real `pod`
+//! process serving it: auth, every endpoint, bad input, approvals answered
+//! over HTTP, and event streams resumed with `Last-Event-ID`.
+
+use crate::support::*;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::io::BufRead;
+use std::process::{Child, Stdio};
+
+/// A running `pod serve --http 127.0.0.1:0` and a client for it.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The bearer token.
+    pub token: String,
+    /// What the server printed first (the token line among it).
+    pub banner: Vec<String>,
+    client: reqwest::Client,
+}
+
+impl Server {
+    /// Starts the server on `script` (the model of sessions it creates).
+    pub fn start(env: &TestEnv, script: &Value) -> Self {
+        let path = env.script("serve-script.json", script);
+        let mut child = env
+            .pod_process()
+            .args(["serve", "--http", "127.0.0.1:0", "--script"])
+            .arg(path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn pod serve");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let banner: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
+        let base = banner[0]
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.strip_suffix("/api"))
+            .map(|addr| format!("http://{addr}"))
+            .unwrap_or_else(|| panic!("no address in {banner:?}"));
+        let token = std::fs::read_to_string(env.pod_home().join("http-token")).unwrap();
+        Self {
+            child,
+            base,
+            token,
+            banner,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// A request to `/api{path}` with the token.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, format!("{}/api{path}", self.base))
+            .bearer_auth(&self.token)
+    }
+
+    /// GET, expecting 200; the JSON body.
+    pub async fn get(&self, path: &str) -> Value {
+        let response = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.json().await.unwrap()
+    }
+
+    /// POST `body`; the status and JSON body.
+    pub async fn post(&self, path: &str, body: &str) -> (u16, Value) {
+        let response = self
+            .request(reqwest::Method::POST, path)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Creates a session on `task` in the test's workspace.
+    pub async fn create(&self, env: &TestEnv, task: &str) -> String {
+        let body = json!({"task": task, "workspace": env.workspace()}).to_string();
+        let (status, body) = self.post("/sessions", &body).await;
+        assert_eq!(status, 201, "{body}");
+        body["session_id"].as_str().unwrap().to_string()
+    }
+
+    /// A session's event stream from `after`.
+    pub async fn events(&self, id: &str, last_event_id: Option<usize>) -> Events {
+        let mut request = self.request(reqwest::Method::GET, &format!("/sessions/{id}/events"));
+        if let Some(last) = last_event_id {
+            request = request.header("Last-Event-ID", last.to_string());
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        Events {
+            stream: Box::pin(response.bytes_stream()),
+            buffer: String::new(),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One Server-Sent Event.
+#[derive(Debug, Clone)]
+pub struct Sse {
+    pub event: String,
+    pub id: Option<String>,
+    pub data: Value,
+}
+
+/// An event stream being read.
+pub struct Events {
+    stream:
+        std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buffer: String,
+}
+
+impl Events {
+    /// The next event (keep-alive comments skipped).
+    pub async fn next(&mut self) -> Sse {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut event = Sse {
+                    event: "message".into(),
+                    id: None,
+                    data: Value::Null,
+                };
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event: ") {
+                        event.event = v.to_string();
+                    } else if let Some(v) = line.strip_prefix("id: ") {
+                        event.id = Some(v.to_string());
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data.push_str(v);
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                event.data = serde_json::from_str(&data).unwrap();
+                return event;
+            }
+            let chunk = self.stream.next().await.expect("stream open").unwrap();
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// Reads until an event matches `pred`; returns it.
+    pub async fn until(&mut self, pred: impl Fn(&Sse) -> bool) -> Sse {
+        loop {
+            let event = self.next().await;
+            if pred(&event) {
+                return event;
+            }
+        }
+    }
+}
+
+fn plan(status: &str) -> Value {
+    json!({"todos": [{"id": "notes", "content": "Write the notes", "status": status}]})
+}
+
+/// A plan, a write that asks, the plan completed, an answer; then one more
+/// answer for a later prompt.
+fn writing_script() -> Value {
+    json!({"steps": [
+        {"text": "Planning.", "tool_calls": [{"name": "todo_write", "arguments": plan("in_progress")}]},
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.md", "content": "n\n"}}]},
+        {"tool_calls": [{"name": "todo_write", "arguments": plan("completed")}]},
+        {"text": "Notes written."},
+        {"text": "Second answer."}
+    ]})
+}
+
+fn is_record_text(event: &Sse, text: &str) -> bool {
+    event.event == "record" && event.data["record"]["item"]["text"] == text
+}
+
+#[tokio::test]
+async fn the_api_needs_the_token_and_says_so_in_json() {
+    let env = TestEnv::new();
+    let server = Server::start(&env, &writing_script());
+    assert!(
+        server.banner[1].contains(&server.token),
+        "printed once: {:?}",
+        server.banner
+    );
+    let client = reqwest::Client::new();
+    for token in [None, Some("wrong-token-wrong-token")] {
+        let mut request = client.get(format!("{}/api/sessions", server.base));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401);
+        let body: Value = response.json().await.unwrap();
+        assert!(body["error"].as_str().unwrap().contains("token"), "{body}");
+    }
+    // The query form is for event streams (GET) only.
+    let url = format!("{}/api/sessions?access_token={}", server.base, server.token);
+    assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+    assert_eq!(
+        client.post(&url).body("{}").send().await.unwrap().status(),
+        401
+    );
+    // The dashboard's files need none and hold no data.
+    let page = client.get(&server.base).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(!page.text().await.unwrap().contains(&server.token));
+    assert_eq!(
+        client
+            .get(format!("{}/assets/app.js", server.base))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_session_created_over_http_asks_there_and_every_endpoint_answers() {
+    let env = TestEnv::new();
+    let server = Server::start(&env, &writing_script());
+    let id = server.create(&env, "Write the notes").await;
+    let mut events = server.events(&id, None).await;
+    // The write waits for an answer, listed by the API and the stream.
+    let asked = events
+        .until(|e| e.event == "approvals" && !e.data["approvals"].as_array().unwrap().is_empty())
+        .await;
+    let approval = &asked.data["approvals"][0];
+    assert_eq!(approval["request"]["tool"], "write_file");
+    let listed = server.get("/approvals").await;
+    assert_eq!(listed["approvals"][0]["id"], approval["id"]);
+    let approval_id = approval["id"].as_u64().unwrap();
+    // Bad answers change nothing.
+    let (status, body) = server
+        .post(
+            &format!("/approvals/{approval_id}"),
+            r#"{"decision": "maybe"}"#,
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = server
+        .post(
+            &format!("/approvals/{approval_id}"),
+            r#"{"decision": "cancelled"}"#,
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(!std::path::Path::new(&env.workspace().join("notes.md")).exists());
+    let (status, _) = server
+        .post(
+            &format!("/approvals/{approval_id}"),
+            r#"{"decision": "allow_once"}"#,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) = server
+        .post(
+            &format!("/approvals/{approval_id}"),
+            r#"{"decision": "allow_once"}"#,
+        )
+        .await;
+    assert_eq!(status, 404, "answered already: {body}");
+    events.until(|e| is_record_text(e, "Notes written.")).await;
+    assert!(env.workspace().join("notes.md").exists());
+    events
+        .until(|e| e.event == "status" && e.data["live"] == false && e.data["holder"].is_null())
+        .await;
+
+    // The list and the session.
+    let list = server.get("/sessions").await;
+    let row = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(row["status"], "done");
+    assert_eq!(row["todos"], json!({"completed": 1, "total": 1}));
+    let one = server.get(&format!("/sessions/{}", &id[..8])).await;
+    assert_eq!(one["session"]["id"], id.as_str());
+    assert_eq!(one["todos"][0]["status"], "completed");
+    let total = one["records"].as_u64().unwrap() as usize;
+    // History, page by page: every record once, in order.
+    let mut seqs = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = server
+            .get(&format!("/sessions/{id}/history?after={after}&limit=3"))
+            .await;
+        for record in page["records"].as_array().unwrap() {
+            seqs.push(record["seq"].as_u64().unwrap() as usize);
+        }
+        match page["next"].as_u64() {
+            Some(next) => after = next as usize,
+            None => break,
+        }
+    }
+    assert_eq!(seqs, (1..=total).collect::<Vec<_>>());
+
+    // Notify and cancel need the session running here; a prompt resumes it.
+    let (status, body) = server
+        .post(&format!("/sessions/{id}/notify"), r#"{"text": "hi"}"#)
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("not running"));
+    let (status, _) = server.post(&format!("/sessions/{id}/cancel"), "{}").await;
+    assert_eq!(status, 409);
+    let (status, body) = server
+        .post(
+            &format!("/sessions/{id}/prompt"),
+            r#"{"text": "Once more"}"#,
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    events.until(|e| is_record_text(e, "Second answer.")).await;
+
+    // Bad input: each a 4xx with a JSON error, nothing changed.
+    let (status, body) = server.post("/sessions", "{not json").await;
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("invalid JSON"));
+    let (status, body) = server
+        .post("/sessions", r#"{"task": "x", "workspace": "/no/such/dir"}"#)
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = server
+        .post("/sessions", r#"{"task": "x", "colour": "red"}"#)
+        .await;
+    assert_eq!(status, 400);
+    let missing = uuid::Uuid::new_v4();
+    let (status, body) = server
+        .post(&format!("/sessions/{missing}/prompt"), r#"{"text": "x"}"#)
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let response = server
+        .request(reqwest::Method::GET, &format!("/sessions/{missing}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    let (status, _) = server
+        .post(&format!("/sessions/{id}/prompt"), r#"{"text": ""}"#)
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        server.get("/sessions").await["sessions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_watcher_that_reconnects_with_last_event_id_misses_nothing() {
+    let env = TestEnv::new();
+    let server = Server::start(&env, &writing_script());
+    let id = server.create(&env, "Write the notes").await;
+    // Two watchers at once see the same records.
+    let mut first = server.events(&id, None).await;
+    let mut second = server.events(&id, None).await;
+    let a = first
+        .until(|e| e.event == "record" && e.id.as_deref() == Some("3"))
+        .await;
+    let b = second
+        .until(|e| e.event == "record" && e.id.as_deref() == Some("3"))
+        .await;
+    assert_eq!(a.data, b.data);
+    drop(first);
+    // The write waits: answer it, then reconnect from record 3.
+    let approvals = server.get("/approvals").await;
+    let approval_id = approvals["approvals"][0]["id"].as_u64().unwrap();
+    server
+        .post(
+            &format!("/approvals/{approval_id}"),
+            r#"{"decision": "allow_once"}"#,
+        )
+        .await;
+    second.until(|e| is_record_text(e, "Notes written.")).await;
+    let mut again = server.events(&id, Some(3)).await;
+    let mut seqs = Vec::new();
+    loop {
+        let event = again.next().await;
+        if event.event == "record" {
+            let seq = event.data["seq"].as_u64().unwrap();
+            assert_eq!(event.id.as_deref(), Some(seq.to_string().as_str()));
+            seqs.push(seq);
+            if is_record_text(&event, "Notes written.") {
+                break;
+            }
+        }
+    }
+    assert_eq!(seqs.first(), Some(&4), "resumes after the last id seen");
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+}
+
+#[tokio::test]
+async fn a_prompt_to_a_session_running_elsewhere_is_refused() {
+    let env = TestEnv::new();
+    // `pod run` holds a session while its model thinks for ten minutes.
+    let script = env.script(
+        "slow.json",
+        &json!({"steps": [{"text": "slow", "delay_ms": 600_000}]}),
+    );
+    let mut run = env
+        .pod_process()
+        .args(["run", "--json", "--script"])
+        .arg(&script)
+        .arg("Think")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(run.stdout.take().unwrap()).lines();
+    let started: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let id = started["session_id"].as_str().unwrap().to_string();
+    let server = Server::start(&env, &writing_script());
+    let (status, body) = server
+        .post(&format!("/sessions/{id}/prompt"), r#"{"text": "Me too"}"#)
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("running elsewhere"),
+        "{body}"
+    );
+    let row = server.get(&format!("/sessions/{id}")).await;
+    assert_eq!(row["session"]["status"], "running");
+    run.kill().unwrap();
+    run.wait().unwrap();
+}
+
+#[test]
+fn a_non_loopback_address_needs_a_token_file() {
+    let env = TestEnv::new();
+    let out = env
+        .pod()
+        .args([
+            "serve",
+            "--http",
+            "0.0.0.0:0",
+            "--provider",
+            "scripted",
+            "--script",
+            "x.json",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--token-file"), "{stderr}");
+    assert!(
+        !env.pod_home().join("http-token").exists(),
+        "no token made for a refused start"
+    );
+}
