@@ -9,10 +9,12 @@
 //!   replies byte for byte, and model answers in both wire formats.
 //! - [`provider`]: running one request against a real provider.
 //! - [`postgres`]: a throwaway PostgreSQL cluster per test.
+//! - [`browser`]: headless Chromium over WebDriver, for the dashboard.
 //!
 //! Test code: helpers panic with a message instead of returning errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod browser;
 pub mod history;
 pub mod pod;
 pub mod postgres;

@@ -9,6 +9,7 @@ mod budgets;
 mod checklist;
 mod crash;
 mod ctrl_c;
+mod dashboard;
 mod demo;
 mod errors;
 mod first_steps;

@@ -267,8 +267,10 @@ async function openSession(id) {
   source.addEventListener("status", (e) => {
     const st = JSON.parse(e.data);
     s.holder = st.holder;
-    s.status = st.holder ? "running" : (st.queued ? "queued" : "idle");
+    if (st.holder) s.status = "running";
     $("s-meta").textContent = meta();
+    // Stopped or queued: the server knows how it ended (done, idle, ...).
+    if (!st.holder) api("/sessions/" + s.id).then((b) => { Object.assign(s, b.session); $("s-meta").textContent = meta(); }).catch(() => {});
   });
 }
 
