@@ -99,19 +99,25 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
 pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
     let stop = CancellationToken::new();
     spawn_signal_watch(stop.clone());
-    let http = match args.http {
-        Some(addr) => {
-            let runner = crate::http::Runner::new(place.clone(), args.model.clone());
+    let runner = args
+        .http
+        .map(|_| crate::http::Runner::new(place.clone(), args.model.clone()));
+    let http = match (args.http, &runner) {
+        (Some(addr), Some(runner)) => {
             let (token_file, place, stop) = (args.token_file.clone(), place.clone(), stop.clone());
             Some(tokio::spawn(crate::http::serve(
-                addr, token_file, place, runner, stop,
+                addr,
+                token_file,
+                place,
+                runner.clone(),
+                stop,
             )))
         }
-        None => None,
+        _ => None,
     };
     let outcome = match (&place.fleet, http) {
         (Some(_), http) => {
-            let outcome = work(&args, &place, stop.clone()).await;
+            let outcome = work(&args, &place, runner, stop.clone()).await;
             stop.cancel();
             if let Some(http) = http {
                 http.await.context("the HTTP server's task failed")??;
@@ -133,7 +139,12 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
 
 /// Claims and runs fleet sessions until `stop` (or, with
 /// `--exit-when-idle`, until the fleet has nothing left).
-async fn work(args: &ServeArgs, place: &Place, stop: CancellationToken) -> Result<Outcome> {
+async fn work(
+    args: &ServeArgs,
+    place: &Place,
+    runner: Option<crate::http::Runner>,
+    stop: CancellationToken,
+) -> Result<Outcome> {
     let store = fleet(place, "serve")?;
     say(&format!(
         "pod serve: worker {} on {}, {} at a time, leases of {}s",
@@ -157,9 +168,10 @@ async fn work(args: &ServeArgs, place: &Place, stop: CancellationToken) -> Resul
                         }
                     ));
                     let (place, store, stop) = (place.clone(), store.clone(), stop.clone());
+                    let runner = runner.clone();
                     running.spawn(async move {
                         let id = claimed.id;
-                        (id, run_one(claimed, place, store, stop).await)
+                        (id, run_one(claimed, place, store, runner, stop).await)
                     });
                 }
                 Ok(None) => break,
@@ -197,10 +209,11 @@ async fn run_one(
     claimed: Claimed,
     place: Place,
     store: PgStore,
+    runner: Option<crate::http::Runner>,
     stop: CancellationToken,
 ) -> Result<String> {
     let id = claimed.id;
-    let (config, mcp) = match prepare(id, &place).await {
+    let (mut config, mcp) = match prepare(id, &place).await {
         Ok(prepared) => prepared,
         Err(err) => {
             // It cannot run here; idle, so that no worker claims it again
@@ -209,6 +222,10 @@ async fn run_one(
             return Err(err);
         }
     };
+    // With the HTTP API, its `ask` calls wait for an answer there.
+    if let Some(runner) = &runner {
+        config.approver = Some(runner.approver(id));
+    }
     let handle = match Pod::resume(id, config).await {
         Ok(handle) => handle,
         Err(err) => {
@@ -223,6 +240,9 @@ async fn run_one(
             return Err(anyhow::Error::new(err).context(format!("cannot resume session {id}")));
         }
     };
+    if let Some(runner) = &runner {
+        runner.adopt(id, handle.clone());
+    }
     let turn = handle.continue_turn();
     tokio::pin!(turn);
     let result = tokio::select! {
@@ -233,6 +253,9 @@ async fn run_one(
         }
     };
     let todos = handle.get_todos().await.unwrap_or_default();
+    if let Some(runner) = &runner {
+        runner.release(id);
+    }
     let shutdown = handle.shutdown().await;
     mcp.shutdown().await;
     let progress = session::progress(&todos);
@@ -298,8 +321,9 @@ async fn prepare(id: Uuid, place: &Place) -> Result<(pod::PodConfig, pod_mcp::Mc
         recorded.as_ref(),
     )?;
     settings.model.resume_at(loaded.assistant_items());
-    // Nobody answers `ask` on a fleet worker: such calls are refused with
-    // a message saying so, and the recorded --yes/--allow decide the rest.
+    // Without the HTTP API nobody answers `ask` on a fleet worker: such
+    // calls are refused with a message saying so, and the recorded
+    // --yes/--allow decide the rest.
     let mut config = settings.pod_config(place, workspace, Durability::Turn);
     // The session's MCP servers, with what this worker's config file says
     // of them (their env, say).

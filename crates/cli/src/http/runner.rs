@@ -80,6 +80,9 @@ struct Live {
     // Prompts sent and not yet answered; at zero the Pod is shut down.
     outstanding: usize,
     mcp: Option<pod_mcp::McpServers>,
+    // Run by this process's fleet worker, which owns its turn and its end:
+    // the API may notify, cancel and answer its questions, not prompt it.
+    fleet: bool,
 }
 
 #[derive(Default)]
@@ -203,6 +206,17 @@ impl Runner {
             return Err(ApiError::bad_request("`text` is empty"));
         }
         let _start = self.starting.lock().await;
+        if self
+            .state
+            .lock()
+            .live
+            .get(&id)
+            .is_some_and(|live| live.fleet)
+        {
+            return Err(ApiError::conflict(format!(
+                "session {id} is being run by this server's fleet worker until its plan is                  done: send a notification instead"
+            )));
+        }
         if let Some(handle) = self.take_turn(id) {
             self.spawn_turn(id, handle, text);
             return Ok(());
@@ -274,6 +288,28 @@ impl Runner {
         }
     }
 
+    /// A session a fleet worker of this process runs: its questions come
+    /// here, and notifications and cancels reach it, until [`Self::release`].
+    pub fn adopt(&self, id: Uuid, handle: PodHandle) {
+        self.state.lock().live.insert(
+            id,
+            Live {
+                handle,
+                outstanding: 0,
+                mcp: None,
+                fleet: true,
+            },
+        );
+    }
+
+    /// The fleet worker is done with session `id` (it shuts the Pod down).
+    pub fn release(&self, id: Uuid) {
+        let mut state = self.state.lock();
+        if state.live.get(&id).is_some_and(|live| live.fleet) {
+            state.live.remove(&id);
+        }
+    }
+
     fn live_handle(&self, id: Uuid) -> Result<PodHandle, ApiError> {
         match self.state.lock().live.get(&id) {
             Some(live) => Ok(live.handle.clone()),
@@ -298,6 +334,7 @@ impl Runner {
                 handle: handle.clone(),
                 outstanding: 1,
                 mcp,
+                fleet: false,
             },
         );
         self.spawn_turn(id, handle, text);
@@ -397,7 +434,8 @@ impl Runner {
         }
     }
 
-    fn approver(&self, id: Uuid) -> Arc<dyn Approver> {
+    /// An approver whose questions the API lists, for session `id`.
+    pub fn approver(&self, id: Uuid) -> Arc<dyn Approver> {
         let cell = Arc::new(Mutex::new(Some(id)));
         self.approver_for_new(&cell)
     }

@@ -24,22 +24,43 @@ impl Server {
     /// Starts the server on `script` (the model of sessions it creates).
     pub fn start(env: &TestEnv, script: &Value) -> Self {
         let path = env.script("serve-script.json", script);
-        let mut child = env
-            .pod_process()
-            .args(["serve", "--http", "127.0.0.1:0", "--script"])
-            .arg(path)
+        let mut command = env.pod_process();
+        command.arg("--script").arg(path);
+        Self::start_with(command, env)
+    }
+
+    /// Starts `pod serve --http 127.0.0.1:0` with `command`'s environment
+    /// and serve flags (it is `pod` plus flags after `serve`).
+    pub fn start_with(command: std::process::Command, env: &TestEnv) -> Self {
+        let mut full = env.pod_process();
+        for (key, value) in command.get_envs() {
+            match value {
+                Some(value) => full.env(key, value),
+                None => full.env_remove(key),
+            };
+        }
+        full.args(["serve", "--http", "127.0.0.1:0"])
+            .args(command.get_args());
+        let mut child = full
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn pod serve");
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let banner: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
-        let base = banner[0]
-            .split("http://")
-            .nth(1)
+        // A fleet worker may print its own lines around the server's.
+        let mut banner = Vec::new();
+        while !banner.iter().any(|l: &String| l.starts_with("dashboard:")) {
+            banner.push(lines.next().expect("the server's banner").unwrap());
+        }
+        let base = banner
+            .iter()
+            .find_map(|line| line.split("HTTP API on http://").nth(1))
             .and_then(|rest| rest.strip_suffix("/api"))
             .map(|addr| format!("http://{addr}"))
             .unwrap_or_else(|| panic!("no address in {banner:?}"));
+        // The rest of its output is not read; a thread drains it so the
+        // server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
         let token = std::fs::read_to_string(env.pod_home().join("http-token")).unwrap();
         Self {
             child,
@@ -471,4 +492,61 @@ fn a_non_loopback_address_needs_a_token_file() {
         !env.pod_home().join("http-token").exists(),
         "no token made for a refused start"
     );
+}
+
+/// With a PostgreSQL store the server lists the fleet's sessions and its
+/// worker's sessions ask through the API.
+#[tokio::test]
+async fn a_fleet_session_run_by_the_server_asks_through_the_api() {
+    let pg = pod_testkit::postgres::Postgres::start();
+    let env = TestEnv::new();
+    let script = env.script("fleet.json", &writing_script());
+    let out = env
+        .pod()
+        .env("POD_STORE", pg.url())
+        .args(["submit", "--script"])
+        .arg(&script)
+        .arg("--workspace")
+        .arg(env.workspace())
+        .arg("Write the notes")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let mut serve = env.pod_process();
+    serve
+        .env("POD_STORE", pg.url())
+        .args(["--workers", "1", "--script"])
+        .arg(&script);
+    let server = Server::start_with(serve, &env);
+    let mut events = server.events(&id, None).await;
+    let asked = events
+        .until(|e| e.event == "approvals" && !e.data["approvals"].as_array().unwrap().is_empty())
+        .await;
+    let row = server.get(&format!("/sessions/{id}")).await;
+    assert_eq!(row["session"]["status"], "running");
+    assert!(row["session"]["holder"].as_str().is_some());
+    // The worker owns its turn: a prompt is refused, a note is taken.
+    let (status, body) = server
+        .post(&format!("/sessions/{id}/prompt"), r#"{"text": "x"}"#)
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let (status, _) = server
+        .post(&format!("/sessions/{id}/notify"), r#"{"text": "carry on"}"#)
+        .await;
+    assert_eq!(status, 202);
+    let approval = asked.data["approvals"][0]["id"].as_u64().unwrap();
+    let (status, _) = server
+        .post(
+            &format!("/approvals/{approval}"),
+            r#"{"decision": "allow_once"}"#,
+        )
+        .await;
+    assert_eq!(status, 200);
+    events.until(|e| is_record_text(e, "Notes written.")).await;
+    assert!(env.workspace().join("notes.md").exists());
 }
