@@ -2,13 +2,14 @@
 //! tables for BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p pod-bench -- [all|resume|turns|idle|fleet|reminders|cache|store] [--quick]
+//! cargo run --release -p pod-bench -- [all|resume|turns|idle|fleet|reminders|cache|store|http] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
 //! `turns --turns=N` runs N turns.
 
 mod cache;
 mod fleet;
+mod http;
 mod idle;
 mod reminders;
 mod resume;
@@ -37,11 +38,12 @@ async fn main() -> ExitCode {
         "reminders",
         "cache",
         "store",
+        "http",
     ]
     .contains(&which)
     {
         eprintln!(
-            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache or store"
+            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store or http"
         );
         return ExitCode::from(2);
     }
@@ -67,6 +69,9 @@ async fn main() -> ExitCode {
         }
         if run("store") {
             store::run(quick).await?;
+        }
+        if run("http") {
+            http::run(quick).await?;
         }
         Ok::<(), Box<dyn std::error::Error>>(())
     }
