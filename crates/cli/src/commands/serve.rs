@@ -104,14 +104,8 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
         .map(|_| crate::http::Runner::new(place.clone(), args.model.clone()));
     let http = match (args.http, &runner) {
         (Some(addr), Some(runner)) => {
-            let (token_file, place, stop) = (args.token_file.clone(), place.clone(), stop.clone());
-            Some(tokio::spawn(crate::http::serve(
-                addr,
-                token_file,
-                place,
-                runner.clone(),
-                stop,
-            )))
+            let bound = crate::http::bind(addr, args.token_file.clone(), place.clone()).await?;
+            Some(tokio::spawn(bound.serve(runner.clone(), stop.clone())))
         }
         _ => None,
     };

@@ -5,6 +5,7 @@ use super::runner::{CreateSession, PendingApproval, Runner};
 use super::summaries::Summaries;
 use crate::session::Summary;
 use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -22,6 +23,8 @@ pub struct AppState {
     pub summaries: Summaries,
     /// Who serves (for the fleet view): the store and this process.
     pub server: String,
+    /// Fires when the server stops: event streams end.
+    pub stop: pod::CancellationToken,
 }
 
 /// One row of `GET /api/sessions`.
@@ -111,8 +114,9 @@ const PAGE: usize = 500;
 pub async fn history(
     State(app): State<AppState>,
     Path(id): Path<String>,
-    Query(page): Query<Page>,
+    page: Result<Query<Page>, QueryRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let Query(page) = page.map_err(|e| ApiError::bad_request(format!("bad query: {e}")))?;
     let id = resolve(&app, &id).await?;
     let limit = page.limit.unwrap_or(PAGE).clamp(1, PAGE);
     let records = app
@@ -180,23 +184,33 @@ pub async fn approvals(State(app): State<AppState>) -> Json<serde_json::Value> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Answer {
-    decision: ApprovalDecision,
+    decision: String,
 }
 
 /// `POST /api/approvals/{id}`: `{"decision": "allow_once" | "allow_always"
 /// | "reject_once" | "reject_always"}`.
 pub async fn answer(
     State(app): State<AppState>,
-    Path(id): Path<u64>,
+    Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let id: u64 = id
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("approval id `{id}` is not a number")))?;
     let answer: Answer = parse(&body)?;
-    if answer.decision == ApprovalDecision::Cancelled {
-        return Err(ApiError::bad_request(
-            "decision must be allow_once, allow_always, reject_once or reject_always",
-        ));
-    }
-    app.runner.answer(id, answer.decision)?;
+    let decision = match answer.decision.as_str() {
+        "allow_once" => ApprovalDecision::AllowOnce,
+        "allow_always" => ApprovalDecision::AllowAlways,
+        "reject_once" => ApprovalDecision::RejectOnce,
+        "reject_always" => ApprovalDecision::RejectAlways,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "decision `{other}`: expected allow_once, allow_always, reject_once or \
+                 reject_always"
+            )))
+        }
+    };
+    app.runner.answer(id, decision)?;
     Ok(Json(json!({})).into_response())
 }
 

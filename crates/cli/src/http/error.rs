@@ -35,6 +35,11 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, message)
     }
 
+    /// 405: the endpoint exists, not with this method.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::METHOD_NOT_ALLOWED, message)
+    }
+
     /// 409: the session is not in a state that allows it (running
     /// elsewhere, not running here, already answered).
     pub fn conflict(message: impl Into<String>) -> Self {

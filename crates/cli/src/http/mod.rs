@@ -26,14 +26,21 @@ use std::sync::Arc;
 
 pub use runner::Runner;
 
-/// Binds `addr` and serves until `stop` fires.
-pub async fn serve(
+/// A bound listener with its token, ready to serve: binding first means a
+/// taken port or a refused address fails `pod serve` at once, before any
+/// worker starts.
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    token: auth::Token,
+    place: crate::commands::Place,
+}
+
+/// Checks the address, loads (or makes) the token and binds `addr`.
+pub async fn bind(
     addr: SocketAddr,
     token_file: Option<PathBuf>,
     place: crate::commands::Place,
-    runner: Runner,
-    stop: CancellationToken,
-) -> Result<()> {
+) -> Result<Bound> {
     if !addr.ip().is_loopback() && token_file.is_none() {
         bail!(crate::error::Failure::new(
             format!("refusing to serve {addr} without --token-file: it is reachable from other machines"),
@@ -41,40 +48,60 @@ pub async fn serve(
              --token-file FILE, or bind 127.0.0.1"
         ));
     }
-    let token = auth::load(place.home.path(), token_file.as_deref())?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
-    let bound = listener.local_addr().context("no local address")?;
-    let state = api::AppState {
-        runner: runner.clone(),
-        store: place.store.clone(),
-        summaries: Default::default(),
-        server: format!(
-            "{} ({})",
-            pod::SessionStore::location(place.store.as_ref()),
-            std::process::id()
-        ),
-    };
-    let app = router(state, Arc::clone(&token.value));
-    let mut lines = vec![format!("pod serve: HTTP API on http://{bound}/api")];
-    match token.created {
-        // Printed once: later starts say where it is kept.
-        true => lines.push(format!(
-            "token (kept in {}, shown only now): {}",
-            token.path.display(),
-            token.value
-        )),
-        false => lines.push(format!("token in {}", token.path.display())),
+    let token = auth::load(place.home.path(), token_file.as_deref())?;
+    Ok(Bound {
+        listener,
+        token,
+        place,
+    })
+}
+
+impl Bound {
+    /// Serves until `stop` fires; then every event stream ends, and the
+    /// sessions running here are shut down.
+    pub async fn serve(self, runner: Runner, stop: CancellationToken) -> Result<()> {
+        let Bound {
+            listener,
+            token,
+            place,
+        } = self;
+        let bound = listener.local_addr().context("no local address")?;
+        let state = api::AppState {
+            runner: runner.clone(),
+            store: place.store.clone(),
+            summaries: Default::default(),
+            server: format!(
+                "{} ({})",
+                pod::SessionStore::location(place.store.as_ref()),
+                std::process::id()
+            ),
+            stop: stop.clone(),
+        };
+        let app = router(state, Arc::clone(&token.value));
+        let mut lines = vec![format!("pod serve: HTTP API on http://{bound}/api")];
+        match token.created {
+            // Printed once: later starts say where it is kept.
+            true => lines.push(format!(
+                "token (kept in {}, shown only now): {}",
+                token.path.display(),
+                token.value
+            )),
+            false => lines.push(format!("token in {}", token.path.display())),
+        }
+        lines.push(format!("dashboard: http://{bound}/#token=TOKEN"));
+        crate::output::print(&format!("{}\n", lines.join("\n")))?;
+        // Open event streams end when `stop` fires (see `sse`), so the
+        // graceful shutdown does not wait for watchers to leave.
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+            .context("the HTTP server failed")?;
+        runner.shutdown().await;
+        Ok(())
     }
-    lines.push(format!("dashboard: http://{bound}/#token=TOKEN"));
-    crate::output::print(&format!("{}\n", lines.join("\n")))?;
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await
-        .context("the HTTP server failed")?;
-    runner.shutdown().await;
-    Ok(())
 }
 
 fn router(state: api::AppState, token: Arc<str>) -> Router {
@@ -90,6 +117,9 @@ fn router(state: api::AppState, token: Arc<str>) -> Router {
         .route("/approvals/{id}", post(api::answer))
         .route("/events", get(sse::all))
         .fallback(|| async { error::ApiError::not_found("no such API endpoint") })
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::method_not_allowed("this endpoint does not take that method")
+        })
         .layer(axum::middleware::from_fn_with_state(token, auth::require))
         .with_state(state);
     Router::new()

@@ -3,9 +3,11 @@
 //! prompts, notifications and cancels go to.
 //!
 //! A session is live here only while it has work: a prompt starts (or
-//! resumes) its Pod, and when its last prompt is answered the Pod is shut
-//! down, so its log is released and `running` means running. A prompt to
-//! a session another process holds is refused (409).
+//! resumes) its Pod, and when its last prompt is answered (and every note
+//! sent meanwhile was read: a note that arrives after the turn's last
+//! request gets one more request) the Pod is shut down, so its log is
+//! released and `running` means running. A prompt to a session another
+//! process holds, or one queued for the fleet, is refused (409).
 
 use super::error::ApiError;
 use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, SandboxArgs};
@@ -51,7 +53,8 @@ pub struct CreateSession {
     /// Tools to deny.
     #[serde(default)]
     pub deny: Vec<String>,
-    /// The sandbox mode of `bash` (`read-only`, `workspace-write`, `off`).
+    /// The sandbox mode of `bash` (`read-only`, `workspace-write`,
+    /// `strict`, `off`).
     #[serde(default)]
     pub sandbox: Option<String>,
 }
@@ -83,6 +86,11 @@ struct Live {
     // Run by this process's fleet worker, which owns its turn and its end:
     // the API may notify, cancel and answer its questions, not prompt it.
     fleet: bool,
+    // Notes sent and not yet delivered (a watcher of the Pod's events
+    // counts them down); the last turn does not end with notes unread.
+    notes: usize,
+    // Stops that watcher when the session leaves.
+    gone: CancellationToken,
 }
 
 #[derive(Default)]
@@ -214,7 +222,8 @@ impl Runner {
             .is_some_and(|live| live.fleet)
         {
             return Err(ApiError::conflict(format!(
-                "session {id} is being run by this server's fleet worker until its plan is                  done: send a notification instead"
+                "session {id} is being run by this server's fleet worker until its plan is \
+                 done: send a notification instead"
             )));
         }
         if let Some(handle) = self.take_turn(id) {
@@ -231,7 +240,12 @@ impl Runner {
         if text.trim().is_empty() {
             return Err(ApiError::bad_request("`text` is empty"));
         }
-        let handle = self.live_handle(id)?;
+        let handle = {
+            let mut state = self.state.lock();
+            let live = state.live.get_mut(&id).ok_or_else(|| not_live(id))?;
+            live.notes += 1;
+            live.handle.clone()
+        };
         handle
             .notify(text)
             .await
@@ -278,7 +292,10 @@ impl Runner {
             .lock()
             .live
             .drain()
-            .map(|(_, live)| (live.handle, live.mcp))
+            .map(|(_, live)| {
+                live.gone.cancel();
+                (live.handle, live.mcp)
+            })
             .collect();
         for (handle, mcp) in live {
             let _ = handle.shutdown().await;
@@ -298,6 +315,8 @@ impl Runner {
                 outstanding: 0,
                 mcp: None,
                 fleet: true,
+                notes: 0,
+                gone: CancellationToken::new(),
             },
         );
     }
@@ -306,16 +325,16 @@ impl Runner {
     pub fn release(&self, id: Uuid) {
         let mut state = self.state.lock();
         if state.live.get(&id).is_some_and(|live| live.fleet) {
-            state.live.remove(&id);
+            if let Some(live) = state.live.remove(&id) {
+                live.gone.cancel();
+            }
         }
     }
 
     fn live_handle(&self, id: Uuid) -> Result<PodHandle, ApiError> {
         match self.state.lock().live.get(&id) {
             Some(live) => Ok(live.handle.clone()),
-            None => Err(ApiError::conflict(format!(
-                "session {id} is not running in this server: send a prompt to start it"
-            ))),
+            None => Err(not_live(id)),
         }
     }
 
@@ -328,6 +347,8 @@ impl Runner {
     }
 
     fn go_live(&self, id: Uuid, handle: PodHandle, mcp: Option<pod_mcp::McpServers>, text: String) {
+        let gone = CancellationToken::new();
+        self.watch_notes(id, &handle, gone.clone());
         self.state.lock().live.insert(
             id,
             Live {
@@ -335,33 +356,78 @@ impl Runner {
                 outstanding: 1,
                 mcp,
                 fleet: false,
+                notes: 0,
+                gone,
             },
         );
         self.spawn_turn(id, handle, text);
     }
 
-    /// Runs one prompt; the last one answered shuts the Pod down.
+    /// Counts the session's notes down as the Pod delivers them.
+    fn watch_notes(&self, id: Uuid, handle: &PodHandle, gone: CancellationToken) {
+        let mut events = handle.subscribe();
+        let state = Arc::clone(&self.state);
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    event = events.recv() => event,
+                    _ = gone.cancelled() => return,
+                };
+                match event {
+                    Ok(pod::PodEvent::NotificationDelivered { .. }) => {
+                        if let Some(live) = state.lock().live.get_mut(&id) {
+                            live.notes = live.notes.saturating_sub(1);
+                        }
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+
+    /// Runs one prompt; the last one answered shuts the Pod down, unless
+    /// a note came too late for the turn's last request: then the turn is
+    /// continued so the model reads it.
     fn spawn_turn(&self, id: Uuid, handle: PodHandle, text: String) {
         let runner = self.clone();
         tokio::spawn(async move {
-            match handle.prompt(text).await {
-                Ok(outcome) => {
-                    tracing::info!(session = %id, reason = ?outcome.reason, "turn ended")
-                }
-                Err(err) => tracing::warn!(session = %id, %err, "turn failed"),
-            }
-            let done = {
+            let mut prompt = Some(text);
+            let live = loop {
+                let result = match prompt.take() {
+                    Some(text) => handle.prompt(text).await,
+                    None => handle.continue_turn().await,
+                };
+                let cancelled = match &result {
+                    Ok(outcome) => {
+                        tracing::info!(session = %id, reason = ?outcome.reason, "turn ended");
+                        outcome.reason == pod::TurnEndReason::Cancelled
+                    }
+                    Err(err) => {
+                        tracing::warn!(session = %id, %err, "turn failed");
+                        true
+                    }
+                };
                 let mut state = runner.state.lock();
                 match state.live.get_mut(&id) {
-                    Some(live) if live.outstanding <= 1 => state.live.remove(&id),
+                    Some(live) if live.outstanding <= 1 && live.notes > 0 && !cancelled => {
+                        tracing::info!(session = %id, notes = live.notes, "continuing for unread notes");
+                    }
+                    Some(live) if live.outstanding <= 1 => {
+                        if live.notes > 0 {
+                            tracing::warn!(session = %id, notes = live.notes, "notes unread at a cancelled turn's end are dropped");
+                        }
+                        break state.live.remove(&id);
+                    }
                     Some(live) => {
                         live.outstanding -= 1;
-                        None
+                        break None;
                     }
-                    None => None,
+                    None => break None,
                 }
             };
-            if let Some(live) = done {
+            if let Some(live) = live {
+                live.gone.cancel();
                 if let Err(err) = live.handle.shutdown().await {
                     tracing::warn!(session = %id, %err, "session shutdown");
                 }
@@ -379,6 +445,11 @@ impl Runner {
         if let Some(holder) = stat.holder {
             return Err(ApiError::conflict(format!(
                 "session {id} is running elsewhere ({holder})"
+            )));
+        }
+        if stat.queued {
+            return Err(ApiError::conflict(format!(
+                "session {id} is queued for the fleet: a worker will run it"
             )));
         }
         let loaded = crate::session::load(store, id)
@@ -446,6 +517,12 @@ impl Runner {
             state: Arc::clone(&self.state),
         })
     }
+}
+
+fn not_live(id: Uuid) -> ApiError {
+    ApiError::conflict(format!(
+        "session {id} is not running in this server: send a prompt to start it"
+    ))
 }
 
 fn not_found_or_internal(err: PodError) -> ApiError {

@@ -15,6 +15,7 @@
 
 use super::api::{resolve, store_error, todos_of, AppState, Row};
 use super::error::ApiError;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -55,9 +56,10 @@ fn stream(mut rx: mpsc::Receiver<Event>) -> Events {
 pub async fn session(
     State(app): State<AppState>,
     Path(id): Path<String>,
-    Query(from): Query<From>,
+    from: Result<Query<From>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Events, ApiError> {
+    let Query(from) = from.map_err(|e| ApiError::bad_request(format!("bad query: {e}")))?;
     let id = resolve(&app, &id).await?;
     let last = headers
         .get("last-event-id")
@@ -139,6 +141,7 @@ async fn watch_session(
         tokio::select! {
             _ = tokio::time::sleep(SESSION_POLL) => {}
             _ = tx.closed() => return Ok(()),
+            _ = app.stop.cancelled() => return Ok(()),
         }
     }
 }
@@ -152,7 +155,8 @@ fn json_event(name: &str, data: &serde_json::Value) -> Event {
 }
 
 /// `GET /api/events`: every session's summary when it changes (all of
-/// them first), and the waiting approvals when they change.
+/// them first), `removed` when one is deleted, and the waiting approvals
+/// when they change.
 pub async fn all(State(app): State<AppState>) -> Events {
     let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(async move {
@@ -161,6 +165,21 @@ pub async fn all(State(app): State<AppState>) -> Events {
         loop {
             match app.summaries.all(app.store.as_ref()).await {
                 Ok(entries) => {
+                    // Sessions removed since the last look.
+                    let now: std::collections::HashSet<Uuid> =
+                        entries.iter().map(|e| e.summary.id).collect();
+                    let gone: Vec<Uuid> = seen
+                        .keys()
+                        .filter(|id| !now.contains(id))
+                        .copied()
+                        .collect();
+                    for id in gone {
+                        seen.remove(&id);
+                        let event = json_event("removed", &json!({ "id": id }));
+                        if tx.send(event).await.is_err() {
+                            return;
+                        }
+                    }
                     for entry in entries {
                         let row = Row {
                             live: app.runner.is_live(entry.summary.id),
@@ -193,6 +212,7 @@ pub async fn all(State(app): State<AppState>) -> Events {
             tokio::select! {
                 _ = tokio::time::sleep(LIST_POLL) => {}
                 _ = tx.closed() => return,
+                _ = app.stop.cancelled() => return,
             }
         }
     });

@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 use pod::{SessionStat, SessionStore, TodoItem};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// A session as the API shows it.
@@ -22,16 +23,29 @@ pub struct Entry {
 /// the same.
 #[derive(Clone, Default)]
 pub struct Summaries {
-    entries: Arc<Mutex<HashMap<Uuid, (SessionStat, Entry)>>>,
+    entries: Arc<Mutex<HashMap<Uuid, Cached>>>,
 }
+
+/// An entry with the stat it was read at and when.
+struct Cached {
+    stat: SessionStat,
+    at: Instant,
+    entry: Entry,
+}
+
+/// How long a running session's summary is trusted with an unchanged stat:
+/// a log's modification time moves in clock ticks, so several writes in
+/// one tick leave it the same.
+const RUNNING_TTL: Duration = Duration::from_secs(1);
 
 impl Summaries {
     /// Session `id`'s summary and todos.
     pub async fn get(&self, store: &dyn SessionStore, id: Uuid) -> anyhow::Result<Entry> {
         let stat = store.stat(id).await?;
-        if let Some((seen, entry)) = self.entries.lock().get(&id) {
-            if *seen == stat {
-                return Ok(entry.clone());
+        if let Some(cached) = self.entries.lock().get(&id) {
+            let fresh = stat.holder.is_none() || cached.at.elapsed() < RUNNING_TTL;
+            if cached.stat == stat && fresh {
+                return Ok(cached.entry.clone());
             }
         }
         let loaded = session::load(store, id).await?;
@@ -40,7 +54,12 @@ impl Summaries {
             summary: loaded.summary,
             todos: loaded.todos,
         };
-        self.entries.lock().insert(id, (stat, entry.clone()));
+        let cached = Cached {
+            stat,
+            at: Instant::now(),
+            entry: entry.clone(),
+        };
+        self.entries.lock().insert(id, cached);
         Ok(entry)
     }
 

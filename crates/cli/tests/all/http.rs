@@ -550,3 +550,99 @@ async fn a_fleet_session_run_by_the_server_asks_through_the_api() {
     events.until(|e| is_record_text(e, "Notes written.")).await;
     assert!(env.workspace().join("notes.md").exists());
 }
+
+/// Regression: a note sent while the turn's last request ran was accepted
+/// and then lost when the idle session was shut down.
+#[tokio::test]
+async fn a_note_sent_during_the_last_request_is_read_in_one_more() {
+    let env = TestEnv::new();
+    let script = json!({"steps": [
+        {"text": "Thinking slowly.", "delay_ms": 1500},
+        {"text": "Read your note."}
+    ]});
+    let server = Server::start(&env, &script);
+    let id = server.create(&env, "Think").await;
+    let mut events = server.events(&id, None).await;
+    events
+        .until(|e| e.event == "status" && e.data["live"] == true)
+        .await;
+    let (status, body) = server
+        .post(
+            &format!("/sessions/{id}/notify"),
+            r#"{"text": "use the blue pen"}"#,
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let note = events
+        .until(|e| e.event == "record" && e.data["record"]["item"]["type"] == "system")
+        .await;
+    assert!(note.data["record"]["item"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("use the blue pen"));
+    events.until(|e| is_record_text(e, "Read your note.")).await;
+}
+
+#[tokio::test]
+async fn wrong_methods_ids_and_queries_get_json_errors() {
+    let env = TestEnv::new();
+    let server = Server::start(&env, &writing_script());
+    let id = server.create(&env, "Write the notes").await;
+    let cases = [
+        (reqwest::Method::DELETE, "/sessions".to_string(), 405),
+        (reqwest::Method::POST, "/approvals/seven".to_string(), 400),
+        (
+            reqwest::Method::GET,
+            format!("/sessions/{id}/history?after=minus"),
+            400,
+        ),
+        (reqwest::Method::GET, "/no/such/endpoint".to_string(), 404),
+    ];
+    for (method, path, expected) in cases {
+        let response = server
+            .request(method.clone(), &path)
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), expected, "{method} {path}");
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        assert!(
+            body["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{method} {path}: {body}"
+        );
+    }
+}
+
+/// Regression: an open event stream (a dashboard tab) kept `pod serve`
+/// from stopping on SIGTERM.
+#[tokio::test]
+async fn sigterm_stops_the_server_with_watchers_connected() {
+    let env = TestEnv::new();
+    let mut server = Server::start(&env, &writing_script());
+    let id = server.create(&env, "Write the notes").await;
+    let mut watcher = server.events(&id, None).await;
+    watcher.until(|e| e.event == "record").await;
+    let pid = server.child.id();
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+    // A hang guard, not a timing assertion.
+    let exited = tokio::task::spawn_blocking(move || {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        exited.is_some(),
+        "pod serve did not stop with a watcher connected"
+    );
+}

@@ -143,6 +143,10 @@ function openList() {
     rows.set(s.id, s);
     scheduleTable();
   });
+  source.addEventListener("removed", (e) => {
+    rows.delete(JSON.parse(e.data).id);
+    scheduleTable();
+  });
   source.addEventListener("approvals", (e) => {
     approvalsAll = JSON.parse(e.data).approvals;
     renderBanner();
@@ -187,7 +191,9 @@ function renderApprovals(approvals) {
     always.onclick = answer("allow_always");
     const deny = el("button", "deny danger", "Deny");
     deny.onclick = answer("reject_once");
-    card.append(allow, " ", always, " ", deny);
+    const never = el("button", "danger", "Always deny " + a.request.tool);
+    never.onclick = answer("reject_always");
+    card.append(allow, " ", always, " ", deny, " ", never);
     return card;
   }));
 }
@@ -274,22 +280,27 @@ async function openSession(id) {
   });
 }
 
+// Sends a steering request; true when the server took it.
 async function post(path, body, done) {
   try {
     await api("/sessions/" + current.id + path, { method: "POST", body: JSON.stringify(body) });
     $("s-message").textContent = done;
-  } catch (err) { $("s-message").textContent = err.message; }
+    return true;
+  } catch (err) {
+    $("s-message").textContent = err.message;
+    return false;
+  }
 }
-$("notify-form").addEventListener("submit", (e) => {
-  e.preventDefault();
-  const text = $("notify-text").value.trim();
-  if (text) post("/notify", { text }, "notification sent").then(() => { $("notify-text").value = ""; });
-});
-$("prompt-form").addEventListener("submit", (e) => {
-  e.preventDefault();
-  const text = $("prompt-text").value.trim();
-  if (text) post("/prompt", { text }, "prompt sent").then(() => { $("prompt-text").value = ""; });
-});
+// The box keeps its text when the server refused it, to send again.
+function steer(form, box, path, done) {
+  $(form).addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = $(box).value.trim();
+    if (text && await post(path, { text }, done)) $(box).value = "";
+  });
+}
+steer("notify-form", "notify-text", "/notify", "notification sent");
+steer("prompt-form", "prompt-text", "/prompt", "prompt sent");
 $("cancel").onclick = () => post("/cancel", {}, "cancel sent");
 
 // --- routing ---------------------------------------------------------------
