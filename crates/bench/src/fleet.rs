@@ -1,132 +1,158 @@
 //! Throughput of many concurrent Pods against a loopback server that speaks
-//! the OpenAI-compatible Chat Completions streaming format.
+//! the OpenAI-compatible Chat Completions streaming format, beside what the
+//! same server delivers to a bare HTTP client sending the same requests.
 
+use crate::loopback::Server;
 use crate::support::fmt_duration;
 use pod::{Durability, Pod, PodConfig, PodHome};
+use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
 use pod_providers::{Endpoint, OpenAiProvider};
 use pod_testkit::tools::Echo;
 use pod_worker::ToolRegistry;
-use serde_json::{json, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
 
-/// Answers every request on a keep-alive connection: a tool call when the
-/// last message is not a tool result, plain text when it is.
-async fn serve(stream: TcpStream, served: Arc<AtomicU64>) -> std::io::Result<()> {
-    let (read, mut write) = stream.into_split();
-    let mut read = BufReader::new(read);
-    loop {
-        let mut content_length = 0usize;
-        let mut line = String::new();
-        if read.read_line(&mut line).await? == 0 {
-            return Ok(());
-        }
-        loop {
-            line.clear();
-            read.read_line(&mut line).await?;
-            if line == "\r\n" || line.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    content_length = value.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; content_length];
-        read.read_exact(&mut body).await?;
-        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let last_role = request["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .and_then(|m| m["role"].as_str())
-            .unwrap_or("");
-        let n = served.fetch_add(1, Ordering::Relaxed);
-        let sse = if last_role == "tool" {
-            text_answer()
-        } else {
-            tool_call_answer(n)
-        };
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
-            sse.len()
-        );
-        write.write_all(head.as_bytes()).await?;
-        write.write_all(sse.as_bytes()).await?;
+/// Records the body of every request it forwards.
+struct Recording {
+    inner: OpenAiProvider,
+    bodies: parking_lot::Mutex<Vec<Vec<u8>>>,
+}
+
+#[async_trait::async_trait]
+impl Provider for Recording {
+    async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
+        let body = serde_json::to_vec(&self.inner.request_body(request))
+            .map_err(|e| ProviderError::Malformed(e.to_string()))?;
+        self.bodies.lock().push(body);
+        self.inner.stream(request).await
+    }
+
+    fn model_name(&self) -> String {
+        self.inner.model_name()
     }
 }
 
-fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let body = json!({"id": "c", "object": "chat.completion.chunk", "model": "bench",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    format!("data: {body}\n\n")
+fn pod_config(
+    dir: &std::path::Path,
+    provider: Arc<dyn Provider>,
+    durability: Durability,
+) -> PodConfig {
+    let mut config = PodConfig::new(PodHome::new(dir), dir, provider);
+    let mut tools = ToolRegistry::new();
+    tools.register(Echo::concurrent());
+    config.tools = tools;
+    config.durability = durability;
+    config
 }
 
-fn usage() -> String {
-    let body = json!({"id": "c", "object": "chat.completion.chunk", "model": "bench", "choices": [],
-        "usage": {"prompt_tokens": 500, "completion_tokens": 20, "total_tokens": 520}});
-    format!("data: {body}\n\n")
+/// The request bodies one Pod sends in `turns` turns.
+async fn one_sessions_bodies(
+    server: &Server,
+    turns: usize,
+) -> Result<Vec<Vec<u8>>, Box<dyn std::error::Error>> {
+    let recording = Arc::new(Recording {
+        inner: OpenAiProvider::new(Endpoint::new(server.base_url(), "bench"))?,
+        bodies: parking_lot::Mutex::new(Vec::new()),
+    });
+    let dir = tempfile::tempdir()?;
+    let pod = Pod::spawn(pod_config(dir.path(), recording.clone(), Durability::Never)).await?;
+    for turn in 0..turns {
+        pod.prompt(format!("turn {turn}")).await?;
+    }
+    pod.shutdown().await?;
+    let bodies = std::mem::take(&mut *recording.bodies.lock());
+    Ok(bodies)
 }
 
-fn tool_call_answer(n: u64) -> String {
-    let mut out = chunk(
-        json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
-        "id": format!("call_{n}"), "type": "function", "function": {"name": "echo", "arguments": ""}}]}),
-        None,
-    );
-    out.push_str(&chunk(
-        json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"text\":"}}]}),
-        None,
-    ));
-    out.push_str(&chunk(
-        json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"hello\"}"}}]}),
-        None,
-    ));
-    out.push_str(&chunk(json!({}), Some("tool_calls")));
-    out.push_str(&usage());
-    out.push_str("data: [DONE]\n\n");
-    out
-}
-
-fn text_answer() -> String {
-    let mut out = chunk(json!({"role": "assistant", "content": "Done with "}), None);
-    out.push_str(&chunk(json!({"content": "this step."}), None));
-    out.push_str(&chunk(json!({}), Some("stop")));
-    out.push_str(&usage());
-    out.push_str("data: [DONE]\n\n");
-    out
+/// `clients` concurrent bare HTTP clients each POST `bodies` in order and
+/// read every response to its end; returns the wall time.
+async fn bare_clients(
+    server: &Server,
+    clients: usize,
+    bodies: Arc<Vec<Vec<u8>>>,
+) -> Result<std::time::Duration, Box<dyn std::error::Error>> {
+    let client = reqwest::Client::new();
+    let url = format!("{}/chat/completions", server.base_url());
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        let (client, url, bodies) = (client.clone(), url.clone(), bodies.clone());
+        tasks.push(tokio::spawn(async move {
+            for body in bodies.iter() {
+                let response = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await?;
+                response.bytes().await?;
+            }
+            Ok::<(), reqwest::Error>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    Ok(start.elapsed())
 }
 
 /// Prints the fleet table.
 pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     let (pods, turns) = if quick { (100, 5) } else { (1_000, 10) };
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    let served = Arc::new(AtomicU64::new(0));
-    let server = {
-        let served = served.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let served = served.clone();
-                tokio::spawn(async move {
-                    let _ = serve(stream, served).await;
-                });
-            }
-        })
-    };
-    let provider: Arc<dyn pod_llm::Provider> = Arc::new(OpenAiProvider::new(Endpoint::new(
-        format!("http://{address}/v1"),
+    // Tool results as small as the echo's ("hello"): the figure is about
+    // request handling, not bytes.
+    let server = Server::start(5).await?;
+    let bodies = Arc::new(one_sessions_bodies(&server, turns).await?);
+    let baseline = bare_clients(&server, pods, bodies.clone()).await?;
+    let mut rows = Vec::new();
+    for durability in [Durability::Never, Durability::Turn] {
+        rows.push((durability, fleet(&server, pods, turns, durability).await?));
+    }
+    let baseline_requests = (pods * bodies.len()) as f64;
+    let total_turns = (pods * turns) as f64;
+    println!("\n### Fleet: concurrent Pods against a loopback OpenAI-compatible server (another process)\n");
+    println!("| client | sessions | turns each | model requests | wall time | turns / s | requests / s |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| bare HTTP client, the same bodies | {pods} | {turns} | {baseline_requests} | {} | {:.0} | {:.0} |",
+        fmt_duration(baseline),
+        total_turns / baseline.as_secs_f64(),
+        baseline_requests / baseline.as_secs_f64()
+    );
+    for (durability, (requests, elapsed)) in &rows {
+        println!(
+            "| Pods (durability {durability:?}) | {pods} | {turns} | {requests} | {} | {:.0} | {:.0} |",
+            fmt_duration(*elapsed),
+            total_turns / elapsed.as_secs_f64(),
+            *requests as f64 / elapsed.as_secs_f64()
+        );
+    }
+    println!();
+    for (durability, (requests, elapsed)) in &rows {
+        println!(
+            "Pods with durability {durability:?} reach {:.0} % of the bare client's request rate.",
+            100.0 * (*requests as f64 / elapsed.as_secs_f64())
+                / (baseline_requests / baseline.as_secs_f64())
+        );
+    }
+    Ok(())
+}
+
+/// `pods` Pods run `turns` turns each, concurrently; returns the model
+/// requests the server saw and the wall time.
+async fn fleet(
+    server: &Server,
+    pods: usize,
+    turns: usize,
+    durability: Durability,
+) -> Result<(u64, std::time::Duration), Box<dyn std::error::Error>> {
+    let before = server.stats().await?;
+    let provider: Arc<dyn Provider> = Arc::new(OpenAiProvider::new(Endpoint::new(
+        server.base_url(),
         "bench",
     ))?);
     let dir = tempfile::tempdir()?;
-    let mut config = PodConfig::new(PodHome::new(dir.path()), dir.path(), provider);
-    let mut tools = ToolRegistry::new();
-    tools.register(Echo::concurrent());
-    config.tools = tools;
-    config.durability = Durability::Turn;
+    let config = pod_config(dir.path(), provider, durability);
     let mut handles = Vec::with_capacity(pods);
     for _ in 0..pods {
         handles.push(Pod::spawn(config.clone()).await?);
@@ -148,17 +174,6 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     for pod in &handles {
         pod.shutdown().await?;
     }
-    server.abort();
-    let requests = served.load(Ordering::Relaxed);
-    let total_turns = (pods * turns) as f64;
-    println!("\n### Fleet: concurrent Pods against a loopback OpenAI-compatible server\n");
-    println!("| pods | turns each | model requests | wall time | turns / s | requests / s |");
-    println!("|---:|---:|---:|---:|---:|---:|");
-    println!(
-        "| {pods} | {turns} | {requests} | {} | {:.0} | {:.0} |",
-        fmt_duration(elapsed),
-        total_turns / elapsed.as_secs_f64(),
-        requests as f64 / elapsed.as_secs_f64()
-    );
-    Ok(())
+    let requests = server.stats().await?.requests - before.requests;
+    Ok((requests, elapsed))
 }

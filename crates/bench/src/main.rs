@@ -2,7 +2,7 @@
 //! tables for BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p pod-bench -- [all|resume|turns|idle|fleet|reminders|cache|store|http] [--quick]
+//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
 //! `turns --turns=N` runs N turns.
@@ -11,11 +11,13 @@ mod cache;
 mod fleet;
 mod http;
 mod idle;
+mod loopback;
 mod reminders;
 mod resume;
 mod store;
 mod support;
 mod turns;
+mod wire;
 
 use std::process::ExitCode;
 
@@ -28,6 +30,23 @@ async fn main() -> ExitCode {
         .find(|a| !a.starts_with("--"))
         .map(String::as_str)
         .unwrap_or("all");
+    if which == "loopback-server" {
+        // The separate process the wire and fleet benchmarks talk to.
+        let bytes = args
+            .iter()
+            .find_map(|a| {
+                a.strip_prefix("--result-bytes=")
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or(300);
+        return match loopback::serve_forever(bytes).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("pod-bench loopback-server: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let run = |name: &str| which == "all" || which == name;
     if ![
         "all",
@@ -39,11 +58,12 @@ async fn main() -> ExitCode {
         "cache",
         "store",
         "http",
+        "wire",
     ]
     .contains(&which)
     {
         eprintln!(
-            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store or http"
+            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http or wire"
         );
         return ExitCode::from(2);
     }
@@ -54,6 +74,9 @@ async fn main() -> ExitCode {
         }
         if run("turns") {
             turns::run(quick).await?;
+        }
+        if run("wire") {
+            wire::run(quick).await?;
         }
         if run("reminders") {
             reminders::run(quick).await?;

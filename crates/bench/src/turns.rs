@@ -18,7 +18,16 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n### Per-turn overhead (instant scripted model, one tool call per turn)\n");
     println!("| durability | turns | per turn | items appended / s |");
     println!("|---|---:|---:|---:|");
+    // `--durability=never` (or turn, always) runs one setting only.
+    let only =
+        std::env::args().find_map(|a| a.strip_prefix("--durability=").map(str::to_lowercase));
     for durability in [Durability::Never, Durability::Turn, Durability::Always] {
+        if only
+            .as_deref()
+            .is_some_and(|o| o != format!("{durability:?}").to_lowercase())
+        {
+            continue;
+        }
         let dir = tempfile::tempdir()?;
         let steps: Vec<ScriptStep> = (0..turns)
             .flat_map(|i| {

@@ -6,7 +6,9 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::OnceLock;
 use uuid::Uuid;
 
 /// Version of the JSON shape of [`Item`]. Bump it only with a reader for the
@@ -27,6 +29,41 @@ pub struct Item {
     /// What the item says.
     #[serde(flatten)]
     pub kind: ItemKind,
+    /// The item's encoding on a provider's wire, made on first use.
+    #[serde(skip)]
+    wire: WireCache,
+}
+
+/// One provider encoding of an item, kept with it so a long history is not
+/// re-encoded for every request (see [`Item::wire`]).
+///
+/// A committed item never changes, so its encoding stays right for as long
+/// as the item lives. A clone starts empty: cloning is how an item gets
+/// edited (a request an interceptor changes is a copy), and the copy's
+/// fields may no longer match the original's encoding.
+#[derive(Default)]
+struct WireCache(OnceLock<(&'static str, Box<str>)>);
+
+impl Clone for WireCache {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for WireCache {
+    /// A cache says nothing about what the item is.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for WireCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0.get() {
+            Some((wire, _)) => wire,
+            None => "-",
+        })
+    }
 }
 
 /// The content of an [`Item`], tagged by `"type"` in JSON.
@@ -143,11 +180,7 @@ impl TryFrom<ItemRepr> for Item {
                 text: repr.text.ok_or_else(|| missing("text", "system"))?,
             },
         };
-        Ok(Item {
-            id: repr.id,
-            at: repr.at,
-            kind,
-        })
+        Ok(Item::with_id(repr.id, repr.at, kind))
     }
 }
 
@@ -244,10 +277,37 @@ impl std::ops::AddAssign for Usage {
 impl Item {
     /// A new item of `kind`, with a fresh id and the current time.
     pub fn new(kind: ItemKind) -> Self {
+        Self::with_id(Uuid::new_v4(), Utc::now(), kind)
+    }
+
+    /// An item with the given id and time (one read back, or a test's).
+    pub fn with_id(id: Uuid, at: DateTime<Utc>, kind: ItemKind) -> Self {
         Self {
-            id: Uuid::new_v4(),
-            at: Utc::now(),
+            id,
+            at,
             kind,
+            wire: WireCache::default(),
+        }
+    }
+
+    /// This item as the wire format named `wire` encodes it: `encode`
+    /// runs the first time and its text is kept with the item, so a history
+    /// sent again and again is encoded once. `wire` names the encoding (one
+    /// per provider format); an item keeps the first wire it was asked
+    /// for, and any other wire is encoded afresh each time.
+    ///
+    /// The kept text is right only while the item is unchanged, which is
+    /// what history items are: the worker appends, never edits, and an
+    /// edit goes through a clone (which starts with nothing kept).
+    pub fn wire(&self, wire: &'static str, encode: impl Fn(&Item) -> String) -> Cow<'_, str> {
+        let (kept, text) = self
+            .wire
+            .0
+            .get_or_init(|| (wire, encode(self).into_boxed_str()));
+        if *kept == wire {
+            Cow::Borrowed(text)
+        } else {
+            Cow::Owned(encode(self))
         }
     }
 
@@ -367,21 +427,51 @@ mod tests {
 
     #[test]
     fn json_shape_is_stable() {
-        let item = Item {
-            id: Uuid::nil(),
-            at: DateTime::parse_from_rfc3339("2026-01-02T03:04:05Z")
+        let item = Item::with_id(
+            Uuid::nil(),
+            DateTime::parse_from_rfc3339("2026-01-02T03:04:05Z")
                 .unwrap()
                 .with_timezone(&Utc),
-            kind: ItemKind::ToolResult {
+            ItemKind::ToolResult {
                 call_id: "c1".into(),
                 content: "ok".into(),
                 is_error: false,
                 meta: None,
             },
-        };
+        );
         assert_eq!(
             serde_json::to_string(&item).unwrap(),
             r#"{"id":"00000000-0000-0000-0000-000000000000","at":"2026-01-02T03:04:05Z","type":"tool_result","call_id":"c1","content":"ok","is_error":false}"#
+        );
+    }
+
+    #[test]
+    fn a_wire_encoding_is_made_once_and_not_cloned() {
+        let calls = std::cell::Cell::new(0);
+        let encode = |item: &Item| {
+            calls.set(calls.get() + 1);
+            format!("{:?}", item.kind)
+        };
+        let item = Item::user("hi");
+        let first = item.wire("a", encode).into_owned();
+        assert_eq!(item.wire("a", encode), first);
+        assert_eq!(calls.get(), 1);
+        // Another wire is encoded each time; the first one stays kept.
+        item.wire("b", encode);
+        item.wire("b", encode);
+        assert_eq!(calls.get(), 3);
+        // A clone keeps nothing: it may be edited.
+        let mut copy = item.clone();
+        assert_eq!(copy, item);
+        copy.kind = ItemKind::User {
+            text: "edited".into(),
+        };
+        assert!(copy.wire("a", encode).contains("edited"));
+        assert_eq!(calls.get(), 4);
+        // What is kept is not part of the item's record.
+        assert_eq!(
+            serde_json::to_string(&item).unwrap(),
+            serde_json::to_string(&Item::with_id(item.id, item.at, item.kind.clone())).unwrap()
         );
     }
 

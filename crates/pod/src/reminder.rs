@@ -2,17 +2,16 @@
 //! is decided by the [`Reminders`](crate::interceptors::Reminders) and
 //! [`UntilDone`](crate::interceptors::UntilDone) interceptors.
 
-use pod_tools::{render_todos, render_unfinished, TodoItem};
+use pod_tools::{render_progress, render_todos, TodoItem};
 
-/// The reminder text for a list with unfinished items: those items and the
-/// count of the rest (the whole list is in the model's last `todo_write`
-/// result, or in a compaction's carry-over, which stays complete).
+/// The reminder text for a list with unfinished items: where the plan
+/// stands (see [`render_progress`]; the whole list is in the model's last
+/// `todo_write` result, or in a compaction's carry-over, which stays
+/// complete) and what to do about it.
 pub fn reminder_text(todos: &[TodoItem]) -> String {
     format!(
-        "<system-reminder>\nRuntime reminder (not from the user): keep your plan current with \
-         todo_write, in_progress while you work on an item, completed once done.\n{}\n\
-         </system-reminder>",
-        render_unfinished(todos)
+        "<system-reminder>{} Update it with todo_write.</system-reminder>",
+        render_progress(todos)
     )
 }
 

@@ -31,7 +31,7 @@ pub mod workspace;
 
 pub use sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 pub use todo::{
-    parse_todo_write, render_todos, render_unfinished, TodoError, TodoItem, TodoState, TodoStatus,
+    parse_todo_write, render_progress, render_todos, TodoError, TodoItem, TodoState, TodoStatus,
     TodoStore, TodoWriteTool, TODO_WRITE,
 };
 pub use workspace::{

@@ -103,12 +103,12 @@ fn kill_9_then_resume_keeps_the_todos() {
     );
     let lines = ndjson(&out.stdout);
     assert_eq!(lines[0]["resumed"], true);
-    // The resumed turn starts from the replayed plan: its reminder names
-    // the unfinished items and counts the finished one.
+    // The resumed turn starts from the replayed plan: its reminder counts
+    // the items and names the one in progress.
     let reminders = events(&lines, "reminder_injected");
     let text = reminders[0]["text"].as_str().unwrap();
     assert!(
-        text.contains("1 of 3 completed; unfinished:\n[>] b: Step b\n[ ] c: Step c"),
+        text.contains("Plan: 1 of 3 done, 1 pending. Now: b \"Step b\"."),
         "{text}"
     );
     assert!(!text.contains("a: Step a"), "{text}");

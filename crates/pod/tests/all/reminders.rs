@@ -3,7 +3,7 @@
 use crate::support::{todo_step, wait_for_event, TestPod};
 use pod::PodEvent;
 use pod_llm::{Item, ItemKind, ProviderRequest, ScriptStep, SystemKind};
-use pod_tools::render_unfinished;
+use pod_tools::render_progress;
 use pod_worker::TurnEndReason;
 use serde_json::json;
 use std::time::Duration;
@@ -54,7 +54,7 @@ async fn reminder_is_in_history_in_the_next_request_and_in_get_history() {
     };
     let todos = pod.get_todos().await.expect("todos");
     assert!(text.starts_with("<system-reminder>") && text.ends_with("</system-reminder>"));
-    assert!(text.contains(&render_unfinished(&todos)), "{text}");
+    assert!(text.contains(&render_progress(&todos)), "{text}");
 
     let history = pod.get_history().await.expect("history");
     assert_eq!(history.iter().filter(|i| is_reminder(i)).count(), 1);

@@ -10,6 +10,7 @@ use crate::http::SsePost;
 use crate::BuildError;
 use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use std::sync::Arc;
 
 /// A provider speaking `POST {base_url}/chat/completions` with `stream: true`.
 ///
@@ -18,6 +19,7 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 pub struct OpenAiProvider {
     endpoint: Endpoint,
     client: reqwest::Client,
+    tools: Arc<request::ToolsJson>,
 }
 
 impl OpenAiProvider {
@@ -26,21 +28,29 @@ impl OpenAiProvider {
         Ok(Self {
             endpoint,
             client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
+            tools: Arc::default(),
         })
     }
 
     /// The request body this provider would send for `request` (for
     /// inspection and tests).
     pub fn request_body(&self, request: &ProviderRequest) -> serde_json::Value {
-        request::request_body(request, &self.endpoint)
+        serde_json::from_slice(&self.request_bytes(request)).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The bytes of the request body this provider would send for
+    /// `request`. Each history item is encoded once and kept with the item
+    /// (see [`pod_llm::Item::wire`]), so a long history costs a copy per
+    /// request, not an encoding.
+    pub fn request_bytes(&self, request: &ProviderRequest) -> Vec<u8> {
+        request::request_bytes(request, &self.endpoint, &self.tools)
     }
 }
 
 #[async_trait::async_trait]
 impl Provider for OpenAiProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
-        let body = serde_json::to_vec(&self.request_body(request))
-            .map_err(|e| ProviderError::Malformed(format!("cannot encode request: {e}")))?;
+        let body = self.request_bytes(request);
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.endpoint.api_key {
             let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))

@@ -6,42 +6,106 @@
 //! reordering: nothing may sit between tool calls and their results.
 
 use crate::endpoint::Endpoint;
+use parking_lot::Mutex;
 use pod_llm::{Item, ItemKind, ProviderRequest, Reasoning, ToolCall, ToolSpec};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
-/// The JSON body of a streamed Chat Completions request.
-pub(crate) fn request_body(request: &ProviderRequest, endpoint: &Endpoint) -> Value {
-    let mut messages = Vec::with_capacity(request.history.len() + 1);
-    if !request.system_prompt.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system_prompt}));
+/// The name under which items keep their encoding as a message of this
+/// wire (see [`Item::wire`]).
+const WIRE: &str = "openai-chat";
+
+/// The tools array of the last request, kept while the registry hands out
+/// the same specs (it builds them once and shares them).
+#[derive(Debug, Default)]
+pub(crate) struct ToolsJson(Mutex<Option<KeptTools>>);
+
+/// The specs a tools array was encoded from, and that array.
+type KeptTools = (Arc<[ToolSpec]>, Arc<str>);
+
+impl ToolsJson {
+    fn get(&self, tools: &Arc<[ToolSpec]>) -> Arc<str> {
+        // Held for a pointer compare or one encoding of a few tools.
+        let mut kept = self.0.lock();
+        if let Some((specs, json)) = kept.as_ref() {
+            if Arc::ptr_eq(specs, tools) {
+                return json.clone();
+            }
+        }
+        let json: Arc<str> = Value::Array(tools.iter().map(tool).collect())
+            .to_string()
+            .into();
+        *kept = Some((tools.clone(), json.clone()));
+        json
     }
-    messages.extend(messages_in_api_order(&request.history));
-    let mut body = Map::new();
-    body.insert("model".into(), json!(endpoint.model));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), json!(true));
-    // Without this OpenAI sends no usage when streaming; servers that send
-    // usage anyway ignore it.
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    if !request.tools.is_empty() {
-        body.insert("tools".into(), request.tools.iter().map(tool).collect());
+}
+
+/// The JSON body of a streamed Chat Completions request, written from each
+/// item's kept message: a history sent again is copied, not re-encoded.
+///
+/// Key order and bytes are those of the `Value` the body used to be built
+/// as (`serde_json` with `preserve_order`); the tests compare the two.
+pub(crate) fn request_bytes(
+    request: &ProviderRequest,
+    endpoint: &Endpoint,
+    tools: &ToolsJson,
+) -> Vec<u8> {
+    let messages: Vec<_> = in_api_order(&request.history)
+        .into_iter()
+        .map(|item| item.wire(WIRE, |item| message(item).to_string()))
+        .collect();
+    let tools = (!request.tools.is_empty()).then(|| tools.get(&request.tools));
+    let size = 256
+        + request.system_prompt.len()
+        + messages.iter().map(|m| m.len() + 1).sum::<usize>()
+        + tools.as_ref().map_or(0, |t| t.len());
+    let mut out = String::with_capacity(size);
+    let push_json = |out: &mut String, value: Value| out.push_str(&value.to_string());
+    out.push_str("{\"model\":");
+    push_json(&mut out, json!(endpoint.model));
+    out.push_str(",\"messages\":[");
+    let mut first = true;
+    if !request.system_prompt.is_empty() {
+        push_json(
+            &mut out,
+            json!({"role": "system", "content": request.system_prompt}),
+        );
+        first = false;
+    }
+    for message in &messages {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        out.push_str(message);
+    }
+    // Without `include_usage` OpenAI sends no usage when streaming; servers
+    // that send usage anyway ignore it.
+    out.push_str("],\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+    if let Some(tools) = tools {
+        out.push_str(",\"tools\":");
+        out.push_str(&tools);
     }
     if let Some(max) = endpoint.max_output_tokens {
         // `max_tokens` rather than `max_completion_tokens`: every compatible
         // server (DeepSeek, Ollama, llama.cpp, vLLM) understands it.
-        body.insert("max_tokens".into(), json!(max));
+        out.push_str(",\"max_tokens\":");
+        push_json(&mut out, json!(max));
     }
     if let Some(temperature) = endpoint.temperature {
-        body.insert("temperature".into(), json!(temperature));
+        out.push_str(",\"temperature\":");
+        push_json(&mut out, json!(temperature));
     }
     // Caching is automatic on this wire; the prefix stays byte-stable
     // (system prompt, then history in order, tools in registration order,
     // nothing per-request early). The key routes a session's requests to
     // one cache where the server knows it.
     if let (true, Some(key)) = (endpoint.cache.send_key, &request.cache_key) {
-        body.insert("prompt_cache_key".into(), json!(key.as_ref()));
+        out.push_str(",\"prompt_cache_key\":");
+        push_json(&mut out, json!(key.as_ref()));
     }
-    Value::Object(body)
+    out.push('}');
+    out.into_bytes()
 }
 
 fn tool(spec: &ToolSpec) -> Value {
@@ -55,18 +119,18 @@ fn tool(spec: &ToolSpec) -> Value {
     })
 }
 
-/// One message per item, in history order, except that a message landing
+/// The items in message order: history order, except that an item landing
 /// between an assistant's tool calls and their last result is moved after
 /// that result: the API rejects anything between the two (a reminder the
 /// runtime injected while tools ran is the usual case).
-fn messages_in_api_order(history: &[Item]) -> Vec<Value> {
+fn in_api_order(history: &[Item]) -> Vec<&Item> {
     let mut messages = Vec::with_capacity(history.len());
     let mut open: Vec<&str> = Vec::new();
     let mut deferred = Vec::new();
     for item in history {
         match &item.kind {
             ItemKind::ToolResult { call_id, .. } => {
-                messages.push(message(item));
+                messages.push(item);
                 open.retain(|id| id != call_id);
                 if open.is_empty() {
                     messages.append(&mut deferred);
@@ -74,11 +138,11 @@ fn messages_in_api_order(history: &[Item]) -> Vec<Value> {
             }
             ItemKind::Assistant { tool_calls, .. } => {
                 messages.append(&mut deferred);
-                messages.push(message(item));
+                messages.push(item);
                 open = tool_calls.iter().map(|c| c.id.as_str()).collect();
             }
-            _ if open.is_empty() => messages.push(message(item)),
-            _ => deferred.push(message(item)),
+            _ if open.is_empty() => messages.push(item),
+            _ => deferred.push(item),
         }
     }
     messages.append(&mut deferred);
@@ -135,4 +199,149 @@ fn assistant(text: &str, reasoning: Option<&Reasoning>, calls: &[ToolCall]) -> V
         }
     }
     Value::Object(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pod_llm::SystemKind;
+
+    /// The body as it was built before items kept their encoding: one
+    /// `Value` for the whole request. The bytes sent must not change.
+    fn value_body(request: &ProviderRequest, endpoint: &Endpoint) -> Vec<u8> {
+        let mut messages = Vec::new();
+        if !request.system_prompt.is_empty() {
+            messages.push(json!({"role": "system", "content": request.system_prompt}));
+        }
+        messages.extend(in_api_order(&request.history).into_iter().map(message));
+        let mut body = Map::new();
+        body.insert("model".into(), json!(endpoint.model));
+        body.insert("messages".into(), Value::Array(messages));
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+        if !request.tools.is_empty() {
+            body.insert("tools".into(), request.tools.iter().map(tool).collect());
+        }
+        if let Some(max) = endpoint.max_output_tokens {
+            body.insert("max_tokens".into(), json!(max));
+        }
+        if let Some(temperature) = endpoint.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        if let (true, Some(key)) = (endpoint.cache.send_key, &request.cache_key) {
+            body.insert("prompt_cache_key".into(), json!(key.as_ref()));
+        }
+        serde_json::to_vec(&Value::Object(body)).unwrap()
+    }
+
+    fn call(id: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    fn history() -> Vec<Item> {
+        vec![
+            Item::user("fix the \"bug\" in\nsrc/lib.rs — ünïcode"),
+            Item::new(ItemKind::Assistant {
+                text: String::new(),
+                reasoning: Some(Reasoning {
+                    text: "look first".into(),
+                    signature: None,
+                }),
+                tool_calls: vec![
+                    call("c1", r#"{"path":"src/lib.rs"}"#),
+                    call("c2", "{not json"),
+                ],
+                usage: None,
+            }),
+            Item::tool_result("c1", "fn main() {}\n\t\u{1}", false),
+            // Lands between the calls and their last result: sent after it.
+            Item::system(
+                SystemKind::Reminder,
+                "<system-reminder>plan</system-reminder>",
+            ),
+            Item::tool_result("c2", "invalid arguments", true),
+            Item::new(ItemKind::Assistant {
+                text: "done".into(),
+                reasoning: Some(Reasoning {
+                    text: "not sent back".into(),
+                    signature: None,
+                }),
+                tool_calls: Vec::new(),
+                usage: None,
+            }),
+        ]
+    }
+
+    fn request(history: Vec<Item>, system_prompt: &str, tools: Vec<ToolSpec>) -> ProviderRequest {
+        ProviderRequest {
+            system_prompt: system_prompt.into(),
+            history: Arc::new(history),
+            tools: tools.into(),
+            cache_key: Some("session-1".into()),
+        }
+    }
+
+    fn spec() -> ToolSpec {
+        ToolSpec {
+            name: "read_file".into(),
+            description: "Reads a file.".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }
+    }
+
+    #[test]
+    fn bytes_are_those_of_the_whole_value_encoding() {
+        let mut endpoint = Endpoint::new("http://127.0.0.1:1/v1", "model \"x\"");
+        let tools = ToolsJson::default();
+        for (system, specs) in [("", vec![]), ("You are\nhelpful.", vec![spec(), spec()])] {
+            let request = request(history(), system, specs);
+            assert_eq!(
+                String::from_utf8(request_bytes(&request, &endpoint, &tools)).unwrap(),
+                String::from_utf8(value_body(&request, &endpoint)).unwrap()
+            );
+        }
+        endpoint.max_output_tokens = Some(4096);
+        endpoint.temperature = Some(0.7);
+        endpoint.cache.send_key = true;
+        let request = request(history(), "sys", vec![spec()]);
+        let first = request_bytes(&request, &endpoint, &tools);
+        assert_eq!(first, value_body(&request, &endpoint));
+        // The second time the items' kept encodings are used: same bytes.
+        assert_eq!(request_bytes(&request, &endpoint, &tools), first);
+    }
+
+    #[test]
+    fn an_edited_copy_is_encoded_afresh() {
+        let endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
+        let tools = ToolsJson::default();
+        let original = request(history(), "", vec![]);
+        let before = request_bytes(&original, &endpoint, &tools);
+        // What an interceptor's edit does: copy-on-write, then change.
+        let mut edited = original.clone();
+        if let ItemKind::User { text } = &mut Arc::make_mut(&mut edited.history)[0].kind {
+            *text = "a different prompt".into();
+        }
+        let after = String::from_utf8(request_bytes(&edited, &endpoint, &tools)).unwrap();
+        assert!(after.contains("a different prompt"), "{after}");
+        assert_eq!(after.into_bytes(), value_body(&edited, &endpoint));
+        assert_eq!(request_bytes(&original, &endpoint, &tools), before);
+    }
+
+    #[test]
+    fn new_tool_specs_replace_the_kept_array() {
+        let endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
+        let tools = ToolsJson::default();
+        let one = request(vec![Item::user("hi")], "", vec![spec()]);
+        let mut renamed = spec();
+        renamed.name = "cat".into();
+        let other = request(vec![Item::user("hi")], "", vec![renamed]);
+        request_bytes(&one, &endpoint, &tools);
+        let body: Value =
+            serde_json::from_slice(&request_bytes(&other, &endpoint, &tools)).unwrap();
+        assert_eq!(body["tools"][0]["function"]["name"], "cat");
+    }
 }

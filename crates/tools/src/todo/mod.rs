@@ -5,7 +5,7 @@ mod render;
 mod tool;
 mod validate;
 
-pub use render::{render_todos, render_unfinished};
+pub use render::{render_progress, render_todos};
 pub use tool::{TodoState, TodoWriteTool, TODO_WRITE};
 pub use validate::{parse_todo_write, validate_todos, TodoError, MAX_CONTENT_CHARS, MAX_TODOS};
 

@@ -1,0 +1,248 @@
+//! A loopback server speaking the OpenAI-compatible Chat Completions
+//! streaming format, run as a separate process (`pod-bench loopback-server`)
+//! so its CPU time is not the measured process's.
+//!
+//! It answers a tool call (`echo` with a text of the configured size) when
+//! the last message is not a tool result, plain text when it is. Each
+//! response goes out in one write on a `TCP_NODELAY` socket: a head and a
+//! body written separately can meet Nagle's algorithm and the client's
+//! delayed ACK and stall ~40 ms, which would measure the stall, not pod.
+//! `GET /stats` answers how many requests and request-body bytes it saw.
+
+use serde_json::{json, Value};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+
+/// What the server has seen.
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// Runs the server until the parent closes its stdin (or kills it); prints
+/// `ADDR` on its first line of stdout.
+pub async fn serve_forever(result_bytes: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    println!("{}", listener.local_addr()?);
+    let counters = Arc::new(Counters::default());
+    let answers = Arc::new(Answers::new(result_bytes));
+    let accept = async {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (counters, answers) = (counters.clone(), answers.clone());
+            tokio::spawn(async move {
+                let _ = connection(stream, &counters, &answers).await;
+            });
+        }
+    };
+    // The parent holds our stdin; its end (even by SIGKILL) ends the server.
+    let parent_gone = async {
+        let mut sink = Vec::new();
+        let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+    };
+    tokio::select! {
+        () = accept => {}
+        () = parent_gone => {}
+    }
+    Ok(())
+}
+
+/// Pre-rendered response bodies; only the call id changes per request.
+struct Answers {
+    call_prefix: String,
+    call_suffix: String,
+    text: String,
+}
+
+impl Answers {
+    fn new(result_bytes: usize) -> Self {
+        let text = "x".repeat(result_bytes);
+        let arguments = json!({ "text": text }).to_string();
+        let marker = "CALL_ID_MARKER";
+        let mut call = chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
+            "id": marker, "type": "function", "function": {"name": "echo", "arguments": ""}}]}),
+            None,
+        );
+        // The arguments arrive in two fragments, as real servers split them.
+        let (first, second) = arguments.split_at(arguments.len() / 2);
+        call.push_str(&chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": first}}]}),
+            None,
+        ));
+        call.push_str(&chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": second}}]}),
+            None,
+        ));
+        call.push_str(&chunk(json!({}), Some("tool_calls")));
+        call.push_str(&usage());
+        call.push_str("data: [DONE]\n\n");
+        let (call_prefix, call_suffix) = match call.split_once(marker) {
+            Some((a, b)) => (a.to_string(), b.to_string()),
+            None => (call, String::new()),
+        };
+        let mut text = chunk(json!({"role": "assistant", "content": "Done with "}), None);
+        text.push_str(&chunk(json!({"content": "this step."}), None));
+        text.push_str(&chunk(json!({}), Some("stop")));
+        text.push_str(&usage());
+        text.push_str("data: [DONE]\n\n");
+        Self {
+            call_prefix,
+            call_suffix,
+            text,
+        }
+    }
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let body = json!({"id": "c", "object": "chat.completion.chunk", "model": "bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {body}\n\n")
+}
+
+fn usage() -> String {
+    let body = json!({"id": "c", "object": "chat.completion.chunk", "model": "bench", "choices": [],
+        "usage": {"prompt_tokens": 500, "completion_tokens": 20, "total_tokens": 520}});
+    format!("data: {body}\n\n")
+}
+
+/// Serves one keep-alive connection.
+async fn connection(
+    stream: TcpStream,
+    counters: &Counters,
+    answers: &Answers,
+) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    let mut line = String::new();
+    let mut body = Vec::new();
+    loop {
+        let mut content_length = 0usize;
+        line.clear();
+        if read.read_line(&mut line).await? == 0 {
+            return Ok(());
+        }
+        let stats = line.starts_with("GET /stats");
+        loop {
+            line.clear();
+            read.read_line(&mut line).await?;
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    content_length = value.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        body.resize(content_length, 0);
+        read.read_exact(&mut body).await?;
+        let (content_type, payload) = if stats {
+            let stats = json!({
+                "requests": counters.requests.load(Ordering::Relaxed),
+                "bytes": counters.bytes.load(Ordering::Relaxed),
+            });
+            ("application/json", stats.to_string())
+        } else {
+            let n = counters.requests.fetch_add(1, Ordering::Relaxed);
+            counters
+                .bytes
+                .fetch_add(content_length as u64, Ordering::Relaxed);
+            let payload = if last_role_is_tool(&body) {
+                answers.text.clone()
+            } else {
+                format!("{}call_{n}{}", answers.call_prefix, answers.call_suffix)
+            };
+            ("text/event-stream", payload)
+        };
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{payload}",
+            payload.len()
+        );
+        write.write_all(response.as_bytes()).await?;
+    }
+}
+
+/// Whether the request's last message is a tool result. Looks at the tail
+/// of the body only: parsing megabytes of history per request would make
+/// the server, not pod, the bottleneck of a long session.
+fn last_role_is_tool(body: &[u8]) -> bool {
+    let tail = &body[body.len().saturating_sub(64 * 1024)..];
+    let text = String::from_utf8_lossy(tail);
+    // The messages array ends where the body's next key begins.
+    let Some(messages_end) = text.rfind("],\"stream\":") else {
+        return false;
+    };
+    let Some(start) = text[..messages_end].rfind("{\"role\":") else {
+        return false;
+    };
+    text[start..].starts_with("{\"role\":\"tool\"")
+}
+
+/// A running server process; killed when dropped.
+pub struct Server {
+    /// `host:port`.
+    pub address: String,
+    _child: Child,
+    client: reqwest::Client,
+}
+
+/// Request counts the server saw.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stats {
+    /// Model requests answered.
+    pub requests: u64,
+    /// Request-body bytes received.
+    pub bytes: u64,
+}
+
+impl Server {
+    /// Starts `pod-bench loopback-server` answering tool calls whose text
+    /// is `result_bytes` long.
+    pub async fn start(result_bytes: usize) -> Result<Self, Box<dyn std::error::Error>> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg("loopback-server")
+            .arg(format!("--result-bytes={result_bytes}"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or("no stdout from the server")?;
+        let mut first = String::new();
+        BufReader::new(stdout).read_line(&mut first).await?;
+        let address = first.trim().to_string();
+        if address.is_empty() {
+            return Err("the loopback server printed no address".into());
+        }
+        Ok(Self {
+            address,
+            _child: child,
+            client: reqwest::Client::new(),
+        })
+    }
+
+    /// The base URL an `Endpoint` takes.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+
+    /// What the server has seen so far.
+    pub async fn stats(&self) -> Result<Stats, Box<dyn std::error::Error>> {
+        let stats: Value = self
+            .client
+            .get(format!("http://{}/stats", self.address))
+            .send()
+            .await?
+            .json()
+            .await?;
+        Ok(Stats {
+            requests: stats["requests"].as_u64().unwrap_or(0),
+            bytes: stats["bytes"].as_u64().unwrap_or(0),
+        })
+    }
+}

@@ -1,0 +1,120 @@
+//! The runtime's own CPU time per turn through the real `OpenAiProvider`,
+//! against the loopback server in a separate process: does a turn late in
+//! a long session cost the pod process more than an early one?
+
+use crate::loopback::{Server, Stats};
+use crate::support::fmt_duration;
+use pod::{Durability, Pod, PodConfig, PodHome};
+use pod_providers::{Endpoint, OpenAiProvider};
+use pod_testkit::tools::Echo;
+use pod_worker::ToolRegistry;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// CPU time this process has used, user and system.
+#[derive(Clone, Copy, Debug)]
+pub struct Cpu {
+    /// User time.
+    pub user: Duration,
+    /// System (kernel) time.
+    pub system: Duration,
+}
+
+impl Cpu {
+    /// `getrusage(RUSAGE_SELF)`: every thread of this process.
+    pub fn now() -> Self {
+        // SAFETY: getrusage writes one plain-old-data struct we own.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0;
+        let time = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec.max(0) as u64)
+                + Duration::from_micros(t.tv_usec.max(0) as u64)
+        };
+        if ok {
+            Self {
+                user: time(usage.ru_utime),
+                system: time(usage.ru_stime),
+            }
+        } else {
+            Self {
+                user: Duration::ZERO,
+                system: Duration::ZERO,
+            }
+        }
+    }
+}
+
+/// A reading at one turn boundary.
+#[derive(Clone, Copy)]
+struct Mark {
+    cpu: Cpu,
+    wall: Instant,
+    server: Stats,
+}
+
+/// Prints CPU time per turn early and late in one long session.
+pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
+    let turns: usize = std::env::args()
+        .find_map(|a| a.strip_prefix("--turns=").and_then(|n| n.parse().ok()))
+        .unwrap_or(if quick { 400 } else { 2_000 });
+    let server = Server::start(300).await?;
+    let provider = OpenAiProvider::new(Endpoint::new(server.base_url(), "bench"))?;
+    let dir = tempfile::tempdir()?;
+    let mut config = PodConfig::new(PodHome::new(dir.path()), dir.path(), Arc::new(provider));
+    let mut tools = ToolRegistry::new();
+    tools.register(Echo::concurrent());
+    config.tools = tools;
+    // No fsync: the disk's latency is not the runtime's CPU cost.
+    config.durability = Durability::Never;
+    let pod = Pod::spawn(config).await?;
+    let windows = [(100, 200), (turns - 100, turns)];
+    let mut marks = std::collections::BTreeMap::new();
+    for turn in 0..=turns {
+        if windows.iter().any(|&(a, b)| turn == a || turn == b) {
+            marks.insert(
+                turn,
+                Mark {
+                    cpu: Cpu::now(),
+                    wall: Instant::now(),
+                    server: server.stats().await?,
+                },
+            );
+        }
+        if turn < turns {
+            pod.prompt(format!("turn {turn}")).await?;
+        }
+    }
+    let items = pod.get_history().await?.len();
+    pod.shutdown().await?;
+    println!(
+        "\n### Through the real OpenAiProvider, loopback server in another process (300-byte tool results, {items} items at the end)\n"
+    );
+    println!("| turns | CPU per turn (user + system) | user | system | wall per turn | request bytes per turn |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut per_turn = Vec::new();
+    for (a, b) in windows {
+        let (start, end) = (marks[&a], marks[&b]);
+        let n = (b - a) as u32;
+        let user = end.cpu.user.saturating_sub(start.cpu.user) / n;
+        let system = end.cpu.system.saturating_sub(start.cpu.system) / n;
+        let bytes = end.server.bytes.saturating_sub(start.server.bytes) / u64::from(n);
+        per_turn.push(user + system);
+        println!(
+            "| {}–{} | {} | {} | {} | {} | {:.1} KiB |",
+            a + 1,
+            b,
+            fmt_duration(user + system),
+            fmt_duration(user),
+            fmt_duration(system),
+            fmt_duration(end.wall.duration_since(start.wall) / n),
+            bytes as f64 / 1024.0
+        );
+    }
+    if let [early, late] = per_turn[..] {
+        println!(
+            "\nLate / early CPU per turn: {:.2}x",
+            late.as_secs_f64() / early.as_secs_f64().max(1e-9)
+        );
+    }
+    Ok(())
+}
