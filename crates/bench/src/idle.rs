@@ -17,23 +17,43 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     {
         config.event_capacity = capacity;
     }
+    if std::env::var("POD_BENCH_NO_WORKSPACE").is_ok() {
+        config.workspace_tools = false;
+    }
+    if std::env::var("POD_BENCH_NO_SUBAGENTS").is_ok() {
+        config.subagents.enabled = false;
+    }
     // Warm up allocator and runtime with one Pod so the baseline is fair.
     let warm = Pod::spawn(config.clone()).await?;
     let before = crate::support::resident_bytes();
+    // `--subscribed`: each Pod has a receiver of its events (its channel's
+    // buffer is made on the first subscription), as a watched Pod does.
+    let subscribed = std::env::args().any(|a| a == "--subscribed");
     let mut pods = Vec::with_capacity(count);
+    let mut receivers = Vec::new();
     for _ in 0..count {
-        pods.push(Pod::spawn(config.clone()).await?);
+        let pod = Pod::spawn(config.clone()).await?;
+        if subscribed {
+            receivers.push(pod.subscribe());
+        }
+        pods.push(pod);
     }
     let after = crate::support::resident_bytes();
     let per_pod = (after.saturating_sub(before)) as f64 / count as f64;
     println!("\n### Idle Pods\n");
-    println!("| pods | resident before | resident after | per idle Pod |");
-    println!("|---:|---:|---:|---:|");
+    println!("| pods | subscribed | resident before | resident after | per idle Pod |");
+    println!("|---:|---|---:|---:|---:|");
     println!(
-        "| {count} | {:.1} MiB | {:.1} MiB | {:.1} KB |",
+        "| {count} | {} | {:.1} MiB | {:.1} MiB | {:.1} KB |",
+        if subscribed { "yes" } else { "no" },
         before as f64 / 1_048_576.0,
         after as f64 / 1_048_576.0,
         per_pod / 1000.0
+    );
+    println!(
+        "\n(`event_capacity` {}, {} bytes per event slot's value)",
+        config.event_capacity,
+        std::mem::size_of::<pod::PodEvent>()
     );
     for pod in &pods {
         pod.shutdown().await?;

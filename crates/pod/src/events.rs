@@ -4,6 +4,8 @@ use pod_llm::Usage;
 use pod_tools::TodoItem;
 use pod_worker::TurnEndReason;
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, OnceLock};
+use tokio::sync::broadcast;
 use uuid::Uuid;
 
 /// Something a front end may show. Serializable for `--json` output.
@@ -110,4 +112,68 @@ pub enum PodEvent {
         /// What happened in the subagent.
         inner: Box<PodEvent>,
     },
+}
+
+/// Where a Pod's events go: a broadcast channel made when the first
+/// subscriber asks for it. Until then there is nobody to tell, and an
+/// event sent to a channel without receivers is dropped anyway, so waiting
+/// changes nothing a subscriber sees (a new receiver only ever sees later
+/// events) but saves an idle Pod nobody watches its buffer: `capacity`
+/// slots of a [`PodEvent`] each, most of an idle Pod's memory.
+#[derive(Clone, Debug)]
+pub(crate) struct EventBus {
+    channel: Arc<OnceLock<broadcast::Sender<PodEvent>>>,
+    capacity: usize,
+}
+
+impl EventBus {
+    /// A bus whose channel will hold `capacity` events for a slow receiver.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            channel: Arc::default(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Sends `event` to every current subscriber (none: dropped).
+    pub fn send(&self, event: PodEvent) {
+        if let Some(channel) = self.channel.get() {
+            let _ = channel.send(event);
+        }
+    }
+
+    /// A receiver of every event sent from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<PodEvent> {
+        self.channel
+            .get_or_init(|| broadcast::channel(self.capacity).0)
+            .subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(text: &str) -> PodEvent {
+        PodEvent::NotificationDelivered { text: text.into() }
+    }
+
+    #[test]
+    fn the_channel_is_made_by_the_first_subscriber_and_shared_by_clones() {
+        let bus = EventBus::new(4);
+        // Nobody listens: nothing is buffered, nothing is allocated.
+        bus.send(note("unheard"));
+        assert!(bus.channel.get().is_none());
+        let clone = bus.clone();
+        let mut first = bus.subscribe();
+        let mut second = clone.subscribe();
+        clone.send(note("heard"));
+        for receiver in [&mut first, &mut second] {
+            assert!(matches!(
+                receiver.try_recv(),
+                Ok(PodEvent::NotificationDelivered { text }) if text == "heard"
+            ));
+            assert!(receiver.try_recv().is_err());
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The cloneable way in to a Pod.
 
 use crate::error::PodError;
-use crate::events::PodEvent;
+use crate::events::{EventBus, PodEvent};
 use pod_llm::Item;
 use pod_tools::TodoItem;
 use pod_worker::TurnOutcome;
@@ -38,7 +38,7 @@ pub(crate) enum Command {
 #[derive(Clone, Debug)]
 pub struct PodHandle {
     pub(crate) tx: mpsc::Sender<Command>,
-    pub(crate) events: broadcast::Sender<PodEvent>,
+    pub(crate) events: EventBus,
     pub(crate) session_id: Uuid,
     pub(crate) log_path: Option<PathBuf>,
 }

@@ -2,18 +2,17 @@
 //! turn moves on, then out to front ends as events.
 
 use crate::config::Durability;
-use crate::events::PodEvent;
+use crate::events::{EventBus, PodEvent};
 use crate::log::LogRecord;
 use crate::store::LogWriter;
 use pod_llm::{Item, ItemKind, SystemKind};
 use pod_tools::{TodoStore, TODO_WRITE};
 use pod_worker::{PersistError, TurnObserver, WorkerEvent};
-use tokio::sync::broadcast;
 
 /// Persists and announces a turn's items.
 pub struct PodObserver {
     log: LogWriter,
-    events: broadcast::Sender<PodEvent>,
+    events: EventBus,
     // Read when a `todo_write` call finishes: its committed result has
     // already changed the list.
     todos: TodoStore,
@@ -22,12 +21,7 @@ pub struct PodObserver {
 
 impl PodObserver {
     /// An observer writing to `log` and announcing on `events`.
-    pub fn new(
-        log: LogWriter,
-        events: broadcast::Sender<PodEvent>,
-        todos: TodoStore,
-        durability: Durability,
-    ) -> Self {
+    pub fn new(log: LogWriter, events: EventBus, todos: TodoStore, durability: Durability) -> Self {
         Self {
             log,
             events,
@@ -38,7 +32,7 @@ impl PodObserver {
 
     fn emit(&self, event: PodEvent) {
         // No subscriber is fine: events are for display only.
-        let _ = self.events.send(event);
+        self.events.send(event);
     }
 }
 

@@ -5,7 +5,7 @@ use crate::approval::ApprovalGate;
 use crate::compact::CompactionReport;
 use crate::config::{Durability, PodConfig};
 use crate::error::PodError;
-use crate::events::PodEvent;
+use crate::events::{EventBus, PodEvent};
 use crate::handle::{Command, PodHandle};
 use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, NotificationQueue, Notifications, Reminders,
@@ -24,7 +24,8 @@ use pod_tools::TodoStore;
 use pod_worker::{InterceptorStack, TurnOutcome, Worker, WorkerConfig, WorkerError};
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -48,6 +49,7 @@ impl Pod {
         id: Uuid,
         parent: Option<ParentLink>,
     ) -> Result<PodHandle, PodError> {
+        let config = Arc::new(config);
         let store = config.store();
         let header = session::header(&config, id, parent);
         let lineage = Lineage::of(Some(&header));
@@ -76,6 +78,7 @@ impl Pod {
         config: PodConfig,
         parent: Option<ParentLink>,
     ) -> Result<PodHandle, PodError> {
+        let config = Arc::new(config);
         let store = config.store();
         let fallback = session::header(&config, id, parent);
         let opened = session::open(id, &config, &store, fallback).await?;
@@ -96,11 +99,11 @@ impl Pod {
     }
 }
 
-fn event_channel(config: &PodConfig) -> broadcast::Sender<PodEvent> {
-    broadcast::channel(config.event_capacity.max(1)).0
+fn event_channel(config: &PodConfig) -> EventBus {
+    EventBus::new(config.event_capacity)
 }
 
-fn tools_for(id: Uuid, lineage: Lineage, events: &broadcast::Sender<PodEvent>) -> ToolsFor<'_> {
+fn tools_for(id: Uuid, lineage: Lineage, events: &EventBus) -> ToolsFor<'_> {
     ToolsFor {
         id,
         lineage,
@@ -142,14 +145,15 @@ struct Queued {
 }
 
 struct PodActor {
-    config: PodConfig,
+    // Shared with the session's subagent tool, which starts children from it.
+    config: Arc<PodConfig>,
     // Where the session sits in a tree of subagents (its tools depend on it).
     lineage: Lineage,
     store: Store,
     log: LogWriter,
     // The plan as `GetTodos` answers it (the current tools' store).
     todos: TodoStore,
-    events: broadcast::Sender<PodEvent>,
+    events: EventBus,
     notifications: NotificationQueue,
     // `None` while a turn runs: the running task owns them.
     parts: Option<TurnParts>,
@@ -161,11 +165,11 @@ struct PodActor {
 }
 
 fn start(
-    config: PodConfig,
+    config: Arc<PodConfig>,
     store: Store,
     session: OpenSession,
     tools: SessionTools,
-    events: broadcast::Sender<PodEvent>,
+    events: EventBus,
     lineage: Lineage,
 ) -> Result<PodHandle, PodError> {
     if config.workspace_tools && config.sandbox.mode != pod_tools::SandboxMode::Off {
@@ -215,7 +219,7 @@ fn start(
 fn build_parts(
     config: &PodConfig,
     log: &LogWriter,
-    events: &broadcast::Sender<PodEvent>,
+    events: &EventBus,
     tools: SessionTools,
     history: Vec<Item>,
     notifications: &NotificationQueue,
@@ -386,7 +390,7 @@ impl PodActor {
                 prompt_chars = text.as_ref().map(String::len),
                 "turn started"
             );
-            let _ = self.events.send(PodEvent::TurnStarted {
+            self.events.send(PodEvent::TurnStarted {
                 prompt: text.clone(),
             });
         }
@@ -489,7 +493,7 @@ impl PodActor {
 
     fn emit(&self, event: PodEvent) {
         // No subscriber is fine: events are for display only.
-        let _ = self.events.send(event);
+        self.events.send(event);
     }
 
     async fn rebuild_from_log(&mut self) -> Result<(), PodError> {

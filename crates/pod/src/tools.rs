@@ -4,11 +4,11 @@
 
 use crate::config::PodConfig;
 use crate::error::PodError;
-use crate::events::PodEvent;
+use crate::events::EventBus;
 use crate::subagents::{Lineage, Subagents, TaskTool};
 use pod_tools::{FileTracker, Sandbox, TodoStore, TodoWriteTool, Workspace};
 use std::path::Path;
-use tokio::sync::broadcast;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// The commands' temp dir, in the session's directory: writable under every
@@ -32,13 +32,13 @@ pub(crate) struct ToolsFor<'a> {
     pub id: Uuid,
     pub lineage: Lineage,
     /// Where the session's events go (its children's, tagged, too).
-    pub events: &'a broadcast::Sender<PodEvent>,
+    pub events: &'a EventBus,
 }
 
 impl SessionTools {
     /// Fresh tools for `config`, in session `session` (its directory's
     /// `tmp/` is the commands' `TMPDIR`).
-    pub fn new(config: &PodConfig, session: ToolsFor<'_>) -> Result<Self, PodError> {
+    pub fn new(config: &Arc<PodConfig>, session: ToolsFor<'_>) -> Result<Self, PodError> {
         let read_only = session.lineage.read_only;
         // A read-only child gets none of the embedder's or MCP servers'
         // tools: what they do is unknown, so they may write.

@@ -4,7 +4,7 @@
 
 use crate::compact::{CompactionConfig, CompactionError, CompactionReport, Compactor};
 use crate::error::PodError;
-use crate::events::PodEvent;
+use crate::events::{EventBus, PodEvent};
 
 use crate::log::{LogRecord, StoppedRecord};
 use crate::observer::PodObserver;
@@ -17,7 +17,6 @@ use pod_worker::{
     Worker, YieldReason,
 };
 use std::sync::Arc;
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// What a job is.
@@ -52,7 +51,7 @@ pub(crate) struct CompactionSetup {
     /// The workspace tools' tracker, when they are registered.
     pub files: Option<FileTracker>,
     pub log: LogWriter,
-    pub events: broadcast::Sender<PodEvent>,
+    pub events: EventBus,
 }
 
 impl TurnParts {
@@ -146,7 +145,7 @@ impl TurnParts {
                     tokens_after = report.tokens_after,
                     "compacted"
                 );
-                let _ = setup.events.send(PodEvent::Compacted {
+                setup.events.send(PodEvent::Compacted {
                     tokens_before: report.tokens_before,
                     tokens_after: report.tokens_after,
                     summary_chars: report.summary_chars,
@@ -168,7 +167,7 @@ impl TurnParts {
                 // request, whose context is still too large.
                 let reason = crate::error::chain(&err);
                 tracing::warn!(%reason, "compaction failed");
-                let _ = setup.events.send(PodEvent::CompactionFailed {
+                setup.events.send(PodEvent::CompactionFailed {
                     reason: reason.clone(),
                 });
                 Err(PodError::Compaction(err))

@@ -4,7 +4,7 @@ use crate::tool_state::ToolState;
 use pod_llm::ToolSpec;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
 
 /// What a tool call returns to the model.
@@ -160,6 +160,31 @@ impl<T: Tool> DynTool for T {
     }
 }
 
+/// Spec arrays in use in this process, so that registries with the same
+/// tools (every Pod of a process has the builtin and workspace tools) share
+/// one array instead of holding a copy each: a few kilobytes of schemas and
+/// descriptions per tool, which was most of an idle Pod's memory. Only live
+/// arrays are kept (weakly), a handful of distinct ones at most.
+static SHARED_SPECS: parking_lot::Mutex<Vec<Weak<[ToolSpec]>>> =
+    parking_lot::Mutex::new(Vec::new());
+
+/// The live array equal to `specs`, or `specs` made the shared one.
+fn shared_specs(specs: Vec<ToolSpec>) -> Arc<[ToolSpec]> {
+    // Held to compare against the few live arrays and register a new one.
+    let mut shared = SHARED_SPECS.lock();
+    shared.retain(|weak| weak.strong_count() > 0);
+    if let Some(same) = shared
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|live| live[..] == specs[..])
+    {
+        return same;
+    }
+    let specs: Arc<[ToolSpec]> = specs.into();
+    shared.push(Arc::downgrade(&specs));
+    specs
+}
+
 /// Tools whose set changes while a session runs (an MCP server's, after it
 /// announced `tools/list_changed`). The worker looks before each model
 /// request and rebuilds its view when the generation moved.
@@ -181,7 +206,7 @@ pub struct ToolRegistry {
     specs: Arc<[ToolSpec]>,
     // Registered tools (the view without the sources'), and each source
     // with the generation the view was built from.
-    fixed: Vec<(ToolSpec, Arc<dyn DynTool>)>,
+    fixed: Vec<(String, Arc<dyn DynTool>)>,
     sources: Vec<(Arc<dyn ToolSource>, u64)>,
 }
 
@@ -199,9 +224,9 @@ impl ToolRegistry {
     /// Adds an already erased tool.
     pub fn register_dyn(&mut self, tool: Arc<dyn DynTool>) -> &mut Self {
         let spec = tool.spec();
-        match self.fixed.iter_mut().find(|(s, _)| s.name == spec.name) {
-            Some(slot) => *slot = (spec.clone(), Arc::clone(&tool)),
-            None => self.fixed.push((spec.clone(), Arc::clone(&tool))),
+        match self.fixed.iter_mut().find(|(name, _)| *name == spec.name) {
+            Some(slot) => slot.1 = Arc::clone(&tool),
+            None => self.fixed.push((spec.name.clone(), Arc::clone(&tool))),
         }
         self.insert(spec, tool)
     }
@@ -228,8 +253,8 @@ impl ToolRegistry {
         self.order.clear();
         self.tools.clear();
         self.specs = Arc::from(Vec::new());
-        for (spec, tool) in self.fixed.clone() {
-            self.insert(spec, tool);
+        for (_, tool) in self.fixed.clone() {
+            self.insert(tool.spec(), tool);
         }
         let sources: Vec<_> = self
             .sources
@@ -264,7 +289,7 @@ impl ToolRegistry {
         } else if let Some(slot) = specs.iter_mut().find(|s| s.name == name) {
             *slot = spec;
         }
-        self.specs = specs.into();
+        self.specs = shared_specs(specs);
         self
     }
 

@@ -93,7 +93,7 @@ pub(crate) struct Compactor<'a> {
     pub log: &'a LogWriter,
     /// Told when a summary is being written (not when there is nothing to
     /// compact, so no "compacting" line is left without an ending).
-    pub events: &'a tokio::sync::broadcast::Sender<crate::events::PodEvent>,
+    pub events: &'a crate::events::EventBus,
 }
 
 impl Compactor<'_> {
@@ -111,7 +111,7 @@ impl Compactor<'_> {
             return Err(CompactionError::NothingToCompact);
         }
         // No subscriber is fine: events are for display only.
-        let _ = self.events.send(crate::events::PodEvent::CompactionStarted);
+        self.events.send(crate::events::PodEvent::CompactionStarted);
         let snapshot = self.todos.snapshot();
         let input = compact_input(&history[..start], &snapshot, self.input_budget());
         let summary = self.summarise(input, cancel).await?;

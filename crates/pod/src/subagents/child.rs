@@ -240,7 +240,7 @@ async fn drive(
     let mut events = handle.subscribe();
     let forward = |event: PodEvent| {
         // No subscriber is fine: events are for display only.
-        let _ = parent.events.send(PodEvent::Subagent {
+        parent.events.send(PodEvent::Subagent {
             session_id: task.id,
             call_id: task.call_id.clone(),
             description: task.description.clone(),
@@ -282,7 +282,7 @@ async fn drive(
 /// The settings a child runs with: its parent's, with the subagents' model,
 /// a note in the system prompt, questions labelled, and no session budget.
 fn child_config(parent: &Inner, task: &Task) -> PodConfig {
-    let mut config = parent.config.clone();
+    let mut config = PodConfig::clone(&parent.config);
     if let Some(provider) = &parent.config.subagents.provider {
         config.provider = provider.clone();
     }

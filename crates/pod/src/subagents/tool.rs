@@ -3,12 +3,12 @@
 use super::child::{self, Task};
 use super::Lineage;
 use crate::config::PodConfig;
-use crate::events::PodEvent;
+use crate::events::EventBus;
 use pod_worker::{Tool, ToolContext, ToolOutput};
 use serde::Deserialize;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use tokio::sync::{broadcast, Semaphore};
+use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 /// The tool's name. `task` (as in Claude Code) says what the model hands
@@ -25,10 +25,10 @@ pub(crate) struct Subagents {
 
 pub(crate) struct Inner {
     /// The parent's settings, which a child's are derived from.
-    pub config: PodConfig,
+    pub config: Arc<PodConfig>,
     pub session_id: Uuid,
     pub lineage: Lineage,
-    pub events: broadcast::Sender<PodEvent>,
+    pub events: EventBus,
     // One permit per child that may run at once.
     slots: Semaphore,
     // Children started in the current run.
@@ -37,14 +37,14 @@ pub(crate) struct Inner {
 
 impl Subagents {
     pub fn new(
-        config: &PodConfig,
+        config: &Arc<PodConfig>,
         session_id: Uuid,
         lineage: Lineage,
-        events: &broadcast::Sender<PodEvent>,
+        events: &EventBus,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
-                config: config.clone(),
+                config: Arc::clone(config),
                 session_id,
                 lineage,
                 events: events.clone(),

@@ -5,6 +5,7 @@ mod concurrency;
 mod hooks;
 mod invariant;
 mod observer;
+mod registry;
 mod stack;
 mod support;
 mod tool_state;
