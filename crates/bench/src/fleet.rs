@@ -105,7 +105,16 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     let bodies = Arc::new(one_sessions_bodies(&server, turns).await?);
     let baseline = bare_clients(&server, pods, bodies.clone()).await?;
     let mut rows = Vec::new();
+    // `--durability=never` (or turn) runs one setting only.
+    let only =
+        std::env::args().find_map(|a| a.strip_prefix("--durability=").map(str::to_lowercase));
     for durability in [Durability::Never, Durability::Turn] {
+        if only
+            .as_deref()
+            .is_some_and(|o| o != format!("{durability:?}").to_lowercase())
+        {
+            continue;
+        }
         rows.push((durability, fleet(&server, pods, turns, durability).await?));
     }
     let baseline_requests = (pods * bodies.len()) as f64;

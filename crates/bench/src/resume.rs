@@ -84,6 +84,29 @@ fn floor(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Median time of `Pod::resume` and shutdown of an empty session.
+async fn fixed_cost(runs: usize) -> Result<std::time::Duration, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let home = PodHome::new(dir.path());
+    let id = Uuid::new_v4();
+    home.create_session_dir(id)?;
+    write_log(&home.log_path(id), id, 0)?;
+    let config = PodConfig::new(
+        home.clone(),
+        dir.path(),
+        Arc::new(ScriptedProvider::from_steps(vec![])),
+    );
+    median(runs * 3, || {
+        let config = config.clone();
+        async move {
+            let pod = Pod::resume(id, config).await?;
+            pod.shutdown().await?;
+            Ok(())
+        }
+    })
+    .await
+}
+
 fn replay_only(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let contents = read_log(path)?;
     let replayed = replay(&contents.records);
@@ -102,6 +125,7 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n### Resume\n");
     println!("| items | log size | floor: read + serde_json per line | read + verify + replay | ratio | Pod::resume (incl. repair, fsync, actor) | ratio |");
     println!("|---:|---:|---:|---:|---:|---:|---:|");
+    let fixed = fixed_cost(runs).await?;
     for &items in sizes {
         let dir = tempfile::tempdir()?;
         let home = PodHome::new(dir.path());
@@ -137,5 +161,10 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
             ratio(pod_time),
         );
     }
+    println!(
+        "\nPod::resume of a session holding only its header (what the ratio's \
+         fixed part costs: tools, actor, shutdown): {}",
+        fmt_duration(fixed)
+    );
     Ok(())
 }

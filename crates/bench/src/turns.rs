@@ -21,6 +21,11 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     // `--durability=never` (or turn, always) runs one setting only.
     let only =
         std::env::args().find_map(|a| a.strip_prefix("--durability=").map(str::to_lowercase));
+    // The process's first session pays for what any first session in a
+    // process pays once (the runtime's threads, the allocator's arenas, the
+    // file system's first blocks): a short one is run and not counted, so
+    // the figure is the per-turn cost of a session in a running process.
+    session(Durability::Never, 50).await?;
     for durability in [Durability::Never, Durability::Turn, Durability::Always] {
         if only
             .as_deref()
@@ -28,36 +33,7 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
         {
             continue;
         }
-        let dir = tempfile::tempdir()?;
-        let steps: Vec<ScriptStep> = (0..turns)
-            .flat_map(|i| {
-                [
-                    ScriptStep::tool_call("echo", json!({"text": format!("step {i}")})),
-                    ScriptStep::text("ok"),
-                ]
-            })
-            .collect();
-        let mut config = PodConfig::new(
-            PodHome::new(dir.path()),
-            dir.path(),
-            Arc::new(
-                ScriptedProvider::from_steps(steps)
-                    .without_recording()
-                    .without_usage_estimate(),
-            ),
-        );
-        let mut tools = ToolRegistry::new();
-        tools.register(Echo::concurrent());
-        config.tools = tools;
-        config.durability = durability;
-        let pod = Pod::spawn(config).await?;
-        let start = Instant::now();
-        for i in 0..turns {
-            pod.prompt(format!("turn {i}")).await?;
-        }
-        let elapsed = start.elapsed();
-        let items = pod.get_history().await?.len();
-        pod.shutdown().await?;
+        let (elapsed, items) = session(durability, turns).await?;
         println!(
             "| {durability:?} | {turns} | {} | {:.0} |",
             fmt_duration(elapsed / turns as u32),
@@ -65,4 +41,42 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+/// Runs one session of `turns` turns; returns its time and item count.
+async fn session(
+    durability: Durability,
+    turns: usize,
+) -> Result<(std::time::Duration, usize), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let steps: Vec<ScriptStep> = (0..turns)
+        .flat_map(|i| {
+            [
+                ScriptStep::tool_call("echo", json!({"text": format!("step {i}")})),
+                ScriptStep::text("ok"),
+            ]
+        })
+        .collect();
+    let mut config = PodConfig::new(
+        PodHome::new(dir.path()),
+        dir.path(),
+        Arc::new(
+            ScriptedProvider::from_steps(steps)
+                .without_recording()
+                .without_usage_estimate(),
+        ),
+    );
+    let mut tools = ToolRegistry::new();
+    tools.register(Echo::concurrent());
+    config.tools = tools;
+    config.durability = durability;
+    let pod = Pod::spawn(config).await?;
+    let start = Instant::now();
+    for i in 0..turns {
+        pod.prompt(format!("turn {i}")).await?;
+    }
+    let elapsed = start.elapsed();
+    let items = pod.get_history().await?.len();
+    pod.shutdown().await?;
+    Ok((elapsed, items))
 }
