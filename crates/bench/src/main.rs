@@ -76,6 +76,7 @@ async fn main() -> ExitCode {
             turns::run(quick).await?;
         }
         if run("wire") {
+            wire::encoding(quick)?;
             wire::run(quick).await?;
         }
         if run("reminders") {

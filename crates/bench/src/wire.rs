@@ -118,3 +118,63 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     }
     Ok(())
 }
+
+/// Encoding one request body of a long history, both wires: the first
+/// time (every item encoded and kept) and again (kept bytes copied), the
+/// cost a request pays at that history length.
+pub fn encoding(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
+    use pod_llm::{Item, ItemKind, ProviderRequest, ToolCall};
+    use pod_providers::AnthropicProvider;
+    let items = if quick { 2_000 } else { 10_000 };
+    let mut history = Vec::with_capacity(items);
+    for n in 0..items / 2 {
+        let id = format!("call_{n}");
+        history.push(Item::new(ItemKind::Assistant {
+            text: String::new(),
+            reasoning: None,
+            tool_calls: vec![ToolCall {
+                id: id.clone(),
+                name: "echo".into(),
+                arguments: format!("{{\"text\":\"step {n}\"}}"),
+            }],
+            usage: None,
+        }));
+        history.push(Item::tool_result(id, "x".repeat(300), false));
+    }
+    let request = ProviderRequest {
+        system_prompt: pod::DEFAULT_SYSTEM_PROMPT.into(),
+        history: Arc::new(history),
+        tools: Arc::from(Vec::new()),
+        cache_key: None,
+    };
+    let openai = OpenAiProvider::new(Endpoint::new("http://127.0.0.1:1/v1", "bench"))?;
+    let anthropic = AnthropicProvider::new(Endpoint::new("http://127.0.0.1:1", "bench"))?;
+    println!("\n### Encoding one request of {items} items (~300-byte results)\n");
+    println!("| wire | body | first time (encode and keep) | again (kept bytes) |");
+    println!("|---|---:|---:|---:|");
+    let row = |wire: &str, encode: &dyn Fn() -> Vec<u8>| {
+        let start = Instant::now();
+        let bytes = encode().len();
+        let first = start.elapsed();
+        let start = Instant::now();
+        let runs = 20;
+        for _ in 0..runs {
+            std::hint::black_box(encode());
+        }
+        let again = start.elapsed() / runs;
+        println!(
+            "| {wire} | {:.1} KiB | {} | {} |",
+            bytes as f64 / 1024.0,
+            fmt_duration(first),
+            fmt_duration(again)
+        );
+    };
+    row("openai", &|| openai.request_bytes(&request));
+    // Fresh items for the other wire: an item keeps one wire's encoding.
+    let request = ProviderRequest {
+        history: Arc::new(request.history.iter().cloned().collect()),
+        ..request.clone()
+    };
+    row("anthropic", &|| anthropic.request_bytes(&request));
+    Ok(())
+}

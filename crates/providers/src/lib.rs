@@ -32,6 +32,7 @@ pub mod config;
 mod drive;
 mod endpoint;
 mod http;
+mod kept;
 mod openai;
 mod retry;
 mod secret;

@@ -9,6 +9,7 @@ use crate::http::SsePost;
 use crate::BuildError;
 use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
 use reqwest::header::{HeaderMap, HeaderValue};
+use std::sync::Arc;
 
 /// The API version this mapping is written against.
 const API_VERSION: &str = "2023-06-01";
@@ -20,6 +21,7 @@ const API_VERSION: &str = "2023-06-01";
 pub struct AnthropicProvider {
     endpoint: Endpoint,
     client: reqwest::Client,
+    tools: Arc<crate::kept::ToolsJson>,
 }
 
 impl AnthropicProvider {
@@ -28,20 +30,27 @@ impl AnthropicProvider {
         Ok(Self {
             endpoint,
             client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
+            tools: Arc::default(),
         })
     }
 
     /// The request body this provider would send for `request`.
     pub fn request_body(&self, request: &ProviderRequest) -> serde_json::Value {
-        request::request_body(request, &self.endpoint)
+        serde_json::from_slice(&self.request_bytes(request)).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The bytes of the request body this provider would send for
+    /// `request`. Each history item's blocks are encoded once and kept with
+    /// the item (see [`pod_llm::Item::wire`]).
+    pub fn request_bytes(&self, request: &ProviderRequest) -> Vec<u8> {
+        request::request_bytes(request, &self.endpoint, &self.tools)
     }
 }
 
 #[async_trait::async_trait]
 impl Provider for AnthropicProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
-        let body = serde_json::to_vec(&self.request_body(request))
-            .map_err(|e| ProviderError::Malformed(format!("cannot encode request: {e}")))?;
+        let body = self.request_bytes(request);
         let mut headers = HeaderMap::new();
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
         if let Some(key) = &self.endpoint.api_key {

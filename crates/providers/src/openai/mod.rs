@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub struct OpenAiProvider {
     endpoint: Endpoint,
     client: reqwest::Client,
-    tools: Arc<request::ToolsJson>,
+    tools: Arc<crate::kept::ToolsJson>,
 }
 
 impl OpenAiProvider {

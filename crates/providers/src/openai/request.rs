@@ -6,39 +6,13 @@
 //! reordering: nothing may sit between tool calls and their results.
 
 use crate::endpoint::Endpoint;
-use parking_lot::Mutex;
+use crate::kept::ToolsJson;
 use pod_llm::{Item, ItemKind, ProviderRequest, Reasoning, ToolCall, ToolSpec};
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 
 /// The name under which items keep their encoding as a message of this
 /// wire (see [`Item::wire`]).
 const WIRE: &str = "openai-chat";
-
-/// The tools array of the last request, kept while the registry hands out
-/// the same specs (it builds them once and shares them).
-#[derive(Debug, Default)]
-pub(crate) struct ToolsJson(Mutex<Option<KeptTools>>);
-
-/// The specs a tools array was encoded from, and that array.
-type KeptTools = (Arc<[ToolSpec]>, Arc<str>);
-
-impl ToolsJson {
-    fn get(&self, tools: &Arc<[ToolSpec]>) -> Arc<str> {
-        // Held for a pointer compare or one encoding of a few tools.
-        let mut kept = self.0.lock();
-        if let Some((specs, json)) = kept.as_ref() {
-            if Arc::ptr_eq(specs, tools) {
-                return json.clone();
-            }
-        }
-        let json: Arc<str> = Value::Array(tools.iter().map(tool).collect())
-            .to_string()
-            .into();
-        *kept = Some((tools.clone(), json.clone()));
-        json
-    }
-}
 
 /// The JSON body of a streamed Chat Completions request, written from each
 /// item's kept message: a history sent again is copied, not re-encoded.
@@ -54,7 +28,11 @@ pub(crate) fn request_bytes(
         .into_iter()
         .map(|item| item.wire(WIRE, |item| message(item).to_string()))
         .collect();
-    let tools = (!request.tools.is_empty()).then(|| tools.get(&request.tools));
+    let tools = (!request.tools.is_empty()).then(|| {
+        tools.get(&request.tools, |specs| {
+            Value::Array(specs.iter().map(tool).collect()).to_string()
+        })
+    });
     let size = 256
         + request.system_prompt.len()
         + messages.iter().map(|m| m.len() + 1).sum::<usize>()
@@ -205,6 +183,7 @@ fn assistant(text: &str, reasoning: Option<&Reasoning>, calls: &[ToolCall]) -> V
 mod tests {
     use super::*;
     use pod_llm::SystemKind;
+    use std::sync::Arc;
 
     /// The body as it was built before items kept their encoding: one
     /// `Value` for the whole request. The bytes sent must not change.
