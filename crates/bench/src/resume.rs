@@ -96,7 +96,12 @@ async fn fixed_cost(runs: usize) -> Result<std::time::Duration, Box<dyn std::err
         dir.path(),
         Arc::new(ScriptedProvider::from_steps(vec![])),
     );
-    median(runs * 3, || {
+    // `POD_BENCH_FIXED_RUNS` repeats it (for a profile of the fixed part).
+    let runs = std::env::var("POD_BENCH_FIXED_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(runs * 3);
+    median(runs, || {
         let config = config.clone();
         async move {
             let pod = Pod::resume(id, config).await?;

@@ -9,8 +9,9 @@
 //! - there are never more than the two children, each named after one of
 //!   the parent's `task` calls (its id derived from the parent's id and the
 //!   call id, its header linking back);
-//! - a child's log holds its task exactly once: it was resumed, never
-//!   started over;
+//! - a child's log holds its task once: it was resumed, never started
+//!   over (a log holding only its header is a child the kill caught before
+//!   its task was appended; the resumed parent prompts it);
 //! - a child's answers follow its script in order, none played twice from
 //!   scratch;
 //! - at the end, the parent's `task` results carry each child's final
@@ -329,10 +330,15 @@ impl Tree<'_> {
                 Some(link) => {
                     children.push((id, link));
                     report.child_checks += 1;
+                    // No prompt yet is a state a kill leaves when it lands
+                    // between the child's log creation and its task's
+                    // append (the resumed parent prompts it then); the
+                    // final check requires both children's answers.
                     let prompts = user_prompts(&state.records);
-                    if prompts != 1 {
+                    let holds_items = items(&state.records).next().is_some();
+                    if prompts > 1 || (prompts == 0 && holds_items) {
                         problems.push(format!(
-                            "child {id} holds its task {prompts} times: it was started over"
+                            "child {id} holds its task {prompts} times: it was started over or lost it"
                         ));
                     }
                     problems.extend(script_order(id, &state.records));
