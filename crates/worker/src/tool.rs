@@ -176,13 +176,25 @@ fn shared_specs(specs: Vec<ToolSpec>) -> Arc<[ToolSpec]> {
     if let Some(same) = shared
         .iter()
         .filter_map(Weak::upgrade)
-        .find(|live| live[..] == specs[..])
+        .find(|live| same_specs(live, &specs))
     {
         return same;
     }
     let specs: Arc<[ToolSpec]> = specs.into();
     shared.push(Arc::downgrade(&specs));
     specs
+}
+
+/// Equal specs, schemas compared as the bytes they are sent as: `Value`
+/// equality ignores key order, and a registry must send its own order.
+fn same_specs(a: &[ToolSpec], b: &[ToolSpec]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(a, b)| {
+            a.name == b.name
+                && a.description == b.description
+                && a.parameters == b.parameters
+                && serde_json::to_vec(&a.parameters).ok() == serde_json::to_vec(&b.parameters).ok()
+        })
 }
 
 /// Tools whose set changes while a session runs (an MCP server's, after it

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
 /// What `POST /api/sessions` takes.
@@ -112,7 +112,26 @@ pub struct Runner {
     // Starting a Pod (create or resume) is one at a time, so two prompts
     // to an idle session cannot both resume it.
     starting: Arc<tokio::sync::Mutex<()>>,
+    // Text as the models stream it, from every session live here, for the
+    // event streams (the committed record follows each answer, so a
+    // watcher that lags loses a preview, never content).
+    deltas: broadcast::Sender<Delta>,
 }
+
+/// A piece of a live session's answer as its model streams it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Delta {
+    /// The session.
+    pub session_id: Uuid,
+    /// `text`, or `reasoning`.
+    pub kind: &'static str,
+    /// The piece.
+    pub text: String,
+}
+
+/// Deltas waiting for the slowest watcher: a few answers' worth of small
+/// pieces; beyond that a watcher skips ahead (it gets the record anyway).
+const DELTA_BUFFER: usize = 1024;
 
 impl Runner {
     /// A runner for sessions in `place`; created sessions use `defaults`'
@@ -123,7 +142,13 @@ impl Runner {
             defaults: Arc::new(defaults),
             state: Arc::default(),
             starting: Arc::default(),
+            deltas: broadcast::channel(DELTA_BUFFER).0,
         }
+    }
+
+    /// The streamed text of every session live here from now on.
+    pub fn deltas(&self) -> broadcast::Receiver<Delta> {
+        self.deltas.subscribe()
     }
 
     /// Whether session `id` runs here now.
@@ -308,6 +333,8 @@ impl Runner {
     /// A session a fleet worker of this process runs: its questions come
     /// here, and notifications and cancels reach it, until [`Self::release`].
     pub fn adopt(&self, id: Uuid, handle: PodHandle) {
+        let gone = CancellationToken::new();
+        self.watch_events(id, &handle, gone.clone());
         self.state.lock().live.insert(
             id,
             Live {
@@ -316,7 +343,7 @@ impl Runner {
                 mcp: None,
                 fleet: true,
                 notes: 0,
-                gone: CancellationToken::new(),
+                gone,
             },
         );
     }
@@ -348,7 +375,7 @@ impl Runner {
 
     fn go_live(&self, id: Uuid, handle: PodHandle, mcp: Option<pod_mcp::McpServers>, text: String) {
         let gone = CancellationToken::new();
-        self.watch_notes(id, &handle, gone.clone());
+        self.watch_events(id, &handle, gone.clone());
         self.state.lock().live.insert(
             id,
             Live {
@@ -363,10 +390,12 @@ impl Runner {
         self.spawn_turn(id, handle, text);
     }
 
-    /// Counts the session's notes down as the Pod delivers them.
-    fn watch_notes(&self, id: Uuid, handle: &PodHandle, gone: CancellationToken) {
+    /// Counts the session's notes down as the Pod delivers them, and
+    /// passes its streamed text on to the event streams.
+    fn watch_events(&self, id: Uuid, handle: &PodHandle, gone: CancellationToken) {
         let mut events = handle.subscribe();
         let state = Arc::clone(&self.state);
+        let deltas = self.deltas.clone();
         tokio::spawn(async move {
             loop {
                 let event = tokio::select! {
@@ -378,6 +407,21 @@ impl Runner {
                         if let Some(live) = state.lock().live.get_mut(&id) {
                             live.notes = live.notes.saturating_sub(1);
                         }
+                    }
+                    Ok(pod::PodEvent::TextDelta { text }) => {
+                        // No watcher is not an error.
+                        let _ = deltas.send(Delta {
+                            session_id: id,
+                            kind: "text",
+                            text,
+                        });
+                    }
+                    Ok(pod::PodEvent::ReasoningDelta { text }) => {
+                        let _ = deltas.send(Delta {
+                            session_id: id,
+                            kind: "reasoning",
+                            text,
+                        });
                     }
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,

@@ -15,6 +15,7 @@
 
 use super::api::{resolve, store_error, todos_of, AppState, Row};
 use super::error::ApiError;
+use super::runner::Delta;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
@@ -26,7 +27,7 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use uuid::Uuid;
 
 const SESSION_POLL: Duration = Duration::from_millis(250);
@@ -88,6 +89,9 @@ async fn watch_session(
         let tx = tx.clone();
         async move { tx.send(event).await.map_err(|_| "watcher gone".to_string()) }
     };
+    // Subscribed before anything is sent: a watcher that has seen its
+    // first event misses none of the text streamed after it.
+    let mut deltas = Some(app.runner.deltas());
     for (index, record) in records.iter().enumerate().skip(after) {
         send(record_event(index + 1, record)).await?;
     }
@@ -106,6 +110,12 @@ async fn watch_session(
             .await
             .map_err(|e| e.to_string())?;
         if !new.is_empty() {
+            // Text streamed before these records goes out before them.
+            while let Some(Ok(delta)) = deltas.as_mut().map(|d| d.try_recv()) {
+                if delta.session_id == id {
+                    send(delta_event(&delta)).await?;
+                }
+            }
             let changes_plan = new.iter().any(|r| {
                 matches!(r, LogRecord::Compaction(_))
                     || matches!(r, LogRecord::Item(item) if matches!(item.kind, pod::ItemKind::ToolResult { .. }))
@@ -138,12 +148,36 @@ async fn watch_session(
             send(json_event("approvals", &json!({ "approvals": waiting }))).await?;
             approvals = Some(ids);
         }
-        tokio::select! {
-            _ = tokio::time::sleep(SESSION_POLL) => {}
-            _ = tx.closed() => return Ok(()),
-            _ = app.stop.cancelled() => return Ok(()),
+        let poll = tokio::time::sleep(SESSION_POLL);
+        tokio::pin!(poll);
+        loop {
+            tokio::select! {
+                _ = &mut poll => break,
+                _ = tx.closed() => return Ok(()),
+                _ = app.stop.cancelled() => return Ok(()),
+                delta = next_delta(&mut deltas) => match delta {
+                    Ok(delta) if delta.session_id == id => send(delta_event(&delta)).await?,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    // The runner is gone with the server; polling goes on.
+                    Err(broadcast::error::RecvError::Closed) => deltas = None,
+                },
+            }
         }
     }
+}
+
+/// The next streamed piece, or never once the runner's channel closed.
+async fn next_delta(
+    deltas: &mut Option<broadcast::Receiver<Delta>>,
+) -> Result<Delta, broadcast::error::RecvError> {
+    match deltas {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn delta_event(delta: &Delta) -> Event {
+    json_event("delta", &json!({ "kind": delta.kind, "text": delta.text }))
 }
 
 fn record_event(seq: usize, record: &LogRecord) -> Event {

@@ -646,3 +646,48 @@ async fn sigterm_stops_the_server_with_watchers_connected() {
         "pod serve did not stop with a watcher connected"
     );
 }
+
+#[tokio::test]
+async fn a_watcher_sees_the_answer_stream_as_it_comes() {
+    let env = TestEnv::new();
+    let streamed = "Streamed in pieces for whoever watches.";
+    let script = json!({"steps": [{"text": "First answer."}, {"text": streamed}]});
+    let server = Server::start(&env, &script);
+    let id = server.create(&env, "Answer twice").await;
+    let mut events = server.events(&id, None).await;
+    // Subscribed since its first event; the first turn is over.
+    events.until(|e| is_record_text(e, "First answer.")).await;
+    events
+        .until(|e| e.event == "status" && e.data["live"] == false)
+        .await;
+    let (status, body) = server
+        .post(&format!("/sessions/{id}/prompt"), r#"{"text": "Again"}"#)
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let mut pieces = Vec::new();
+    let mut recorded = false;
+    // Until the record and every piece are in (a piece the server had not
+    // yet passed on when it read the record follows it); a lost piece
+    // fails the test instead of hanging it.
+    let read = async {
+        while !(recorded && pieces.concat() == streamed) {
+            let event = events.next().await;
+            match event.event.as_str() {
+                "delta" => {
+                    assert_eq!(event.data["kind"], "text", "{:?}", event.data);
+                    pieces.push(event.data["text"].as_str().unwrap().to_string());
+                }
+                "record" if is_record_text(&event, streamed) => recorded = true,
+                _ => {}
+            }
+        }
+    };
+    if tokio::time::timeout(std::time::Duration::from_secs(60), read)
+        .await
+        .is_err()
+    {
+        panic!("not every piece arrived: {pieces:?} (record seen: {recorded})");
+    }
+    assert!(pieces.len() > 1, "streamed in pieces: {pieces:?}");
+    assert_eq!(pieces.concat(), streamed);
+}

@@ -31,7 +31,9 @@ const REMINDER_OPEN: &str = "<system-reminder>";
 const REMINDER_CLOSE: &str = "</system-reminder>";
 
 /// The name under which items keep their encoding as content blocks of
-/// this wire (see [`Item::wire`]).
+/// this wire (see [`Item::wire`]). The blocks depend on the item alone,
+/// never on the endpoint's settings (the cache markers are added per
+/// request); one that did would need them in the name.
 const WIRE: &str = "anthropic-messages";
 
 /// The JSON body of a streamed Messages request, written from each item's

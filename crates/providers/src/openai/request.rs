@@ -11,7 +11,8 @@ use pod_llm::{Item, ItemKind, ProviderRequest, Reasoning, ToolCall, ToolSpec};
 use serde_json::{json, Map, Value};
 
 /// The name under which items keep their encoding as a message of this
-/// wire (see [`Item::wire`]).
+/// wire (see [`Item::wire`]). The encoding depends on the item alone, never
+/// on the endpoint's settings; one that did would need them in the name.
 const WIRE: &str = "openai-chat";
 
 /// The JSON body of a streamed Chat Completions request, written from each

@@ -30,3 +30,49 @@ fn registries_with_the_same_tools_share_one_spec_array() {
     // The first registries are unchanged by the third.
     assert_eq!(one.specs().len(), 1);
 }
+
+/// A tool whose schema lists its properties in the order it is given.
+struct Ordered(&'static [&'static str]);
+
+#[async_trait::async_trait]
+impl pod_worker::Tool for Ordered {
+    type Args = serde_json::Value;
+    fn name(&self) -> &str {
+        "ordered"
+    }
+    fn description(&self) -> String {
+        "Takes fields.".into()
+    }
+    fn parameters(&self) -> serde_json::Value {
+        let mut properties = serde_json::Map::new();
+        for key in self.0 {
+            properties.insert((*key).into(), serde_json::json!({"type": "string"}));
+        }
+        serde_json::json!({"type": "object", "properties": properties})
+    }
+    async fn call(
+        &self,
+        _args: serde_json::Value,
+        _ctx: pod_worker::ToolContext,
+    ) -> pod_worker::ToolOutput {
+        pod_worker::ToolOutput::ok("")
+    }
+}
+
+#[test]
+fn schemas_that_differ_only_in_key_order_are_not_shared() {
+    let mut ab = ToolRegistry::new();
+    ab.register(Ordered(&["a", "b"]));
+    let mut ba = ToolRegistry::new();
+    ba.register(Ordered(&["b", "a"]));
+    assert!(!Arc::ptr_eq(&ab.specs(), &ba.specs()));
+    let sent = |r: &ToolRegistry| r.specs()[0].parameters["properties"].to_string();
+    assert_eq!(
+        sent(&ab),
+        r#"{"a":{"type":"string"},"b":{"type":"string"}}"#
+    );
+    assert_eq!(
+        sent(&ba),
+        r#"{"b":{"type":"string"},"a":{"type":"string"}}"#
+    );
+}

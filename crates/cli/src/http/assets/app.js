@@ -232,6 +232,22 @@ function append(seq, record) {
   }
 }
 
+// The model's text as it streams, shown until its record arrives.
+function streamed(delta) {
+  const box = $("transcript");
+  let node = box.lastElementChild;
+  if (!node || !node.classList.contains("streaming") || node.dataset.kind !== delta.kind) {
+    node = el("div", "item streaming " + (delta.kind === "reasoning" ? "reasoning" : "assistant"), "");
+    node.dataset.kind = delta.kind;
+    box.append(node);
+  }
+  node.textContent += delta.text;
+}
+
+function clearStreamed() {
+  for (const node of $("transcript").querySelectorAll(".streaming")) node.remove();
+}
+
 async function loadEarlier() {
   const start = Math.max(0, current.first - PAGE);
   const body = await api("/sessions/" + current.id + "/history?after=" + start + "&limit=" + (current.first - start));
@@ -267,7 +283,8 @@ async function openSession(id) {
   $("earlier").hidden = current.first === 0;
   const source = events("/sessions/" + s.id + "/events?after=" + current.first);
   streams.push(source);
-  source.addEventListener("record", (e) => { const r = JSON.parse(e.data); append(r.seq, r.record); });
+  source.addEventListener("record", (e) => { const r = JSON.parse(e.data); clearStreamed(); append(r.seq, r.record); });
+  source.addEventListener("delta", (e) => streamed(JSON.parse(e.data)));
   source.addEventListener("todos", (e) => renderTodos(JSON.parse(e.data).todos));
   source.addEventListener("approvals", (e) => renderApprovals(JSON.parse(e.data).approvals));
   source.addEventListener("status", (e) => {
@@ -276,6 +293,7 @@ async function openSession(id) {
     if (st.holder) s.status = "running";
     $("s-meta").textContent = meta();
     // Stopped or queued: the server knows how it ended (done, idle, ...).
+    if (!st.live) clearStreamed();
     if (!st.holder) api("/sessions/" + s.id).then((b) => { Object.assign(s, b.session); $("s-meta").textContent = meta(); }).catch(() => {});
   });
 }
