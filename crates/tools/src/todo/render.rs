@@ -22,7 +22,9 @@ pub fn render_progress(todos: &[TodoItem]) -> String {
         for (n, todo) in items.enumerate() {
             let sep = if n == 0 { label } else { "," };
             // Writing to a String cannot fail.
-            let _ = write!(out, "{sep} {} \"{}\"", todo.id, todo.content);
+            // One line, whatever the content holds.
+            let content = todo.content.replace(['\n', '\r'], " ");
+            let _ = write!(out, "{sep} {} \"{content}\"", todo.id);
         }
     };
     let mut working = todos
@@ -119,6 +121,12 @@ mod progress_tests {
         assert_eq!(
             render_progress(&[item("a", Completed)]),
             "Plan: 1 of 1 done, 0 pending."
+        );
+        let mut multiline = item("m", InProgress);
+        multiline.content = "Fix\nthe bug".into();
+        assert_eq!(
+            render_progress(&[multiline]),
+            "Plan: 0 of 1 done, 0 pending. Now: m \"Fix the bug\"."
         );
     }
 }
