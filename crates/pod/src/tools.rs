@@ -78,6 +78,7 @@ impl SessionTools {
         if let Some(subagents) = &subagents {
             registry.register(TaskTool::new(subagents.clone()));
         }
+        registry.share_specs();
         Ok(Self {
             registry,
             todos,

@@ -169,7 +169,7 @@ static SHARED_SPECS: parking_lot::Mutex<Vec<Weak<[ToolSpec]>>> =
     parking_lot::Mutex::new(Vec::new());
 
 /// The live array equal to `specs`, or `specs` made the shared one.
-fn shared_specs(specs: Vec<ToolSpec>) -> Arc<[ToolSpec]> {
+fn shared_specs(specs: Arc<[ToolSpec]>) -> Arc<[ToolSpec]> {
     // Held to compare against the few live arrays and register a new one.
     let mut shared = SHARED_SPECS.lock();
     shared.retain(|weak| weak.strong_count() > 0);
@@ -180,9 +180,17 @@ fn shared_specs(specs: Vec<ToolSpec>) -> Arc<[ToolSpec]> {
     {
         return same;
     }
-    let specs: Arc<[ToolSpec]> = specs.into();
     shared.push(Arc::downgrade(&specs));
     specs
+}
+
+/// What a spec moved out of an array leaves behind (allocates nothing).
+fn empty_spec() -> ToolSpec {
+    ToolSpec {
+        name: String::new(),
+        description: String::new(),
+        parameters: serde_json::Value::Null,
+    }
 }
 
 /// Equal specs, schemas compared as the bytes they are sent as: `Value`
@@ -219,6 +227,9 @@ pub struct ToolRegistry {
     // Registered tools (the view without the sources'), and each source
     // with the generation the view was built from.
     fixed: Vec<(String, Arc<dyn DynTool>)>,
+    // Whether `specs` is the process's shared array for these tools (see
+    // [`ToolRegistry::share_specs`]); registering a tool unshares it.
+    shared: bool,
     sources: Vec<(Arc<dyn ToolSource>, u64)>,
 }
 
@@ -255,6 +266,7 @@ impl ToolRegistry {
     /// Rebuilds the view when a source's tools changed; returns whether
     /// they did. Free when there are no sources.
     pub fn refresh(&mut self) -> bool {
+        self.share_specs();
         let changed = self
             .sources
             .iter()
@@ -279,6 +291,7 @@ impl ToolRegistry {
         for source in sources {
             self.add_from(source.as_ref());
         }
+        self.share_specs();
         true
     }
 
@@ -294,15 +307,37 @@ impl ToolRegistry {
 
     fn insert(&mut self, spec: ToolSpec, tool: Arc<dyn DynTool>) -> &mut Self {
         let name = spec.name.clone();
-        let mut specs = self.specs.to_vec();
+        // While registering, the array is this registry's alone: its specs
+        // move into the new one instead of being copied (a copy per tool
+        // registered made building a session's tools quadratic).
+        let mut specs: Vec<ToolSpec> = match Arc::get_mut(&mut self.specs) {
+            Some(own) => own
+                .iter_mut()
+                .map(|spec| std::mem::replace(spec, empty_spec()))
+                .collect(),
+            None => self.specs.to_vec(),
+        };
         if self.tools.insert(name.clone(), tool).is_none() {
             self.order.push(name);
             specs.push(spec);
         } else if let Some(slot) = specs.iter_mut().find(|s| s.name == name) {
             *slot = spec;
         }
-        self.specs = shared_specs(specs);
+        self.specs = specs.into();
+        self.shared = false;
         self
+    }
+
+    /// Done registering: the spec array becomes the one every registry with
+    /// the same tools in this process shares (every Pod has the builtin and
+    /// workspace tools; their schemas and descriptions are a few kilobytes
+    /// each). Called by whoever builds a session's tools, and before a
+    /// request by the worker if nobody did.
+    pub fn share_specs(&mut self) {
+        if !self.shared {
+            self.specs = shared_specs(Arc::clone(&self.specs));
+            self.shared = true;
+        }
     }
 
     /// A copy without the tools that keep session state
