@@ -20,11 +20,9 @@
 //! to compact twice; "between compactions" leaves out the first request
 //! after each boundary (a new prefix, which no cache can have).
 
-use pod::{Pod, PodConfig, PodHome};
+use pod::Pod;
 use pod_llm::{ItemKind, ProviderRequest, ScriptStep, ScriptedProvider, SystemKind};
 use pod_providers::{AnthropicProvider, Endpoint, OpenAiProvider};
-use pod_testkit::tools::Echo;
-use pod_worker::ToolRegistry;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -36,14 +34,7 @@ async fn session(
 ) -> Result<Vec<ProviderRequest>, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let model = ScriptedProvider::from_steps(crate::reminders::script());
-    let mut config = PodConfig::new(
-        PodHome::new(dir.path()),
-        dir.path(),
-        Arc::new(model.clone()),
-    );
-    let mut tools = ToolRegistry::new();
-    tools.register(Echo::concurrent());
-    config.tools = tools;
+    let mut config = crate::support::echo_config(dir.path(), Arc::new(model.clone()));
     config.workspace_tools = false;
     if let Some(window) = context_window {
         config.compaction.context_window = Some(window);

@@ -4,11 +4,9 @@
 
 use crate::loopback::Server;
 use crate::support::fmt_duration;
-use pod::{Durability, Pod, PodConfig, PodHome};
+use pod::{Durability, Pod, PodConfig};
 use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
 use pod_providers::{Endpoint, OpenAiProvider};
-use pod_testkit::tools::Echo;
-use pod_worker::ToolRegistry;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -37,10 +35,7 @@ fn pod_config(
     provider: Arc<dyn Provider>,
     durability: Durability,
 ) -> PodConfig {
-    let mut config = PodConfig::new(PodHome::new(dir), dir, provider);
-    let mut tools = ToolRegistry::new();
-    tools.register(Echo::concurrent());
-    config.tools = tools;
+    let mut config = crate::support::echo_config(dir, provider);
     config.durability = durability;
     config
 }

@@ -17,12 +17,6 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     {
         config.event_capacity = capacity;
     }
-    if std::env::var("POD_BENCH_NO_WORKSPACE").is_ok() {
-        config.workspace_tools = false;
-    }
-    if std::env::var("POD_BENCH_NO_SUBAGENTS").is_ok() {
-        config.subagents.enabled = false;
-    }
     // Warm up allocator and runtime with one Pod so the baseline is fair.
     let warm = Pod::spawn(config.clone()).await?;
     let before = crate::support::resident_bytes();

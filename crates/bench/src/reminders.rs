@@ -1,10 +1,8 @@
 //! Reminder cost: reminder tokens as a share of all prompt tokens.
 
-use pod::{Pod, PodConfig, PodHome};
+use pod::Pod;
 use pod_llm::tokens::{estimate_item_tokens, estimate_request_tokens};
 use pod_llm::{ItemKind, ScriptStep, ScriptedProvider, SystemKind};
-use pod_testkit::tools::Echo;
-use pod_worker::ToolRegistry;
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -83,14 +81,7 @@ async fn measure(
 ) -> Result<(usize, u64, u64), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let model = ScriptedProvider::from_steps(script_with(bytes, progress));
-    let mut config = PodConfig::new(
-        PodHome::new(dir.path()),
-        dir.path(),
-        Arc::new(model.clone()),
-    );
-    let mut tools = ToolRegistry::new();
-    tools.register(Echo::concurrent());
-    config.tools = tools;
+    let mut config = crate::support::echo_config(dir.path(), Arc::new(model.clone()));
     config.remind_every = every;
     let pod = Pod::spawn(config).await?;
     for turn in 0..20 {

@@ -1,7 +1,23 @@
 //! Shared pieces: timing and memory readings (the instant echo tool is the
 //! test kit's, concurrency-safe).
 
+use pod::{PodConfig, PodHome};
+use pod_testkit::tools::Echo;
+use pod_worker::ToolRegistry;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// A Pod in `dir` (its home and workspace) on `provider`, with the test
+/// kit's instant, concurrency-safe `echo` as its own tool: what most
+/// sections measure with.
+pub fn echo_config(dir: &Path, provider: Arc<dyn pod_llm::Provider>) -> PodConfig {
+    let mut config = PodConfig::new(PodHome::new(dir), dir, provider);
+    let mut tools = ToolRegistry::new();
+    tools.register(Echo::concurrent());
+    config.tools = tools;
+    config
+}
 
 /// Median of `runs` timings of `f`.
 pub async fn median<F, Fut>(runs: usize, mut f: F) -> Result<Duration, Box<dyn std::error::Error>>

@@ -1,10 +1,8 @@
 //! Runtime overhead per turn with an instant scripted model.
 
 use crate::support::fmt_duration;
-use pod::{Durability, Pod, PodConfig, PodHome};
+use pod::{Durability, Pod};
 use pod_llm::{ScriptStep, ScriptedProvider};
-use pod_testkit::tools::Echo;
-use pod_worker::ToolRegistry;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
@@ -57,8 +55,7 @@ async fn session(
             ]
         })
         .collect();
-    let mut config = PodConfig::new(
-        PodHome::new(dir.path()),
+    let mut config = crate::support::echo_config(
         dir.path(),
         Arc::new(
             ScriptedProvider::from_steps(steps)
@@ -66,9 +63,6 @@ async fn session(
                 .without_usage_estimate(),
         ),
     );
-    let mut tools = ToolRegistry::new();
-    tools.register(Echo::concurrent());
-    config.tools = tools;
     config.durability = durability;
     let pod = Pod::spawn(config).await?;
     let start = Instant::now();

@@ -4,10 +4,8 @@
 
 use crate::loopback::{Server, Stats};
 use crate::support::fmt_duration;
-use pod::{Durability, Pod, PodConfig, PodHome};
+use pod::{Durability, Pod};
 use pod_providers::{Endpoint, OpenAiProvider};
-use pod_testkit::tools::Echo;
-use pod_worker::ToolRegistry;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,10 +58,7 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     let server = Server::start(300).await?;
     let provider = OpenAiProvider::new(Endpoint::new(server.base_url(), "bench"))?;
     let dir = tempfile::tempdir()?;
-    let mut config = PodConfig::new(PodHome::new(dir.path()), dir.path(), Arc::new(provider));
-    let mut tools = ToolRegistry::new();
-    tools.register(Echo::concurrent());
-    config.tools = tools;
+    let mut config = crate::support::echo_config(dir.path(), Arc::new(provider));
     // No fsync: the disk's latency is not the runtime's CPU cost.
     config.durability = Durability::Never;
     let pod = Pod::spawn(config).await?;

@@ -18,6 +18,18 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// report a process a closed pipe killed).
 pub const EXIT_OUTPUT_CLOSED: u8 = 141;
 
+/// An error and its causes on one line: `what failed: because: because`.
+pub fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}
+
 /// How a command ended when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

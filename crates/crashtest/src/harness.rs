@@ -377,15 +377,8 @@ impl<'a> Round<'a> {
                     dir: self.root.clone(),
                 }))
             };
-            if !outcome.killed && !outcome.status.success() {
-                let err = std::fs::read_to_string(&stderr).unwrap_or_default();
-                return Err(fail(
-                    vec![format!(
-                        "pod exited with {} without being killed: {err}",
-                        outcome.status
-                    )],
-                    report.kills,
-                ));
+            if let Some(problem) = outcome.unexpected_exit(&stderr) {
+                return Err(fail(vec![problem], report.kills));
             }
             let announced = announced_session(&outcome.lines);
             if session.is_none() {

@@ -70,6 +70,20 @@ pub struct RunOutcome {
     pub elapsed: Duration,
 }
 
+impl RunOutcome {
+    /// What is wrong when the process failed without our kill: its exit
+    /// status and what it wrote to `stderr_file`.
+    pub fn unexpected_exit(&self, stderr_file: &Path) -> Option<String> {
+        (!self.killed && !self.status.success()).then(|| {
+            let err = std::fs::read_to_string(stderr_file).unwrap_or_default();
+            format!(
+                "pod exited with {} without being killed: {err}",
+                self.status
+            )
+        })
+    }
+}
+
 /// Why a process could not be run or watched.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {

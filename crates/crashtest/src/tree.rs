@@ -272,12 +272,8 @@ impl Tree<'_> {
                     dir: self.root.clone(),
                 }))
             };
-            if !outcome.killed && !outcome.status.success() {
-                let err = std::fs::read_to_string(&stderr).unwrap_or_default();
-                return Err(fail(vec![format!(
-                    "pod exited with {} without being killed: {err}",
-                    outcome.status
-                )]));
+            if let Some(problem) = outcome.unexpected_exit(&stderr) {
+                return Err(fail(vec![problem]));
             }
             let children_running = self.check(&home, &mut seen, report).map_err(fail)?;
             if outcome.killed {

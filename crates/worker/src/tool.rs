@@ -200,7 +200,6 @@ fn same_specs(a: &[ToolSpec], b: &[ToolSpec]) -> bool {
         && a.iter().zip(b).all(|(a, b)| {
             a.name == b.name
                 && a.description == b.description
-                && a.parameters == b.parameters
                 && serde_json::to_vec(&a.parameters).ok() == serde_json::to_vec(&b.parameters).ok()
         })
 }

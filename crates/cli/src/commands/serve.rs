@@ -11,7 +11,7 @@
 
 use super::Place;
 use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, RunArgs, SandboxArgs, ServeArgs};
-use crate::error::{Failure, Outcome};
+use crate::error::{chain, Failure, Outcome};
 use crate::launch::Launch;
 use crate::model::Model;
 use crate::session;
@@ -343,17 +343,6 @@ fn is_missing_key(err: &anyhow::Error) -> bool {
 
 fn reason(reason: &TurnEndReason) -> String {
     format!("{reason:?}").to_lowercase()
-}
-
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut cause = err.source();
-    while let Some(next) = cause {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        cause = next.source();
-    }
-    text
 }
 
 fn say(line: &str) {

@@ -12,6 +12,7 @@
 use super::error::ApiError;
 use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, SandboxArgs};
 use crate::commands::Place;
+use crate::error::chain;
 use crate::launch::Launch;
 use crate::settings::{Flags, RunSettings};
 use chrono::{DateTime, Utc};
@@ -619,15 +620,4 @@ impl Approver for HttpApprover {
             }
         }
     }
-}
-
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut cause = err.source();
-    while let Some(next) = cause {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        cause = next.source();
-    }
-    text
 }

@@ -34,11 +34,7 @@ fn run(env: &TestEnv, args: &[&str]) -> Vec<Value> {
         .arg("Write hello.txt and run something")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let id = env.sessions_json()[0]["id"].as_str().unwrap().to_string();
     env.show_json(&id)["history"].as_array().unwrap().clone()
 }

@@ -26,11 +26,7 @@ fn run_prints_the_checklist_on_every_change() {
         .arg("Do a, b and c")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(!stdout.contains('\x1b'), "no escape codes off a terminal");
     let id = stdout
@@ -57,11 +53,7 @@ fn reasoning_gets_its_own_line_apart_from_the_answer() {
         .arg("Answer")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines.contains(&"thinking: Think first."), "{stdout}");

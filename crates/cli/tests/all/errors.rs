@@ -1,7 +1,7 @@
 //! Usage errors exit 2 with clap's message; runtime errors exit 1 with one
 //! line and a hint.
 
-use crate::support::TestEnv;
+use crate::support::{assert_success, TestEnv};
 use predicates::prelude::*;
 
 #[test]
@@ -116,11 +116,7 @@ fn a_reader_that_goes_away_ends_show_quietly() {
         .arg("plan")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let id = session_id(&ndjson(&out.stdout));
 
     let mut child = env

@@ -54,11 +54,7 @@ impl Fleet {
             .arg("Do the three steps")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
@@ -77,11 +73,7 @@ impl Fleet {
 
     fn show(&self, id: &str) -> Value {
         let out = self.pod().args(["show", id, "--json"]).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
@@ -354,11 +346,7 @@ fn submit_needs_no_api_key_and_a_worker_without_one_sets_the_session_aside() {
         .arg("a task")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let shown = fleet.show(&id);
     assert_eq!(shown["session"]["model"], "gpt-test");

@@ -30,11 +30,7 @@ fn fork_brings_back_the_plan_of_the_prefix_and_leaves_the_source_alone() {
         .args(["fork", &source, "--at", "3", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let fork: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(fork["forked_from"]["id"], source.as_str());
     assert_eq!(fork["forked_from"]["at"], 3);

@@ -511,11 +511,7 @@ async fn a_fleet_session_run_by_the_server_asks_through_the_api() {
         .arg("Write the notes")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let mut serve = env.pod_process();
     serve

@@ -32,11 +32,7 @@ fn runs_and_sessions_report_their_tokens_and_the_session_total_survives_resume()
         .args(["run", "--json", "--profile", "priced", "Start"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let first = finished(&out.stdout);
     let id = first["session_id"].as_str().unwrap().to_string();
     let run_prompt = first["usage"]["prompt_tokens"].as_u64().unwrap();
@@ -56,11 +52,7 @@ fn runs_and_sessions_report_their_tokens_and_the_session_total_survives_resume()
         .args(["resume", "--json", &id, "Go on"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let second = finished(&out.stdout);
     let total = second["session_usage"]["prompt_tokens"].as_u64().unwrap();
     assert_eq!(

@@ -227,11 +227,7 @@ fn a_killed_session_gets_its_servers_back_on_resume() {
         .args(["resume", "--json", "--yes", &id])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let shown = env.show_json(&id);
     let history = shown["history"].as_array().unwrap();
     let (interrupted, is_error) = result_of(history, "everything__trigger-long-running-operation");
@@ -345,11 +341,7 @@ fn a_streamable_http_server_serves_tools_and_its_headers_stay_secret() {
         .arg("task")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let id = session_id(&ndjson(&out.stdout));
     let shown = env.show_json(&id);
     let history = shown["history"].as_array().unwrap();
@@ -397,11 +389,7 @@ fn a_profiles_servers_join_its_sessions_and_their_env_stays_out_of_the_log() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let id = session_id(&ndjson(&out.stdout));
     let shown = env.show_json(&id);
     assert_eq!(

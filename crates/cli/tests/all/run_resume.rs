@@ -19,11 +19,7 @@ fn run_json_streams_pod_events_framed_by_the_session() {
         .arg("Plan it")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let lines = ndjson(&out.stdout);
     let id = session_id(&lines);
     assert_eq!(events(&lines, "todos_changed").len(), 1);
@@ -96,11 +92,7 @@ fn kill_9_then_resume_keeps_the_todos() {
         .arg(&resume_script)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let lines = ndjson(&out.stdout);
     assert_eq!(lines[0]["resumed"], true);
     // The resumed turn starts from the replayed plan: its reminder counts

@@ -30,11 +30,7 @@ fn run_json(env: &TestEnv, script: &std::path::Path, args: &[&str]) -> String {
         .arg("Write two files")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     session_id(&ndjson(&out.stdout))
 }
 
@@ -99,11 +95,7 @@ fn a_resume_keeps_the_recorded_sandbox_unless_told_otherwise() {
         .args(["resume", "--json", &id, "Try again"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert!(!env.workspace().join("two.txt").exists());
     assert!(bash_result(&env, &id).contains("commands may not write files"));
     // ...and --sandbox widens it for that run.
@@ -119,11 +111,7 @@ fn a_resume_keeps_the_recorded_sandbox_unless_told_otherwise() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert!(env.workspace().join("three.txt").exists());
 }
 

@@ -28,11 +28,7 @@ fn every_command_works_on_a_postgres_store() {
         .arg("Do it all")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let lines = ndjson(&out.stdout);
     let id = session_id(&lines);
     let started = events(&lines, "session_started");
@@ -65,11 +61,7 @@ fn every_command_works_on_a_postgres_store() {
         .args(["resume", "--json", &id, "one more thing"])
         .output()
         .unwrap();
-    assert!(
-        resumed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&resumed.stderr)
-    );
+    assert_success(&resumed);
     let shown = pod().args(["show", &id, "--json"]).output().unwrap();
     let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     let last = shown["history"].as_array().unwrap().last().unwrap().clone();
@@ -80,11 +72,7 @@ fn every_command_works_on_a_postgres_store() {
         .args(["fork", &id, "--at", "2", "--json"])
         .output()
         .unwrap();
-    assert!(
-        forked.status.success(),
-        "{}",
-        String::from_utf8_lossy(&forked.stderr)
-    );
+    assert_success(&forked);
     let fork: serde_json::Value = serde_json::from_slice(&forked.stdout).unwrap();
     let fork_id = fork["id"].as_str().unwrap().to_string();
     assert_eq!(fork["items"], 2);
@@ -149,11 +137,7 @@ fn import_and_export_copy_sessions_verified() {
             .args(args)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         String::from_utf8(out.stdout).unwrap()
     };
     let imported = on_pg(&["store", "import"]);

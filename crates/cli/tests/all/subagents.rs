@@ -42,11 +42,7 @@ fn child_calls_and_plans_show_nested_under_the_task_call() {
         .arg("Look at the workspace")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("→ task: count notes\n"), "{stdout}");
     assert!(
@@ -76,11 +72,7 @@ fn json_tags_child_events_and_sessions_and_show_list_the_tree() {
         .arg("Look at the workspace")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let lines = ndjson(&out.stdout);
     let parent = session_id(&lines);
     let tagged = events(&lines, "subagent");
@@ -191,11 +183,7 @@ fn a_run_killed_while_its_children_work_resumes_them_from_their_logs() {
         .arg(&path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let lines = ndjson(&out.stdout);
     // Only the unfinished child ran again; the finished one's answer came
     // from its log.

@@ -77,11 +77,7 @@ impl TestEnv {
             .args(["show", id, "--json"])
             .output()
             .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         serde_json::from_slice(&out.stdout).expect("show --json is one JSON document")
     }
 
@@ -92,11 +88,7 @@ impl TestEnv {
             .args(["sessions", "--json"])
             .output()
             .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         serde_json::from_slice(&out.stdout).expect("sessions --json is a JSON array")
     }
 }
@@ -142,6 +134,16 @@ pub fn plan(done: usize) -> Vec<Value> {
             todo(id, status)
         })
         .collect()
+}
+
+/// Fails the test with the command's stderr unless it exited with success.
+#[track_caller]
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// NDJSON lines of a `--json` run.

@@ -34,11 +34,7 @@ fn until_done_stops_at_the_end_of_the_list() {
         .arg("Do a, b and c")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let lines = ndjson(&out.stdout);
     assert_eq!(continuations(&lines), 1);
     let finished = lines.last().unwrap();
