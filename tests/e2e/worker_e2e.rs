@@ -5,12 +5,13 @@
 use pod_llm::{validate_history, Item, ItemKind, SystemKind};
 use pod_providers::{build_provider, ProviderKind, RawProviderConfig};
 use pod_testkit::server::{LoopbackServer, Reply};
-use pod_testkit::wire::{anthropic_step, openai_step, Call};
+use pod_testkit::wire::{anthropic_step, openai_step, response_id, responses_step, Call};
 use pod_worker::{
-    Interceptor, NullObserver, Tool, ToolContext, ToolOutput, ToolRegistry, TurnEndReason, Worker,
-    WorkerConfig,
+    Interceptor, NoopInterceptor, NullObserver, PreRequestAction, Tool, ToolContext, ToolOutput,
+    ToolRegistry, TurnEndReason, Worker, WorkerConfig,
 };
 use serde_json::{json, Value};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Looks a key up in a fixed table.
@@ -98,11 +99,7 @@ async fn run_session(
     let provider = build_provider(&config).unwrap();
     let mut tools = ToolRegistry::new();
     tools.register(Lookup);
-    let config = WorkerConfig {
-        system_prompt: "You look things up.".into(),
-        ..WorkerConfig::default()
-    };
-    let mut worker = Worker::new(provider, tools, config);
+    let mut worker = Worker::new(provider, tools, worker_config());
     let cancel = CancellationToken::new();
     let mut hooks = Reminder::default();
     for prompt in ["What are a and b?", "Thanks"] {
@@ -119,6 +116,16 @@ async fn run_session(
     }
     validate_history(worker.history()).unwrap();
     (server, worker)
+}
+
+/// The session's worker settings: a system prompt and a cache key (the
+/// conversation the Responses wire keeps on the server).
+fn worker_config() -> WorkerConfig {
+    WorkerConfig {
+        system_prompt: "You look things up.".into(),
+        cache_key: Some("session-1".into()),
+        ..WorkerConfig::default()
+    }
 }
 
 fn summary(history: &[Item]) -> Vec<String> {
@@ -216,6 +223,220 @@ async fn anthropic_wire_multi_turn_tool_session() {
     let third = &bodies[2]["messages"];
     assert_eq!(third[3]["content"][1]["input"], json!({}));
     assert_eq!(third[4]["content"][0]["is_error"], true);
+}
+
+#[tokio::test]
+async fn responses_wire_sends_only_what_follows_the_stored_response() {
+    let (server, worker) = run_session(ProviderKind::OpenAiResponses, "/v1", responses_step).await;
+    assert_eq!(summary(worker.history()), EXPECTED);
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.path() == "/v1/responses"));
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 5, "four answers and one rate-limited retry");
+    for body in &bodies {
+        assert_eq!(body["instructions"], "You look things up.");
+        assert_eq!(body["store"], true);
+        assert_eq!(body["tools"][0]["name"], "lookup");
+    }
+    // The first request is the whole conversation.
+    assert!(bodies[0].get("previous_response_id").is_none());
+    assert_eq!(
+        bodies[0]["input"],
+        json!([{"role": "user", "content": "What are a and b?"}])
+    );
+    // Then each request names the last response and sends what came after
+    // its answer: the results, and the reminder injected in between.
+    let calls = [("c1", ""), ("c2", "")];
+    assert_eq!(
+        bodies[1]["previous_response_id"],
+        response_id("Looking up.", &calls)
+    );
+    assert_eq!(
+        bodies[1]["input"],
+        json!([
+            {"type": "function_call_output", "call_id": "c1", "output": "1"},
+            {"type": "function_call_output", "call_id": "c2", "output": "2"},
+            {"role": "system", "content": "Stay on task."},
+        ])
+    );
+    assert_eq!(bodies[2], bodies[3], "the retry re-sent the same body");
+    assert_eq!(
+        bodies[2]["previous_response_id"],
+        response_id("", &[("c3", "")])
+    );
+    let input = bodies[2]["input"].as_array().unwrap();
+    assert_eq!(input.len(), 1);
+    assert_eq!(input[0]["call_id"], "c3");
+    assert!(input[0]["output"]
+        .as_str()
+        .unwrap()
+        .starts_with("The arguments of this `lookup`"));
+    assert_eq!(
+        bodies[4]["previous_response_id"],
+        response_id("a=1, b=2", &[])
+    );
+    assert_eq!(
+        bodies[4]["input"],
+        json!([{"role": "user", "content": "Thanks"}])
+    );
+}
+
+#[tokio::test]
+async fn responses_wire_sends_the_whole_history_when_the_chain_is_gone() {
+    let server = LoopbackServer::start(vec![
+        responses_step("", &[("c1", r#"{"key":"a"}"#)]),
+        Reply::status(
+            400,
+            r#"{"error":{"message":"Previous response with id 'resp_c1' not found.","type":"invalid_request_error","param":"previous_response_id","code":"previous_response_not_found"}}"#,
+        ),
+        responses_step("a=1", &[]),
+        responses_step("Bye.", &[]),
+    ])
+    .await;
+    let provider = || {
+        let raw = RawProviderConfig {
+            kind: Some(ProviderKind::OpenAiResponses),
+            base_url: Some(server.url("/v1")),
+            model: Some("loop-model".into()),
+            ..Default::default()
+        };
+        build_provider(&raw.resolve_with(|_| None).unwrap()).unwrap()
+    };
+    let tools = || {
+        let mut tools = ToolRegistry::new();
+        tools.register(Lookup);
+        tools
+    };
+    let cancel = CancellationToken::new();
+    let mut worker = Worker::new(provider(), tools(), worker_config());
+    let outcome = worker
+        .run_turn(
+            Some(Item::user("What is a?")),
+            &mut NoopInterceptor,
+            &mut NullObserver,
+            &cancel,
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.reason, TurnEndReason::EndTurn);
+    // The same history in a new process (a resumed session): its provider
+    // knows no stored response, so the request goes out whole.
+    let mut resumed = Worker::new(provider(), tools(), worker_config());
+    resumed.set_history(worker.history().to_vec());
+    resumed
+        .run_turn(
+            Some(Item::user("Bye")),
+            &mut NoopInterceptor,
+            &mut NullObserver,
+            &cancel,
+        )
+        .await
+        .unwrap();
+    validate_history(resumed.history()).unwrap();
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(bodies[1]["previous_response_id"], "resp_c1");
+    assert_eq!(bodies[1]["input"].as_array().unwrap().len(), 1);
+    // The server lost it: the same request again, whole, before any event.
+    assert!(bodies[2].get("previous_response_id").is_none());
+    let whole = json!([
+        {"role": "user", "content": "What is a?"},
+        {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{\"key\":\"a\"}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "1"},
+    ]);
+    assert_eq!(bodies[2]["input"], whole);
+    assert!(bodies[3].get("previous_response_id").is_none());
+    let resent = bodies[3]["input"].as_array().unwrap();
+    assert_eq!(resent.len(), 5, "{resent:?}");
+    assert_eq!(resent[3], json!({"role": "assistant", "content": "a=1"}));
+    assert_eq!(resent[4], json!({"role": "user", "content": "Bye"}));
+}
+
+/// Redacts the first user message of every request (an edit: the request
+/// becomes a copy of the history).
+struct Redact;
+
+#[async_trait::async_trait]
+impl Interceptor for Redact {
+    async fn pre_llm_request(&mut self, request: &mut Arc<Vec<Item>>) -> PreRequestAction {
+        if let Some(ItemKind::User { text }) =
+            Arc::make_mut(request).first_mut().map(|i| &mut i.kind)
+        {
+            *text = "[redacted]".into();
+        }
+        PreRequestAction::Continue
+    }
+}
+
+#[tokio::test]
+async fn responses_wire_sends_an_edited_or_replaced_history_whole() {
+    let server = LoopbackServer::start(vec![
+        responses_step("", &[("c1", r#"{"key":"a"}"#)]),
+        responses_step("a=1", &[]),
+        responses_step("Again: a=1", &[]),
+        responses_step("Going on.", &[]),
+    ])
+    .await;
+    let raw = RawProviderConfig {
+        kind: Some(ProviderKind::OpenAiResponses),
+        base_url: Some(server.url("/v1")),
+        model: Some("loop-model".into()),
+        ..Default::default()
+    };
+    let provider = build_provider(&raw.resolve_with(|_| None).unwrap()).unwrap();
+    let mut tools = ToolRegistry::new();
+    tools.register(Lookup);
+    let mut worker = Worker::new(provider, tools, worker_config());
+    let cancel = CancellationToken::new();
+    let turns: [(&str, Box<dyn Interceptor>); 2] = [
+        ("What is a?", Box::new(NoopInterceptor)),
+        ("Again?", Box::new(Redact)),
+    ];
+    for (prompt, mut hooks) in turns {
+        worker
+            .run_turn(
+                Some(Item::user(prompt)),
+                hooks.as_mut(),
+                &mut NullObserver,
+                &cancel,
+            )
+            .await
+            .unwrap();
+    }
+    // A compaction replaces the history with a summary and what is kept.
+    let kept = worker.history()[worker.history().len() - 2..].to_vec();
+    let mut compacted = vec![Item::system(SystemKind::Summary, "Asked for a; a=1.")];
+    compacted.extend(kept);
+    worker.set_history(compacted);
+    worker
+        .run_turn(
+            Some(Item::user("Go on")),
+            &mut NoopInterceptor,
+            &mut NullObserver,
+            &cancel,
+        )
+        .await
+        .unwrap();
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(bodies[1]["previous_response_id"], "resp_c1");
+    // The edited request: whole, as edited.
+    assert!(bodies[2].get("previous_response_id").is_none());
+    assert_eq!(bodies[2]["input"][0]["content"], "[redacted]");
+    assert_eq!(bodies[2]["input"].as_array().unwrap().len(), 5);
+    // The replaced history: whole, from the summary.
+    assert!(bodies[3].get("previous_response_id").is_none());
+    assert_eq!(
+        bodies[3]["input"],
+        json!([
+            {"role": "system", "content": "Asked for a; a=1."},
+            {"role": "user", "content": "Again?"},
+            {"role": "assistant", "content": "Again: a=1"},
+            {"role": "user", "content": "Go on"},
+        ])
+    );
 }
 
 #[tokio::test]

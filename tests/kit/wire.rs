@@ -83,6 +83,68 @@ pub fn anthropic_parts(text: &str, calls: &[Call]) -> Vec<String> {
     anthropic_sse(&events)
 }
 
+/// The id [`responses_parts`] gives its response: `resp_` and the first
+/// call's id, or the text's length when there is no call.
+pub fn response_id(text: &str, calls: &[Call]) -> String {
+    match calls.first() {
+        Some((id, _)) => format!("resp_{id}"),
+        None => format!("resp_text{}", text.len()),
+    }
+}
+
+/// A Responses API answer as SSE writes: `response.created`, the text as
+/// a message item, one `function_call` item per call with its arguments in
+/// two deltas, `response.completed` with usage. The response's id is
+/// [`response_id`].
+pub fn responses_parts(text: &str, calls: &[Call]) -> Vec<String> {
+    let id = response_id(text, calls);
+    let mut events =
+        vec![json!({"type": "response.created", "response": {"id": id, "status": "in_progress"}})];
+    let mut output = 0;
+    if !text.is_empty() {
+        events.push(
+            json!({"type": "response.output_item.added", "output_index": output,
+            "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+        );
+        events.push(
+            json!({"type": "response.output_text.delta", "output_index": output,
+            "content_index": 0, "delta": text}),
+        );
+        events.push(
+            json!({"type": "response.output_item.done", "output_index": output,
+            "item": {"type": "message", "id": "msg_1", "role": "assistant"}}),
+        );
+        output += 1;
+    }
+    for (call_id, args) in calls {
+        events.push(
+            json!({"type": "response.output_item.added", "output_index": output,
+            "item": {"type": "function_call", "id": format!("fc_{call_id}"), "call_id": call_id,
+                "name": TOOL, "arguments": ""}}),
+        );
+        let (first, second) = args.split_at(args.len() / 2);
+        for part in [first, second] {
+            events.push(json!({"type": "response.function_call_arguments.delta",
+                "output_index": output, "delta": part}));
+        }
+        events.push(
+            json!({"type": "response.output_item.done", "output_index": output,
+            "item": {"type": "function_call", "id": format!("fc_{call_id}"), "call_id": call_id,
+                "name": TOOL, "arguments": args}}),
+        );
+        output += 1;
+    }
+    events.push(json!({"type": "response.completed", "response": {"id": id, "status": "completed",
+        "usage": {"input_tokens": 50, "output_tokens": 10, "input_tokens_details": {"cached_tokens": 0}}}}));
+    // The same `event:` + `data:` framing as the Messages API.
+    anthropic_sse(&events)
+}
+
+/// [`responses_parts`] as a whole reply.
+pub fn responses_step(text: &str, calls: &[Call]) -> Reply {
+    Reply::sse(responses_parts(text, calls))
+}
+
 /// [`openai_parts`] as a whole reply.
 pub fn openai_step(text: &str, calls: &[Call]) -> Reply {
     Reply::sse(openai_parts(text, calls))

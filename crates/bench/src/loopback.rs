@@ -1,9 +1,12 @@
 //! A loopback server speaking the OpenAI-compatible Chat Completions
-//! streaming format, run as a separate process (`pod-bench loopback-server`)
-//! so its CPU time is not the measured process's.
+//! streaming format (`POST /v1/chat/completions`) and the Responses API
+//! (`POST /v1/responses`), run as a separate process (`pod-bench
+//! loopback-server`) so its CPU time is not the measured process's.
 //!
 //! It answers a tool call (`echo` with a text of the configured size) when
-//! the last message is not a tool result, plain text when it is. Each
+//! the last message is not a tool result, plain text when it is. On the
+//! Responses API it remembers the ids of the responses it gave and answers
+//! 400 `previous_response_not_found` to a request following any other. Each
 //! response goes out in one write on a `TCP_NODELAY` socket: a head and a
 //! body written separately can meet Nagle's algorithm and the client's
 //! delayed ACK and stall ~40 ms, which would measure the stall, not pod.
@@ -22,6 +25,9 @@ use tokio::process::{Child, Command};
 struct Counters {
     requests: AtomicU64,
     bytes: AtomicU64,
+    /// Ids of the responses given on the Responses API. Held to insert or
+    /// look up one id.
+    responses: parking_lot::Mutex<std::collections::HashSet<u64>>,
 }
 
 /// Runs the server until the parent closes its stdin (or kills it); prints
@@ -51,18 +57,26 @@ pub async fn serve_forever(result_bytes: usize) -> Result<(), Box<dyn std::error
     Ok(())
 }
 
-/// Pre-rendered response bodies; only the call id changes per request.
+/// Pre-rendered response bodies; only the call id (and on the Responses
+/// API the response id) changes per request.
 struct Answers {
     call_prefix: String,
     call_suffix: String,
     text: String,
+    /// Responses API: a call answer and a text answer, with
+    /// [`RESPONSE_ID`] and [`CALL_ID`] where the ids go.
+    responses_call: String,
+    responses_text: String,
 }
+
+const RESPONSE_ID: &str = "RESPONSE_ID_MARKER";
+const CALL_ID: &str = "CALL_ID_MARKER";
 
 impl Answers {
     fn new(result_bytes: usize) -> Self {
         let text = "x".repeat(result_bytes);
         let arguments = json!({ "text": text }).to_string();
-        let marker = "CALL_ID_MARKER";
+        let marker = CALL_ID;
         let mut call = chunk(
             json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
             "id": marker, "type": "function", "function": {"name": "echo", "arguments": ""}}]}),
@@ -90,12 +104,50 @@ impl Answers {
         text.push_str(&chunk(json!({}), Some("stop")));
         text.push_str(&usage());
         text.push_str("data: [DONE]\n\n");
+        let (responses_call, responses_text) = responses_answers(&arguments);
         Self {
             call_prefix,
             call_suffix,
             text,
+            responses_call,
+            responses_text,
         }
     }
+}
+
+/// The Responses API's call answer (arguments in two deltas) and text
+/// answer, as SSE.
+fn responses_answers(arguments: &str) -> (String, String) {
+    let sse = |events: &[Value]| -> String {
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+            .collect()
+    };
+    let created = json!({"type": "response.created", "response": {"id": RESPONSE_ID, "status": "in_progress"}});
+    let completed = json!({"type": "response.completed", "response": {"id": RESPONSE_ID,
+        "status": "completed", "usage": {"input_tokens": 500, "output_tokens": 20,
+        "input_tokens_details": {"cached_tokens": 0}}}});
+    let item = |args: &str| {
+        json!({"type": "function_call", "id": "fc", "call_id": CALL_ID,
+        "name": "echo", "arguments": args})
+    };
+    let (first, second) = arguments.split_at(arguments.len() / 2);
+    let call = sse(&[
+        created.clone(),
+        json!({"type": "response.output_item.added", "output_index": 0, "item": item("")}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": first}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": second}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item(arguments)}),
+        completed.clone(),
+    ]);
+    let text = sse(&[
+        created,
+        json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Done with "}),
+        json!({"type": "response.output_text.delta", "output_index": 0, "delta": "this step."}),
+        completed,
+    ]);
+    (call, text)
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> String {
@@ -128,6 +180,7 @@ async fn connection(
             return Ok(());
         }
         let stats = line.starts_with("GET /stats");
+        let responses_api = line.starts_with("POST /v1/responses");
         loop {
             line.clear();
             read.read_line(&mut line).await?;
@@ -142,12 +195,18 @@ async fn connection(
         }
         body.resize(content_length, 0);
         read.read_exact(&mut body).await?;
-        let (content_type, payload) = if stats {
+        let (status, content_type, payload) = if stats {
             let stats = json!({
                 "requests": counters.requests.load(Ordering::Relaxed),
                 "bytes": counters.bytes.load(Ordering::Relaxed),
             });
-            ("application/json", stats.to_string())
+            ("200 OK", "application/json", stats.to_string())
+        } else if responses_api {
+            let n = counters.requests.fetch_add(1, Ordering::Relaxed);
+            counters
+                .bytes
+                .fetch_add(content_length as u64, Ordering::Relaxed);
+            responses_answer(n, &body, counters, answers)
         } else {
             let n = counters.requests.fetch_add(1, Ordering::Relaxed);
             counters
@@ -158,14 +217,53 @@ async fn connection(
             } else {
                 format!("{}call_{n}{}", answers.call_prefix, answers.call_suffix)
             };
-            ("text/event-stream", payload)
+            ("200 OK", "text/event-stream", payload)
         };
         let response = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{payload}",
+            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{payload}",
             payload.len()
         );
         write.write_all(response.as_bytes()).await?;
     }
+}
+
+/// The answer to request `n` on the Responses API.
+fn responses_answer(
+    n: u64,
+    body: &[u8],
+    counters: &Counters,
+    answers: &Answers,
+) -> (&'static str, &'static str, String) {
+    // The id comes before the input: the head of the body holds it.
+    let head = String::from_utf8_lossy(&body[..body.len().min(64 * 1024)]);
+    let previous = head
+        .split_once("\"previous_response_id\":\"resp_")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(id, _)| id.parse::<u64>().ok());
+    let mut responses = counters.responses.lock();
+    if let Some(id) = previous {
+        if !id.is_some_and(|id| responses.contains(&id)) {
+            let error = json!({"error": {"message": "Previous response not found.",
+                "type": "invalid_request_error", "param": "previous_response_id",
+                "code": "previous_response_not_found"}});
+            return ("400 Bad Request", "application/json", error.to_string());
+        }
+    }
+    responses.insert(n);
+    drop(responses);
+    let tail = &body[body.len().saturating_sub(64 * 1024)..];
+    let tail = String::from_utf8_lossy(tail);
+    let last_output = tail.rfind("{\"type\":\"function_call_output\"");
+    let last_message = tail.rfind("{\"role\":");
+    let answer = if last_output > last_message {
+        &answers.responses_text
+    } else {
+        &answers.responses_call
+    };
+    let payload = answer
+        .replace(RESPONSE_ID, &format!("resp_{n}"))
+        .replace(CALL_ID, &format!("call_{n}"));
+    ("200 OK", "text/event-stream", payload)
 }
 
 /// Whether the request's last message is a tool result. Looks at the tail

@@ -5,7 +5,7 @@
 //! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
-//! `turns --turns=N` runs N turns.
+//! `turns --turns=N` runs N turns; `wire --api=chat|responses` one of the two OpenAI wires (both by default).
 
 mod cache;
 mod fleet;
@@ -77,7 +77,9 @@ async fn main() -> ExitCode {
         }
         if run("wire") {
             wire::encoding(quick)?;
-            wire::run(quick).await?;
+            for api in wire::apis() {
+                wire::run(quick, api).await?;
+            }
         }
         if run("reminders") {
             reminders::run(quick).await?;

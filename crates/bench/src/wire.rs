@@ -1,11 +1,15 @@
-//! The runtime's own CPU time per turn through the real `OpenAiProvider`,
-//! against the loopback server in a separate process: does a turn late in
-//! a long session cost the pod process more than an early one?
+//! The runtime's own CPU time per turn through the real providers of the
+//! OpenAI wires (`OpenAiProvider`: Chat Completions, the whole history per
+//! request; `OpenAiResponsesProvider`: the Responses API, following the
+//! stored response), against the loopback server in a separate process:
+//! does a turn late in a long session cost the pod process more than an
+//! early one?
 
 use crate::loopback::{Server, Stats};
 use crate::support::fmt_duration;
 use pod::{Durability, Pod};
-use pod_providers::{Endpoint, OpenAiProvider};
+use pod_llm::Provider;
+use pod_providers::{Endpoint, OpenAiProvider, OpenAiResponsesProvider};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,15 +54,40 @@ struct Mark {
     server: Stats,
 }
 
+/// Which OpenAI API the session talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// Chat Completions: the whole history with every request.
+    Chat,
+    /// Responses, stored: only what follows the last response.
+    Responses,
+}
+
+/// The APIs `--api=chat|responses` names; both without it.
+pub fn apis() -> Vec<Api> {
+    match std::env::args().find_map(|a| a.strip_prefix("--api=").map(str::to_owned)) {
+        Some(api) if api == "chat" => vec![Api::Chat],
+        Some(api) if api == "responses" => vec![Api::Responses],
+        _ => vec![Api::Chat, Api::Responses],
+    }
+}
+
 /// Prints CPU time per turn early and late in one long session.
-pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
+pub async fn run(quick: bool, api: Api) -> Result<(), Box<dyn std::error::Error>> {
     let turns: usize = std::env::args()
         .find_map(|a| a.strip_prefix("--turns=").and_then(|n| n.parse().ok()))
         .unwrap_or(if quick { 400 } else { 2_000 });
     let server = Server::start(300).await?;
-    let provider = OpenAiProvider::new(Endpoint::new(server.base_url(), "bench"))?;
+    let endpoint = Endpoint::new(server.base_url(), "bench");
+    let (provider, name): (Arc<dyn Provider>, _) = match api {
+        Api::Chat => (Arc::new(OpenAiProvider::new(endpoint)?), "OpenAiProvider"),
+        Api::Responses => (
+            Arc::new(OpenAiResponsesProvider::new(endpoint, true)?),
+            "OpenAiResponsesProvider (stored responses)",
+        ),
+    };
     let dir = tempfile::tempdir()?;
-    let mut config = crate::support::echo_config(dir.path(), Arc::new(provider));
+    let mut config = crate::support::echo_config(dir.path(), provider);
     // No fsync: the disk's latency is not the runtime's CPU cost.
     config.durability = Durability::Never;
     let pod = Pod::spawn(config).await?;
@@ -82,7 +111,7 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     let items = pod.get_history().await?.len();
     pod.shutdown().await?;
     println!(
-        "\n### Through the real OpenAiProvider, loopback server in another process (300-byte tool results, {items} items at the end)\n"
+        "\n### Through the real {name}, loopback server in another process (300-byte tool results, {items} items at the end)\n"
     );
     println!("| turns | CPU per turn (user + system) | user | system | wall per turn | request bytes per turn |");
     println!("|---|---:|---:|---:|---:|---:|");

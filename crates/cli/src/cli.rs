@@ -277,6 +277,9 @@ pub enum ProviderKindArg {
     Scripted,
     /// An OpenAI-compatible Chat Completions API.
     Openai,
+    /// OpenAI's Responses API (each request sends only the new items).
+    #[value(name = "openai-responses")]
+    OpenaiResponses,
     /// The Anthropic Messages API.
     Anthropic,
 }

@@ -146,6 +146,7 @@ impl From<ProviderKindArg> for ProviderKind {
         match kind {
             ProviderKindArg::Scripted => ProviderKind::Scripted,
             ProviderKindArg::Openai => ProviderKind::OpenAi,
+            ProviderKindArg::OpenaiResponses => ProviderKind::OpenAiResponses,
             ProviderKindArg::Anthropic => ProviderKind::Anthropic,
         }
     }

@@ -9,10 +9,11 @@
 //! | `log_payload` | the same, with the input as the payload of a line with a valid checksum (reaches the record parser past the CRC) |
 //! | `parse_log` | `parse_log` never panics; when it succeeds, its verified prefix parses to the same records without a torn tail, and re-encoding the records parses back to them |
 //! | `sse` | `SseDecoder` never panics, and the events do not depend on how the bytes are split into chunks |
-//! | `openai_stream`, `anthropic_stream` | the provider's SSE + stream parser never panics, and its events or error do not depend on chunking |
+//! | `openai_stream`, `anthropic_stream`, `responses_stream` | the provider's SSE + stream parser never panics, and its events or error do not depend on chunking |
 
 use pod::log::{decode_line, encode_line, parse_log, verified_payload, LogRecord};
 use pod_providers::sse::{SseDecoder, SseEvent};
+use pod_providers::FuzzWire;
 use std::path::Path;
 
 /// Names of the targets, as `fuzz/fuzz_targets/<name>.rs` and
@@ -24,6 +25,7 @@ pub const TARGETS: &[&str] = &[
     "sse",
     "openai_stream",
     "anthropic_stream",
+    "responses_stream",
 ];
 
 /// Runs target `name` on `data`; `false` if there is no such target.
@@ -33,8 +35,9 @@ pub fn run_target(name: &str, data: &[u8]) -> bool {
         "log_payload" => log_payload(data),
         "parse_log" => parse_log_bytes(data),
         "sse" => sse(data),
-        "openai_stream" => provider_stream(false, data),
-        "anthropic_stream" => provider_stream(true, data),
+        "openai_stream" => provider_stream(FuzzWire::OpenAi, data),
+        "anthropic_stream" => provider_stream(FuzzWire::Anthropic, data),
+        "responses_stream" => provider_stream(FuzzWire::Responses, data),
         _ => return false,
     }
     true
@@ -121,22 +124,23 @@ pub fn sse(data: &[u8]) {
     assert_eq!(at_once, chunked, "SSE events depend on chunking");
 }
 
-/// `openai_stream` / `anthropic_stream`: a provider's stream parser.
-pub fn provider_stream(anthropic: bool, data: &[u8]) {
+/// `openai_stream` / `anthropic_stream` / `responses_stream`: a
+/// provider's stream parser.
+pub fn provider_stream(wire: FuzzWire, data: &[u8]) {
     let (whole, pieces) = chunks(data);
-    let at_once = collect(anthropic, vec![whole]);
-    let chunked = collect(anthropic, pieces);
+    let at_once = collect(wire, vec![whole]);
+    let chunked = collect(wire, pieces);
     assert_eq!(at_once, chunked, "stream events depend on chunking");
 }
 
-fn collect(anthropic: bool, pieces: Vec<Vec<u8>>) -> Vec<String> {
+fn collect(wire: FuzzWire, pieces: Vec<Vec<u8>>) -> Vec<String> {
     use futures_util::StreamExt;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        pod_providers::stream_parser_for_fuzzing(anthropic, pieces)
+        pod_providers::stream_parser_for_fuzzing(wire, pieces)
             .map(|event| format!("{event:?}"))
             .collect()
             .await

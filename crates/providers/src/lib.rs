@@ -1,4 +1,5 @@
-//! Real model providers for pod: OpenAI-compatible Chat Completions and
+//! Real model providers for pod: OpenAI-compatible Chat Completions,
+//! OpenAI's Responses API (the conversation kept on the server) and
 //! Anthropic Messages, streamed over SSE.
 //!
 //! Each provider turns one [`ProviderRequest`](pod_llm::ProviderRequest)
@@ -34,6 +35,7 @@ mod endpoint;
 mod http;
 mod kept;
 mod openai;
+mod responses;
 mod retry;
 mod secret;
 pub mod sse;
@@ -45,6 +47,7 @@ pub use config::{
 pub use endpoint::{Endpoint, PromptCache};
 pub use http::Timeouts;
 pub use openai::OpenAiProvider;
+pub use responses::OpenAiResponsesProvider;
 pub use retry::{RetryPolicy, RetryingProvider};
 pub use secret::ApiKey;
 
@@ -53,7 +56,7 @@ use std::sync::Arc;
 
 // Fuzzing entry point (fuzz/, pod-fuzz): a provider's SSE + stream parser on raw body chunks, no network; needs a tokio runtime.
 #[doc(hidden)]
-pub fn stream_parser_for_fuzzing(anthropic: bool, chunks: Vec<Vec<u8>>) -> pod_llm::EventStream {
+pub fn stream_parser_for_fuzzing(wire: FuzzWire, chunks: Vec<Vec<u8>>) -> pod_llm::EventStream {
     use futures_util::StreamExt;
     let body = futures_util::stream::iter(
         chunks
@@ -61,10 +64,20 @@ pub fn stream_parser_for_fuzzing(anthropic: bool, chunks: Vec<Vec<u8>>) -> pod_l
             .map(|chunk| Ok::<_, std::io::Error>(bytes::Bytes::from(chunk))),
     );
     let sse = http::sse_events(body, std::time::Duration::from_secs(3600)).boxed();
-    match anthropic {
-        true => anthropic::decode_for_fuzzing(sse),
-        false => openai::decode_for_fuzzing(sse),
+    match wire {
+        FuzzWire::OpenAi => openai::decode_for_fuzzing(sse),
+        FuzzWire::Anthropic => anthropic::decode_for_fuzzing(sse),
+        FuzzWire::Responses => responses::decode_for_fuzzing(sse),
     }
+}
+
+// The wire whose stream parser `stream_parser_for_fuzzing` runs.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum FuzzWire {
+    OpenAi,
+    Anthropic,
+    Responses,
 }
 
 /// Why a provider could not be built.
@@ -84,6 +97,14 @@ pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, Buil
     Ok(match config {
         ProviderConfig::OpenAi { endpoint, retry } => Arc::new(RetryingProvider::new(
             OpenAiProvider::new(endpoint.clone())?,
+            retry.clone(),
+        )),
+        ProviderConfig::OpenAiResponses {
+            endpoint,
+            retry,
+            store,
+        } => Arc::new(RetryingProvider::new(
+            OpenAiResponsesProvider::new(endpoint.clone(), *store)?,
             retry.clone(),
         )),
         ProviderConfig::Anthropic { endpoint, retry } => Arc::new(RetryingProvider::new(

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 const USAGE: &str =
     "usage: pod-fuzz [--target NAME|all] [--iterations N] [--seed S] [--corpus DIR] \
 [--replay FILE --target NAME]
-  targets: log_line log_payload parse_log sse openai_stream anthropic_stream";
+  targets: log_line log_payload parse_log sse openai_stream anthropic_stream responses_stream";
 
 fn main() {
     if let Err(err) = real_main() {

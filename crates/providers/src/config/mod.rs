@@ -25,6 +25,9 @@ use std::time::Duration;
 pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions.
     OpenAi,
+    /// OpenAI's Responses API, the conversation stored on the server.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
     /// Anthropic Messages.
     Anthropic,
     /// The deterministic scripted model (a JSON script file).
@@ -37,11 +40,14 @@ impl std::str::FromStr for ProviderKind {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text {
             "openai" => Ok(Self::OpenAi),
+            "openai-responses" => Ok(Self::OpenAiResponses),
             "anthropic" => Ok(Self::Anthropic),
             "scripted" => Ok(Self::Scripted),
             other => Err(ConfigError::Invalid {
                 field: "kind",
-                reason: format!("unknown provider kind {other:?} (openai, anthropic, scripted)"),
+                reason: format!(
+                    "unknown provider kind {other:?} (openai, openai-responses, anthropic, scripted)"
+                ),
             }),
         }
     }
@@ -92,6 +98,11 @@ pub struct RawProviderConfig {
     /// Prices per million tokens, for the cost `pod show` and `pod
     /// sessions` print. None are built in: prices change.
     pub prices: Option<Prices>,
+    /// Let the server store each response (Responses API, default on), so
+    /// the next request sends only the new items. Off for organisations
+    /// that may not keep data on the provider's side: every request is
+    /// then sent whole.
+    pub store: Option<bool>,
     /// The model id subagents use, with this profile's provider, key and
     /// settings otherwise (a cheaper model for delegated work); the
     /// profile's own model when unset.
@@ -158,6 +169,15 @@ pub enum ProviderConfig {
         /// The retry policy.
         retry: RetryPolicy,
     },
+    /// OpenAI's Responses API.
+    OpenAiResponses {
+        /// The endpoint.
+        endpoint: Endpoint,
+        /// The retry policy.
+        retry: RetryPolicy,
+        /// Whether responses are stored on the server and followed.
+        store: bool,
+    },
     /// Anthropic Messages.
     Anthropic {
         /// The endpoint.
@@ -202,7 +222,7 @@ pub enum ConfigError {
         known: String,
     },
     /// No provider kind anywhere.
-    #[error("no provider kind given (openai, anthropic or scripted)")]
+    #[error("no provider kind given (openai, openai-responses, anthropic or scripted)")]
     MissingKind,
     /// No model for an HTTP provider.
     #[error("no model given for the {0} provider")]
@@ -254,6 +274,7 @@ impl RawProviderConfig {
             cache_ttl: over.cache_ttl.or(self.cache_ttl),
             prompt_cache_key: over.prompt_cache_key.or(self.prompt_cache_key),
             prices: over.prices.or(self.prices),
+            store: over.store.or(self.store),
             subagent_model: over.subagent_model.or(self.subagent_model),
             budget: over.budget.or(self.budget),
             mcp_servers: over.mcp_servers.or(self.mcp_servers),
@@ -277,6 +298,7 @@ impl RawProviderConfig {
                 return Ok(ProviderConfig::Scripted { script });
             }
             ProviderKind::OpenAi => (OPENAI_URL, "openai"),
+            ProviderKind::OpenAiResponses => (OPENAI_URL, "openai-responses"),
             ProviderKind::Anthropic => (ANTHROPIC_URL, "anthropic"),
         };
         let base_url = self.base_url.clone().unwrap_or_else(|| default_url.into());
@@ -324,6 +346,11 @@ impl RawProviderConfig {
         }
         Ok(match kind {
             ProviderKind::Anthropic => ProviderConfig::Anthropic { endpoint, retry },
+            ProviderKind::OpenAiResponses => ProviderConfig::OpenAiResponses {
+                endpoint,
+                retry,
+                store: self.store.unwrap_or(true),
+            },
             _ => ProviderConfig::OpenAi { endpoint, retry },
         })
     }

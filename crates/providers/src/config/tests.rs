@@ -281,3 +281,44 @@ model = "qwen"
     let bad = "[profiles.x]\nkind = \"anthropic\"\nmodel = \"m\"\ncache_ttl = \"2h\"\n";
     assert!(ConfigFile::parse(bad, Path::new("config.toml")).is_err());
 }
+
+#[test]
+fn the_responses_kind_stores_by_default_and_a_profile_can_say_no() {
+    let file = ConfigFile::parse(
+        r#"
+[profiles.gpt]
+kind = "openai-responses"
+model = "gpt-5"
+
+[profiles.zdr]
+kind = "openai-responses"
+model = "gpt-5"
+store = false
+"#,
+        Path::new("config.toml"),
+    )
+    .unwrap();
+    let resolve = |name: &str| {
+        file.profile(Some(name))
+            .unwrap()
+            .resolve_with(env(&[("OPENAI_API_KEY", "sk-oa")]))
+            .unwrap()
+    };
+    let ProviderConfig::OpenAiResponses {
+        endpoint, store, ..
+    } = resolve("gpt")
+    else {
+        panic!("expected openai-responses");
+    };
+    assert!(store);
+    assert_eq!(endpoint.base_url, OPENAI_URL);
+    assert!(endpoint.api_key.is_some(), "api.openai.com needs its key");
+    assert!(matches!(
+        resolve("zdr"),
+        ProviderConfig::OpenAiResponses { store: false, .. }
+    ));
+    assert_eq!(
+        "openai-responses".parse::<ProviderKind>().unwrap(),
+        ProviderKind::OpenAiResponses
+    );
+}

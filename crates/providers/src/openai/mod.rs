@@ -1,8 +1,8 @@
 //! OpenAI-compatible Chat Completions (OpenAI, DeepSeek, OpenRouter, Ollama,
 //! llama.cpp server, vLLM, LM Studio).
 
-mod request;
-mod stream;
+pub(crate) mod request;
+pub(crate) mod stream;
 
 use crate::drive::drive;
 use crate::endpoint::{http_client, Endpoint};

@@ -102,7 +102,7 @@ fn tool(spec: &ToolSpec) -> Value {
 /// between an assistant's tool calls and their last result is moved after
 /// that result: the API rejects anything between the two (a reminder the
 /// runtime injected while tools ran is the usual case).
-fn in_api_order(history: &[Item]) -> Vec<&Item> {
+pub(crate) fn in_api_order(history: &[Item]) -> Vec<&Item> {
     let mut messages = Vec::with_capacity(history.len());
     let mut open: Vec<&str> = Vec::new();
     let mut deferred = Vec::new();

@@ -308,7 +308,7 @@ fn finish_reason(reason: &str) -> FinishReason {
 }
 
 /// An error object sent inside a 200 stream (OpenRouter, vLLM do this).
-fn stream_error(error: &Value) -> ProviderError {
+pub(crate) fn stream_error(error: &Value) -> ProviderError {
     let text = |key: &str| match error.get(key) {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),

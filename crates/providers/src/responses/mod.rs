@@ -1,0 +1,192 @@
+//! OpenAI's Responses API (`POST {base_url}/responses`), with the
+//! conversation kept on the server.
+//!
+//! With `store` on (the API's default), each response is stored by the
+//! server and the next request of the same conversation names it as
+//! `previous_response_id` and sends only the items after its answer: a
+//! request's size and cost stop growing with the session. Which
+//! conversation a request belongs to is its cache key (a Pod's session id);
+//! whether it may follow the stored response is checked (see [`chain`]),
+//! and a request that cannot is sent whole. A server that no longer has the
+//! response (expired, deleted, another organisation) gets the request
+//! again, whole, before any event reaches the caller.
+//!
+//! With `store` off, every request carries the whole history (each item's
+//! encoding kept with it, as on the Chat Completions wire).
+
+mod chain;
+mod request;
+mod stream;
+
+use crate::drive::drive;
+use crate::endpoint::{http_client, Endpoint};
+use crate::http::SsePost;
+use crate::kept::ToolsJson;
+use crate::openai::request::in_api_order;
+use crate::BuildError;
+use chain::{Conversations, Sent};
+use pod_llm::{EventStream, Item, Provider, ProviderError, ProviderRequest};
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use std::sync::Arc;
+use stream::{Recorder, ResponseDecoder};
+
+/// A provider speaking `POST {base_url}/responses` with `stream: true`.
+///
+/// It never retries a failed request; wrap it in
+/// [`crate::RetryingProvider`] for that. (Sending a request whole again
+/// because the server lost the response it followed is not a retry: the
+/// first attempt produced nothing.)
+#[derive(Debug, Clone)]
+pub struct OpenAiResponsesProvider {
+    endpoint: Endpoint,
+    client: reqwest::Client,
+    tools: Arc<ToolsJson>,
+    store: bool,
+    conversations: Arc<Conversations>,
+}
+
+/// One request ready to send.
+struct Prepared {
+    body: Vec<u8>,
+    /// Whether it follows a stored response.
+    continued: bool,
+    recorder: Option<Recorder>,
+}
+
+impl OpenAiResponsesProvider {
+    /// A provider for `endpoint`; `store` keeps conversations on the
+    /// server (see the module docs).
+    pub fn new(endpoint: Endpoint, store: bool) -> Result<Self, BuildError> {
+        Ok(Self {
+            endpoint,
+            client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
+            tools: Arc::default(),
+            store,
+            conversations: Arc::default(),
+        })
+    }
+
+    /// The request body this provider would send for `request` now (for
+    /// inspection and tests): after a stored response of the same
+    /// conversation, only what follows it.
+    pub fn request_body(&self, request: &ProviderRequest) -> serde_json::Value {
+        let prepared = self.prepare(request, true);
+        serde_json::from_slice(&prepared.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn prepare(&self, request: &ProviderRequest, may_continue: bool) -> Prepared {
+        let key = request.cache_key.as_ref().filter(|_| self.store);
+        let continuation = key
+            .filter(|_| may_continue)
+            .and_then(|key| self.conversations.continuation(key, &request.history));
+        // In API order. After a stored response, ordered from its answer
+        // on (its calls decide what waits for their results), which is then
+        // left out: the server has it.
+        let items: Vec<&Item> = match &continuation {
+            Some(c) => in_api_order(&request.history[c.first_new - 1..])
+                .into_iter()
+                .skip(1)
+                .collect(),
+            None => in_api_order(&request.history),
+        };
+        let body = request::request_bytes(
+            request,
+            request::Input {
+                items: &items,
+                previous_response_id: continuation.as_ref().map(|c| c.response_id.as_str()),
+                // Without a stored conversation every request is sent
+                // whole, so each item's encoding is worth keeping.
+                keep_encodings: key.is_none(),
+            },
+            &request::Envelope {
+                endpoint: &self.endpoint,
+                tools: &self.tools,
+                store: self.store,
+            },
+        );
+        let recorder = key
+            .zip(Sent::of(&request.history))
+            .map(|(key, sent)| Recorder {
+                conversations: self.conversations.clone(),
+                key: key.clone(),
+                sent,
+            });
+        Prepared {
+            body,
+            continued: continuation.is_some(),
+            recorder,
+        }
+    }
+
+    async fn send(&self, body: Vec<u8>) -> Result<crate::http::SseStream, ProviderError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.endpoint.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+                .map_err(|_| ProviderError::Transport("API key is not a valid header".into()))?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        SsePost {
+            client: &self.client,
+            url: self.endpoint.url("responses"),
+            headers,
+            body,
+            timeouts: self.endpoint.timeouts,
+            key: self.endpoint.api_key.as_ref(),
+        }
+        .send()
+        .await
+    }
+}
+
+/// Whether `err` says the server does not have the response a request
+/// followed (OpenAI: 400/404 `previous_response_not_found`).
+fn lost_previous(err: &ProviderError) -> bool {
+    match err {
+        ProviderError::Http {
+            status: 400 | 404,
+            message,
+            ..
+        } => {
+            let message = message.to_ascii_lowercase();
+            message.contains("previous_response") || message.contains("previous response")
+        }
+        _ => false,
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAiResponsesProvider {
+    async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
+        let mut prepared = self.prepare(request, true);
+        let sse = match self.send(std::mem::take(&mut prepared.body)).await {
+            Err(err) if prepared.continued && lost_previous(&err) => {
+                tracing::info!(error = %err, "stored response gone; sending the whole history");
+                if let Some(key) = &request.cache_key {
+                    self.conversations.forget(key);
+                }
+                prepared = self.prepare(request, false);
+                self.send(std::mem::take(&mut prepared.body)).await?
+            }
+            result => result?,
+        };
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        Ok(drive(
+            sse,
+            ResponseDecoder::new(&nonce[..8], prepared.recorder),
+        ))
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.endpoint.context_window
+    }
+
+    fn model_name(&self) -> String {
+        self.endpoint.model.clone()
+    }
+}
+
+// Fuzzing entry point (see `crate::stream_parser_for_fuzzing`).
+pub(crate) fn decode_for_fuzzing(sse: crate::http::SseStream) -> EventStream {
+    drive(sse, ResponseDecoder::new("fuzz", None))
+}
