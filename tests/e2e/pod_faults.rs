@@ -17,10 +17,12 @@
 use parking_lot::Mutex;
 use pod::{Pod, PodConfig, PodError, PodEvent, PodHandle, PodHome};
 use pod_llm::{validate_history, Item, ItemKind, Provider};
-use pod_providers::{AnthropicProvider, OpenAiProvider, RetryPolicy, RetryingProvider};
+use pod_providers::{
+    AnthropicProvider, OpenAiProvider, OpenAiResponsesProvider, RetryPolicy, RetryingProvider,
+};
 use pod_testkit::provider::endpoint;
 use pod_testkit::server::{anthropic_sse, LoopbackServer, Part, Reply};
-use pod_testkit::wire::{anthropic_parts, openai_parts, Call, TOOL};
+use pod_testkit::wire::{anthropic_parts, openai_parts, response_id, responses_parts, Call, TOOL};
 use pod_worker::{Tool, ToolContext, ToolOutput, ToolRegistry, TurnEndReason};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -33,6 +35,8 @@ use tokio::sync::broadcast;
 enum Wire {
     OpenAi,
     Anthropic,
+    /// OpenAI's Responses API, following stored responses.
+    Responses,
 }
 
 impl Wire {
@@ -40,6 +44,7 @@ impl Wire {
         match self {
             Wire::OpenAi => openai_parts(text, calls),
             Wire::Anthropic => anthropic_parts(text, calls),
+            Wire::Responses => responses_parts(text, calls),
         }
     }
 
@@ -70,6 +75,14 @@ impl Wire {
                 endpoint.timeouts.idle = idle;
                 Arc::new(RetryingProvider::new(
                     AnthropicProvider::new(endpoint).unwrap(),
+                    policy,
+                ))
+            }
+            Wire::Responses => {
+                let mut endpoint = endpoint(server.url("/v1"));
+                endpoint.timeouts.idle = idle;
+                Arc::new(RetryingProvider::new(
+                    OpenAiResponsesProvider::new(endpoint, true).unwrap(),
                     policy,
                 ))
             }
@@ -514,6 +527,12 @@ async fn anthropic_reset_mid_tool_call_arguments_runs_each_tool_once() {
 }
 
 #[tokio::test]
+async fn responses_reset_mid_tool_call_arguments_runs_each_tool_once() {
+    // created, the text message (3), c1's header and first fragment.
+    reset_mid_tool_call_arguments(Wire::Responses, 6).await;
+}
+
+#[tokio::test]
 async fn reset_on_every_resend_fails_the_turn_and_runs_no_tool_of_it() {
     let wire = Wire::OpenAi;
     let broken = || cut(wire.parts(STEP1_TEXT, STEP1_CALLS), 4, Part::Reset);
@@ -607,7 +626,7 @@ async fn empty_200_response_is_retried_by_the_provider() {
 
 #[tokio::test]
 async fn only_empty_200_responses_fail_the_turn_naming_it() {
-    for wire in [Wire::OpenAi, Wire::Anthropic] {
+    for wire in [Wire::OpenAi, Wire::Anthropic, Wire::Responses] {
         let mut replies = vec![step1(wire)];
         replies.extend((0..ATTEMPTS).map(|_| Reply::sse(Vec::<String>::new())));
         replies.push(follow_up(wire));
@@ -651,4 +670,75 @@ async fn bad_request_mid_session_surfaces_its_message_and_the_pod_stays_usable()
     assert_eq!(call_ids(&pod.history().await), ["c1", "c2"]);
     assert_eq!(pod.runs.sorted(), ["a", "b"]);
     pod.assert_usable().await;
+}
+
+/// On the Responses wire a Pod's requests follow the stored responses,
+/// through a mid-stream reset (the re-sent request follows the same one),
+/// and a resumed session's first request goes out whole.
+#[tokio::test]
+async fn responses_pod_follows_stored_responses_until_it_is_resumed() {
+    let wire = Wire::Responses;
+    let parts = wire.parts("", STEP2_CALLS);
+    let replies = vec![
+        step1(wire),
+        // c3's header and first fragment, then a reset.
+        cut(parts, 3, Part::Reset),
+        step2(wire),
+        answer(wire),
+        follow_up(wire),
+        wire.step("Resumed.", &[]),
+    ];
+    let mut pod = FaultPod::start(wire, replies).await;
+    assert_eq!(pod.run_turn().await.unwrap(), TurnEndReason::EndTurn);
+    pod.assert_turn_completed().await;
+    assert_eq!(pod.resends().len(), 1);
+    pod.assert_usable().await;
+    let bodies = pod.server.bodies();
+    assert_eq!(bodies.len(), 5);
+    let previous = |n: usize| {
+        bodies[n]["previous_response_id"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    assert_eq!(previous(0), None);
+    let after_step1 = Some(response_id(STEP1_TEXT, STEP1_CALLS));
+    assert_eq!(previous(1), after_step1);
+    assert_eq!(
+        bodies[1], bodies[2],
+        "the re-sent request follows the same response"
+    );
+    assert_eq!(previous(3), Some(response_id("", STEP2_CALLS)));
+    assert_eq!(previous(4), Some(response_id(ANSWER, &[])));
+    assert_eq!(
+        bodies[4]["input"],
+        json!([{"role": "user", "content": "Still there?"}])
+    );
+    // The session in a new process: its provider holds no chain.
+    let id = pod.pod.session_id();
+    pod.pod.shutdown().await.unwrap();
+    let mut config = PodConfig::new(
+        PodHome::new(pod._dir.path().join("home")),
+        pod._dir.path(),
+        wire.provider(&pod.server, Duration::from_secs(5)),
+    );
+    let mut tools = ToolRegistry::new();
+    tools.register(CountingLookup(pod.runs.clone()));
+    config.tools = tools;
+    let resumed = Pod::resume(id, config).await.unwrap();
+    resumed.prompt("And now?").await.unwrap();
+    let history = resumed.get_history().await.unwrap();
+    validate_history(&history).unwrap();
+    assert_eq!(last_text(&history), "Resumed.");
+    let last = pod.server.bodies().pop().unwrap();
+    assert!(last.get("previous_response_id").is_none(), "{last}");
+    let input = last["input"].as_array().unwrap();
+    assert_eq!(
+        input[0],
+        json!({"role": "user", "content": "Look up a, b and c."})
+    );
+    assert_eq!(
+        input.last(),
+        Some(&json!({"role": "user", "content": "And now?"}))
+    );
+    resumed.shutdown().await.unwrap();
 }
