@@ -67,13 +67,18 @@ impl Endpoint {
         }
     }
 
-    /// `base_url` joined with `path` by exactly one slash.
-    pub(crate) fn url(&self, path: &str) -> String {
-        format!(
+    /// `base_url` joined with `path` by exactly one slash, parsed once
+    /// when a provider is built (not for every request).
+    pub(crate) fn url(&self, path: &str) -> Result<reqwest::Url, crate::BuildError> {
+        let url = format!(
             "{}/{}",
             self.base_url.trim_end_matches('/'),
             path.trim_start_matches('/')
-        )
+        );
+        reqwest::Url::parse(&url).map_err(|err| crate::BuildError::Url {
+            url,
+            reason: err.to_string(),
+        })
     }
 }
 

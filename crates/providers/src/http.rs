@@ -42,7 +42,7 @@ const MAX_MESSAGE_CHARS: usize = 2000;
 /// A POST of a JSON body whose response is an SSE stream.
 pub(crate) struct SsePost<'a> {
     pub client: &'a reqwest::Client,
-    pub url: String,
+    pub url: &'a reqwest::Url,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
     pub timeouts: Timeouts,
@@ -62,7 +62,7 @@ impl SsePost<'_> {
         };
         let request = self
             .client
-            .post(&self.url)
+            .post(self.url.clone())
             .headers(self.headers)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")

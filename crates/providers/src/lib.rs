@@ -86,6 +86,14 @@ pub enum BuildError {
     /// The HTTP client could not be set up (e.g. no TLS roots).
     #[error("cannot set up the HTTP client: {0}")]
     Http(String),
+    /// The endpoint's URL is not a valid URL.
+    #[error("invalid endpoint URL {url}: {reason}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// Why it is invalid.
+        reason: String,
+    },
     /// The scripted provider's script could not be loaded.
     #[error(transparent)]
     Script(#[from] ScriptError),

@@ -20,17 +20,20 @@ const API_VERSION: &str = "2023-06-01";
 #[derive(Debug, Clone)]
 pub struct AnthropicProvider {
     endpoint: Endpoint,
+    /// The request URL, parsed once.
+    url: reqwest::Url,
     client: reqwest::Client,
-    tools: Arc<crate::kept::ToolsJson>,
+    kept: Arc<crate::kept::Kept>,
 }
 
 impl AnthropicProvider {
     /// A provider for `endpoint`.
     pub fn new(endpoint: Endpoint) -> Result<Self, BuildError> {
         Ok(Self {
+            url: endpoint.url("v1/messages")?,
             endpoint,
             client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
-            tools: Arc::default(),
+            kept: Arc::default(),
         })
     }
 
@@ -43,7 +46,7 @@ impl AnthropicProvider {
     /// `request`. Each history item's blocks are encoded once and kept with
     /// the item (see [`pod_llm::Item::wire`]).
     pub fn request_bytes(&self, request: &ProviderRequest) -> Vec<u8> {
-        request::request_bytes(request, &self.endpoint, &self.tools)
+        request::request_bytes(request, &self.endpoint, &self.kept)
     }
 }
 
@@ -61,7 +64,7 @@ impl Provider for AnthropicProvider {
         }
         let sse = SsePost {
             client: &self.client,
-            url: self.endpoint.url("v1/messages"),
+            url: &self.url,
             headers,
             body,
             timeouts: self.endpoint.timeouts,

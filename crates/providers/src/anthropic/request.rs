@@ -16,7 +16,7 @@
 
 use crate::config::CacheTtl;
 use crate::endpoint::Endpoint;
-use crate::kept::ToolsJson;
+use crate::kept::Kept;
 use pod_llm::{Item, ItemKind, ProviderRequest, Reasoning, ToolCall, ToolSpec};
 use serde_json::{json, Value};
 use std::borrow::Cow;
@@ -46,8 +46,9 @@ const WIRE: &str = "anthropic-messages";
 pub(crate) fn request_bytes(
     request: &ProviderRequest,
     endpoint: &Endpoint,
-    tools: &ToolsJson,
+    kept: &Kept,
 ) -> Vec<u8> {
+    let tools = &kept.tools;
     let marker = endpoint
         .cache
         .enabled
@@ -71,17 +72,19 @@ pub(crate) fn request_bytes(
     );
     out.push_str(",\"stream\":true");
     if !request.system_prompt.is_empty() {
-        let system = match &marker {
-            // A marker needs the block form.
-            Some(marker) => json!([{
-                "type": "text",
-                "text": request.system_prompt,
-                "cache_control": marker,
-            }]),
-            None => json!(request.system_prompt),
-        };
+        let text = kept.system.get(&request.system_prompt);
         out.push_str(",\"system\":");
-        push_json(&mut out, system);
+        match &marker {
+            // A marker needs the block form.
+            Some(marker) => {
+                out.push_str("[{\"type\":\"text\",\"text\":");
+                out.push_str(&text);
+                out.push_str(",\"cache_control\":");
+                push_json(&mut out, marker.clone());
+                out.push_str("}]");
+            }
+            None => out.push_str(&text),
+        }
     }
     out.push_str(",\"messages\":");
     let marker_json = marker.as_ref().map(Value::to_string);
@@ -502,7 +505,7 @@ mod tests {
     fn same_bytes(request: &ProviderRequest, endpoint: &Endpoint) {
         // A fresh kept-tools cache per endpoint: the array depends on its
         // cache setting, as it does per provider.
-        let tools = ToolsJson::default();
+        let tools = Kept::default();
         for _ in 0..2 {
             assert_eq!(
                 String::from_utf8(request_bytes(request, endpoint, &tools)).unwrap(),
@@ -545,7 +548,7 @@ mod tests {
     #[test]
     fn an_edited_copy_is_encoded_afresh() {
         let endpoint = Endpoint::new("http://127.0.0.1:1", "m");
-        let tools = ToolsJson::default();
+        let tools = Kept::default();
         let original = request(history(), "", vec![]);
         let before = request_bytes(&original, &endpoint, &tools);
         let mut edited = original.clone();

@@ -18,17 +18,20 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct OpenAiProvider {
     endpoint: Endpoint,
+    /// The request URL, parsed once.
+    url: reqwest::Url,
     client: reqwest::Client,
-    tools: Arc<crate::kept::ToolsJson>,
+    kept: Arc<crate::kept::Kept>,
 }
 
 impl OpenAiProvider {
     /// A provider for `endpoint`.
     pub fn new(endpoint: Endpoint) -> Result<Self, BuildError> {
         Ok(Self {
+            url: endpoint.url("chat/completions")?,
             endpoint,
             client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
-            tools: Arc::default(),
+            kept: Arc::default(),
         })
     }
 
@@ -43,7 +46,7 @@ impl OpenAiProvider {
     /// (see [`pod_llm::Item::wire`]), so a long history costs a copy per
     /// request, not an encoding.
     pub fn request_bytes(&self, request: &ProviderRequest) -> Vec<u8> {
-        request::request_bytes(request, &self.endpoint, &self.tools)
+        request::request_bytes(request, &self.endpoint, &self.kept)
     }
 }
 
@@ -60,7 +63,7 @@ impl Provider for OpenAiProvider {
         }
         let sse = SsePost {
             client: &self.client,
-            url: self.endpoint.url("chat/completions"),
+            url: &self.url,
             headers,
             body,
             timeouts: self.endpoint.timeouts,

@@ -6,7 +6,7 @@
 //! reordering: nothing may sit between tool calls and their results.
 
 use crate::endpoint::Endpoint;
-use crate::kept::ToolsJson;
+use crate::kept::Kept;
 use pod_llm::{Item, ItemKind, ProviderRequest, Reasoning, ToolCall, ToolSpec};
 use serde_json::{json, Map, Value};
 
@@ -23,8 +23,9 @@ const WIRE: &str = "openai-chat";
 pub(crate) fn request_bytes(
     request: &ProviderRequest,
     endpoint: &Endpoint,
-    tools: &ToolsJson,
+    kept: &Kept,
 ) -> Vec<u8> {
+    let tools = &kept.tools;
     let messages: Vec<_> = in_api_order(&request.history)
         .into_iter()
         .map(|item| item.wire(WIRE, |item| message(item).to_string()))
@@ -45,10 +46,9 @@ pub(crate) fn request_bytes(
     out.push_str(",\"messages\":[");
     let mut first = true;
     if !request.system_prompt.is_empty() {
-        push_json(
-            &mut out,
-            json!({"role": "system", "content": request.system_prompt}),
-        );
+        out.push_str("{\"role\":\"system\",\"content\":");
+        out.push_str(&kept.system.get(&request.system_prompt));
+        out.push('}');
         first = false;
     }
     for message in &messages {
@@ -276,7 +276,7 @@ mod tests {
     #[test]
     fn bytes_are_those_of_the_whole_value_encoding() {
         let mut endpoint = Endpoint::new("http://127.0.0.1:1/v1", "model \"x\"");
-        let tools = ToolsJson::default();
+        let tools = Kept::default();
         for (system, specs) in [("", vec![]), ("You are\nhelpful.", vec![spec(), spec()])] {
             let request = request(history(), system, specs);
             assert_eq!(
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn an_edited_copy_is_encoded_afresh() {
         let endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
-        let tools = ToolsJson::default();
+        let tools = Kept::default();
         let original = request(history(), "", vec![]);
         let before = request_bytes(&original, &endpoint, &tools);
         // What an interceptor's edit does: copy-on-write, then change.
@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn new_tool_specs_replace_the_kept_array() {
         let endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
-        let tools = ToolsJson::default();
+        let tools = Kept::default();
         let one = request(vec![Item::user("hi")], "", vec![spec()]);
         let mut renamed = spec();
         renamed.name = "cat".into();

@@ -21,7 +21,7 @@ mod stream;
 use crate::drive::drive;
 use crate::endpoint::{http_client, Endpoint};
 use crate::http::SsePost;
-use crate::kept::ToolsJson;
+use crate::kept::Kept;
 use crate::openai::request::in_api_order;
 use crate::BuildError;
 use chain::{Conversations, Sent};
@@ -39,8 +39,10 @@ use stream::{Recorder, ResponseDecoder};
 #[derive(Debug, Clone)]
 pub struct OpenAiResponsesProvider {
     endpoint: Endpoint,
+    /// The request URL, parsed once.
+    url: reqwest::Url,
     client: reqwest::Client,
-    tools: Arc<ToolsJson>,
+    kept: Arc<Kept>,
     store: bool,
     conversations: Arc<Conversations>,
 }
@@ -58,9 +60,10 @@ impl OpenAiResponsesProvider {
     /// server (see the module docs).
     pub fn new(endpoint: Endpoint, store: bool) -> Result<Self, BuildError> {
         Ok(Self {
+            url: endpoint.url("responses")?,
             endpoint,
             client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
-            tools: Arc::default(),
+            kept: Arc::default(),
             store,
             conversations: Arc::default(),
         })
@@ -100,7 +103,7 @@ impl OpenAiResponsesProvider {
             },
             &request::Envelope {
                 endpoint: &self.endpoint,
-                tools: &self.tools,
+                kept: &self.kept,
                 store: self.store,
             },
         );
@@ -128,7 +131,7 @@ impl OpenAiResponsesProvider {
         }
         SsePost {
             client: &self.client,
-            url: self.endpoint.url("responses"),
+            url: &self.url,
             headers,
             body,
             timeouts: self.endpoint.timeouts,

@@ -7,7 +7,7 @@
 //! prefix of one request's input is the input of an earlier request.
 
 use crate::endpoint::Endpoint;
-use crate::kept::ToolsJson;
+use crate::kept::Kept;
 use pod_llm::{Item, ItemKind, ProviderRequest, ToolSpec};
 use serde_json::{json, Value};
 
@@ -29,7 +29,7 @@ pub(crate) struct Input<'a> {
 /// Settings of the body that are not the input.
 pub(crate) struct Envelope<'a> {
     pub endpoint: &'a Endpoint,
-    pub tools: &'a ToolsJson,
+    pub kept: &'a Kept,
     /// Ask the server to store the response, so a later request can follow
     /// it.
     pub store: bool,
@@ -51,7 +51,7 @@ pub(crate) fn request_bytes(
         .filter(|entries| !entries.is_empty())
         .collect();
     let tools = (!request.tools.is_empty()).then(|| {
-        envelope.tools.get(&request.tools, |specs| {
+        envelope.kept.tools.get(&request.tools, |specs| {
             Value::Array(specs.iter().map(tool).collect()).to_string()
         })
     });
@@ -68,7 +68,7 @@ pub(crate) fn request_bytes(
     // with every request.
     if !request.system_prompt.is_empty() {
         out.push_str(",\"instructions\":");
-        push_json(&mut out, json!(request.system_prompt));
+        out.push_str(&envelope.kept.system.get(&request.system_prompt));
     }
     if let Some(id) = input.previous_response_id {
         out.push_str(",\"previous_response_id\":");
@@ -156,7 +156,7 @@ mod tests {
 
     fn body(request: &ProviderRequest, items: &[&Item], previous: Option<&str>) -> Value {
         let endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
-        let tools = ToolsJson::default();
+        let kept = Kept::default();
         let bytes = request_bytes(
             request,
             Input {
@@ -166,7 +166,7 @@ mod tests {
             },
             &Envelope {
                 endpoint: &endpoint,
-                tools: &tools,
+                kept: &kept,
                 store: true,
             },
         );
