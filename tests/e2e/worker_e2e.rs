@@ -354,17 +354,20 @@ async fn responses_wire_sends_the_whole_history_when_the_chain_is_gone() {
     assert_eq!(resent[4], json!({"role": "user", "content": "Bye"}));
 }
 
-/// Redacts the first user message of every request (an edit: the request
-/// becomes a copy of the history).
-struct Redact;
+/// Redacts the first user message of every request, a little differently
+/// each time (an edit: the request becomes a copy of the history, and two
+/// copies in a row may even share an address).
+#[derive(Default)]
+struct Redact(u32);
 
 #[async_trait::async_trait]
 impl Interceptor for Redact {
     async fn pre_llm_request(&mut self, request: &mut Arc<Vec<Item>>) -> PreRequestAction {
+        self.0 += 1;
         if let Some(ItemKind::User { text }) =
             Arc::make_mut(request).first_mut().map(|i| &mut i.kind)
         {
-            *text = "[redacted]".into();
+            *text = format!("[redacted {}]", self.0);
         }
         PreRequestAction::Continue
     }
@@ -375,6 +378,7 @@ async fn responses_wire_sends_an_edited_or_replaced_history_whole() {
     let server = LoopbackServer::start(vec![
         responses_step("", &[("c1", r#"{"key":"a"}"#)]),
         responses_step("a=1", &[]),
+        responses_step("", &[("c2", r#"{"key":"a"}"#)]),
         responses_step("Again: a=1", &[]),
         responses_step("Going on.", &[]),
     ])
@@ -392,7 +396,7 @@ async fn responses_wire_sends_an_edited_or_replaced_history_whole() {
     let cancel = CancellationToken::new();
     let turns: [(&str, Box<dyn Interceptor>); 2] = [
         ("What is a?", Box::new(NoopInterceptor)),
-        ("Again?", Box::new(Redact)),
+        ("Again?", Box::new(Redact::default())),
     ];
     for (prompt, mut hooks) in turns {
         worker
@@ -406,7 +410,7 @@ async fn responses_wire_sends_an_edited_or_replaced_history_whole() {
             .unwrap();
     }
     // A compaction replaces the history with a summary and what is kept.
-    let kept = worker.history()[worker.history().len() - 2..].to_vec();
+    let kept = worker.history()[worker.history().len() - 4..].to_vec();
     let mut compacted = vec![Item::system(SystemKind::Summary, "Asked for a; a=1.")];
     compacted.extend(kept);
     worker.set_history(compacted);
@@ -420,19 +424,23 @@ async fn responses_wire_sends_an_edited_or_replaced_history_whole() {
         .await
         .unwrap();
     let bodies = server.bodies();
-    assert_eq!(bodies.len(), 4);
+    assert_eq!(bodies.len(), 5);
     assert_eq!(bodies[1]["previous_response_id"], "resp_c1");
-    // The edited request: whole, as edited.
-    assert!(bodies[2].get("previous_response_id").is_none());
-    assert_eq!(bodies[2]["input"][0]["content"], "[redacted]");
-    assert_eq!(bodies[2]["input"].as_array().unwrap().len(), 5);
+    // Both edited requests of the second turn: whole, as edited.
+    for (body, n, items) in [(&bodies[2], 1, 5), (&bodies[3], 2, 7)] {
+        assert!(body.get("previous_response_id").is_none(), "{body}");
+        assert_eq!(body["input"][0]["content"], format!("[redacted {n}]"));
+        assert_eq!(body["input"].as_array().unwrap().len(), items);
+    }
     // The replaced history: whole, from the summary.
-    assert!(bodies[3].get("previous_response_id").is_none());
+    assert!(bodies[4].get("previous_response_id").is_none());
     assert_eq!(
-        bodies[3]["input"],
+        bodies[4]["input"],
         json!([
             {"role": "system", "content": "Asked for a; a=1."},
             {"role": "user", "content": "Again?"},
+            {"type": "function_call", "call_id": "c2", "name": "lookup", "arguments": "{\"key\":\"a\"}"},
+            {"type": "function_call_output", "call_id": "c2", "output": "1"},
             {"role": "assistant", "content": "Again: a=1"},
             {"role": "user", "content": "Go on"},
         ])

@@ -52,5 +52,6 @@ pub fn ask(text: &str) -> ProviderRequest {
         history: vec![Item::user(text)].into(),
         tools: vec![].into(),
         cache_key: None,
+        history_id: None,
     }
 }

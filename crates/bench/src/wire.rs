@@ -170,6 +170,7 @@ pub fn encoding(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
         history: Arc::new(history),
         tools: Arc::from(Vec::new()),
         cache_key: None,
+        history_id: None,
     };
     let openai = OpenAiProvider::new(Endpoint::new("http://127.0.0.1:1/v1", "bench"))?;
     let anthropic = AnthropicProvider::new(Endpoint::new("http://127.0.0.1:1", "bench"))?;

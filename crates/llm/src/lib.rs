@@ -30,6 +30,7 @@ pub use item::{
     ITEM_FORMAT_VERSION,
 };
 pub use provider::{
-    EventStream, FinishReason, Provider, ProviderError, ProviderRequest, StreamEvent, ToolSpec,
+    EventStream, FinishReason, HistoryId, Provider, ProviderError, ProviderRequest, StreamEvent,
+    ToolSpec,
 };
 pub use scripted::{AgentScript, Script, ScriptError, ScriptStep, ScriptedCall, ScriptedProvider};

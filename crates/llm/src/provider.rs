@@ -24,6 +24,29 @@ pub struct ProviderRequest {
     /// its session id); servers that route by it keep one session's
     /// requests on one cache.
     pub cache_key: Option<Arc<str>>,
+    /// Which committed history `history` is, when it is one unedited: the
+    /// same id on every request of a history that has only grown since (its
+    /// items are never changed, removed or reordered), a new id once the
+    /// history is replaced (a compaction, a resume). `None` for a request
+    /// an interceptor edited, or one not made of a committed history.
+    /// Providers that keep the conversation on the server send only what
+    /// follows it when the id matches (see [`HistoryId`]).
+    pub history_id: Option<HistoryId>,
+}
+
+/// Names one append-only committed history for as long as the process
+/// lives: ids are never reused, so a provider may rely on "same id, longer
+/// history" meaning "the same items, and more after them".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HistoryId(u64);
+
+impl HistoryId {
+    /// An id no other history of this process has.
+    pub fn fresh() -> Self {
+        // A counter, not a random value: unique by construction.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Self(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 /// A tool as the model sees it.

@@ -246,6 +246,7 @@ fn build_parts(
             history: Default::default(),
             tools: registry.specs(),
             cache_key: None,
+            history_id: None,
         }),
     });
     let mut worker = Worker::new(config.provider.clone(), registry, worker_config);

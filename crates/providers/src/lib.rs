@@ -22,6 +22,7 @@
 //!     history: vec![Item::user("hi")].into(),
 //!     tools: vec![].into(),
 //!     cache_key: None,
+//!     history_id: None,
 //! });
 //! assert_eq!(body["messages"][1]["content"], "hi");
 //! assert_eq!(provider.model_name(), "qwen3");

@@ -10,8 +10,8 @@ use crate::tool::ToolRegistry;
 use crate::tool_state::ToolStates;
 use futures_util::StreamExt;
 use pod_llm::{
-    AssembledResponse, FinishReason, Item, ItemKind, Provider, ProviderRequest, ResponseAssembler,
-    Usage,
+    AssembledResponse, FinishReason, HistoryId, Item, ItemKind, Provider, ProviderRequest,
+    ResponseAssembler, Usage,
 };
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -95,8 +95,10 @@ pub struct Worker {
     provider: Arc<dyn Provider>,
     tools: ToolRegistry,
     config: WorkerConfig,
-    // Shared with the request in flight (see `ProviderRequest`).
+    // Shared with the request in flight (see `ProviderRequest`). Only ever
+    // appended to; `set_history` replaces it under a new id.
     history: Arc<Vec<Item>>,
+    history_id: HistoryId,
     // Every call id in history, so a provider that reuses ids across
     // responses cannot make two calls share one result.
     call_ids: HashSet<String>,
@@ -131,6 +133,7 @@ impl Worker {
             tools,
             config,
             history: Arc::new(Vec::new()),
+            history_id: HistoryId::fresh(),
             call_ids: HashSet::new(),
         }
     }
@@ -148,6 +151,7 @@ impl Worker {
             .flat_map(|item| item.tool_calls().iter().map(|c| c.id.clone()))
             .collect();
         self.history = Arc::new(history);
+        self.history_id = HistoryId::fresh();
     }
 
     /// The tool registry.
@@ -285,11 +289,15 @@ impl Worker {
             if self.tools.refresh() {
                 tracing::info!(tools = self.tools.names().len(), "the tool set changed");
             }
+            // An interceptor's edit is a copy: the request is then not the
+            // committed history.
+            let history_id = Arc::ptr_eq(&request_items, &self.history).then_some(self.history_id);
             let request = ProviderRequest {
                 system_prompt: self.config.system_prompt.clone(),
                 history: request_items,
                 tools: self.tools.specs(),
                 cache_key: self.config.cache_key.clone(),
+                history_id,
             };
             let response = match self.stream_with_retries(request, observer, cancel).await? {
                 Streamed::Complete(response) => response,

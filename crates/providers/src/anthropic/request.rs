@@ -491,6 +491,7 @@ mod tests {
             history: Arc::new(history),
             tools: tools.into(),
             cache_key: None,
+            history_id: None,
         }
     }
 

@@ -262,6 +262,7 @@ mod tests {
             history: Arc::new(history),
             tools: tools.into(),
             cache_key: Some("session-1".into()),
+            history_id: None,
         }
     }
 

@@ -2,25 +2,27 @@
 //! there and which history it followed, so that the next request can name
 //! that response and send only what came after its answer.
 //!
-//! A request follows the stored response only when it is the same history,
-//! grown: the same shared history (one allocation: an interceptor's edited
-//! copy is another, and so is a history replaced by a compaction), still
-//! starting and ending its old part with the same items, followed by the
-//! committed form of that response's answer (same text, same call ids).
-//! Committed items are never changed in place (an edit goes through a
-//! copy), so the old part is what the server holds. Anything else (a
-//! compaction, an edit, a discarded answer, a fork, a resumed session) is
-//! sent whole and starts a new chain. The check costs the same at any
-//! history length.
+//! A request follows the stored response only when it is the same
+//! committed history, grown: the same [`HistoryId`] (the worker gives a
+//! history a new id whenever it replaces it, and none to a request an
+//! interceptor edited; ids are never reused), at least one item longer
+//! than the answer, and holding at the stored length the committed form of
+//! that response's answer (same text, same call ids). A history with one
+//! id is only ever appended to, so its first items are the ones the server
+//! holds. Anything else (a compaction, an edit, a discarded or renamed
+//! answer, a fork, a resumed session, a request without an id) is sent
+//! whole and starts a new chain. The check costs the same at any history
+//! length.
 
 use parking_lot::Mutex;
-use pod_llm::{Item, ItemKind};
+use pod_llm::{HistoryId, Item, ItemKind};
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use uuid::Uuid;
 
-/// The most conversations one provider remembers. A process running more
-/// sessions than this at once sends the oldest ones' next request whole.
+/// The most conversations one provider remembers; the one recorded least
+/// recently goes first.
 const MAX_CONVERSATIONS: usize = 16_384;
 
 /// What a response answered, as far as the next request can check it.
@@ -33,21 +35,29 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    /// Whether `item` is the committed form of this answer.
-    fn is(&self, item: &Item) -> bool {
-        match &item.kind {
-            ItemKind::Assistant {
-                text, tool_calls, ..
-            } => {
-                *text == self.text
-                    && tool_calls.len() == self.call_ids.len()
-                    && tool_calls
-                        .iter()
-                        .zip(&self.call_ids)
-                        .all(|(call, id)| call.id == *id)
-            }
-            _ => false,
-        }
+    /// A digest of the answer: what a chain keeps instead of its text.
+    fn digest(&self) -> u64 {
+        digest(&self.text, self.call_ids.iter().map(String::as_str))
+    }
+}
+
+fn digest<'a>(text: &str, call_ids: impl Iterator<Item = &'a str>) -> u64 {
+    // SipHash with fixed keys: the same answer always digests the same.
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    for id in call_ids {
+        id.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// The digest of the answer `item` commits, if it is an assistant item.
+fn committed_digest(item: &Item) -> Option<u64> {
+    match &item.kind {
+        ItemKind::Assistant {
+            text, tool_calls, ..
+        } => Some(digest(text, tool_calls.iter().map(|c| c.id.as_str()))),
+        _ => None,
     }
 }
 
@@ -55,23 +65,17 @@ impl Answer {
 /// recognise it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Sent {
-    /// Address of the shared history (compared, never dereferenced).
-    history: usize,
+    history: HistoryId,
     /// How many items it held.
     len: usize,
-    /// Its first and last item.
-    first: Uuid,
-    last: Uuid,
 }
 
 impl Sent {
-    /// What `history` looks like now; `None` when empty.
-    pub fn of(history: &Arc<Vec<Item>>) -> Option<Self> {
+    /// The history of a request, when it is a committed one.
+    pub fn of(history_id: Option<HistoryId>, history: &[Item]) -> Option<Self> {
         Some(Self {
-            history: Arc::as_ptr(history) as usize,
+            history: history_id?,
             len: history.len(),
-            first: history.first()?.id,
-            last: history.last()?.id,
         })
     }
 }
@@ -81,7 +85,9 @@ impl Sent {
 struct Chain {
     response_id: String,
     sent: Sent,
-    answer: Answer,
+    answer: u64,
+    /// When it was recorded, to find the least recent.
+    recorded: u64,
 }
 
 /// Where a request can continue from.
@@ -104,54 +110,73 @@ pub(crate) struct Conversations {
 #[derive(Debug, Default)]
 struct Inner {
     chains: HashMap<Arc<str>, Chain>,
-    /// Keys in the order they were first recorded, for eviction.
-    order: VecDeque<Arc<str>>,
+    /// Keys by the time they were recorded; an entry whose time is not its
+    /// chain's any more is stale and skipped.
+    order: VecDeque<(u64, Arc<str>)>,
+    clock: u64,
 }
 
 impl Conversations {
-    /// Where a request of `history` can continue, if anywhere.
-    pub fn continuation(&self, key: &str, history: &Arc<Vec<Item>>) -> Option<Continuation> {
+    /// Where a request of `history` (with id `history_id`) can continue,
+    /// if anywhere.
+    pub fn continuation(
+        &self,
+        key: &str,
+        history_id: Option<HistoryId>,
+        history: &[Item],
+    ) -> Option<Continuation> {
+        let history_id = history_id?;
         let inner = self.inner.lock();
         let chain = inner.chains.get(key)?;
         let sent = chain.sent;
         // The answer must be followed by something new to send.
-        if history.len() < sent.len + 2 {
-            return None;
-        }
-        let same = Arc::as_ptr(history) as usize == sent.history
-            && history[0].id == sent.first
-            && history[sent.len - 1].id == sent.last
-            && chain.answer.is(&history[sent.len]);
-        same.then(|| Continuation {
+        let follows = sent.history == history_id
+            && history.len() >= sent.len + 2
+            && committed_digest(&history[sent.len]) == Some(chain.answer);
+        follows.then(|| Continuation {
             response_id: chain.response_id.clone(),
             first_new: sent.len + 1,
         })
     }
 
     /// Records that `response_id` followed `sent` and answered `answer`.
-    pub fn record(&self, key: &Arc<str>, response_id: String, sent: Sent, answer: Answer) {
+    pub fn record(&self, key: &Arc<str>, response_id: String, sent: Sent, answer: &Answer) {
         let mut inner = self.inner.lock();
+        inner.clock += 1;
+        let recorded = inner.clock;
         let chain = Chain {
             response_id,
             sent,
-            answer,
+            answer: answer.digest(),
+            recorded,
         };
-        if inner.chains.insert(key.clone(), chain).is_none() {
-            inner.order.push_back(key.clone());
-            while inner.order.len() > MAX_CONVERSATIONS {
-                if let Some(oldest) = inner.order.pop_front() {
-                    inner.chains.remove(&oldest);
-                }
+        inner.chains.insert(key.clone(), chain);
+        inner.order.push_back((recorded, key.clone()));
+        while inner.chains.len() > MAX_CONVERSATIONS {
+            let Some((time, oldest)) = inner.order.pop_front() else {
+                break;
+            };
+            if inner
+                .chains
+                .get(&oldest)
+                .is_some_and(|c| c.recorded == time)
+            {
+                inner.chains.remove(&oldest);
             }
+        }
+        // Stale entries pile up while a few sessions record many times:
+        // drop them once they outnumber the chains.
+        if inner.order.len() > 2 * MAX_CONVERSATIONS.max(inner.chains.len()) {
+            let Inner { chains, order, .. } = &mut *inner;
+            order.retain(|(time, key)| chains.get(key).is_some_and(|c| c.recorded == *time));
         }
     }
 
-    /// Forgets a conversation's chain (the server no longer has it).
+    /// Forgets a conversation's chain (the server no longer has it, or
+    /// following it failed).
     pub fn forget(&self, key: &str) {
-        let mut inner = self.inner.lock();
-        if inner.chains.remove(key).is_some() {
-            inner.order.retain(|k| k.as_ref() != key);
-        }
+        // Its entries in `order` are stale from now on.
+        self.inner.lock().chains.remove(key);
     }
 }
 
@@ -187,66 +212,73 @@ mod tests {
     fn continues_only_the_same_history_grown_by_the_answer() {
         let key: Arc<str> = "s".into();
         let conversations = Conversations::default();
-        let mut history = Arc::new(vec![Item::user("hi")]);
-        let sent = Sent::of(&history).unwrap();
-        conversations.record(&key, "r1".into(), sent, answer("", &["c1"]));
-        Arc::make_mut(&mut history).push(answer_item("", &["c1"]));
+        let id = Some(HistoryId::fresh());
+        let mut history = vec![Item::user("hi")];
+        let sent = Sent::of(id, &history).unwrap();
+        conversations.record(&key, "r1".into(), sent, &answer("", &["c1"]));
+        history.push(answer_item("", &["c1"]));
         // The answer alone: nothing new to send yet.
-        assert_eq!(conversations.continuation("s", &history), None);
-        Arc::make_mut(&mut history).push(Item::tool_result("c1", "ok", false));
+        assert_eq!(conversations.continuation("s", id, &history), None);
+        history.push(Item::tool_result("c1", "ok", false));
         assert_eq!(
-            conversations.continuation("s", &history),
+            conversations.continuation("s", id, &history),
             Some(Continuation {
                 response_id: "r1".into(),
                 first_new: 2
             })
         );
-        assert_eq!(conversations.continuation("other", &history), None);
-        // A copy (what an interceptor's edit makes) is another history.
-        let copy = Arc::new(history.as_ref().clone());
-        assert_eq!(conversations.continuation("s", &copy), None);
+        assert_eq!(conversations.continuation("other", id, &history), None);
+        // An edited request (no id) or a replaced history (another id).
+        assert_eq!(conversations.continuation("s", None, &history), None);
+        let replaced = Some(HistoryId::fresh());
+        assert_eq!(conversations.continuation("s", replaced, &history), None);
+        assert_eq!(Sent::of(None, &history), None);
         conversations.forget("s");
-        assert_eq!(conversations.continuation("s", &history), None);
+        assert_eq!(conversations.continuation("s", id, &history), None);
     }
 
     #[test]
-    fn another_answer_or_other_items_start_over() {
+    fn another_answer_starts_over() {
         let key: Arc<str> = "s".into();
         let conversations = Conversations::default();
-        let mut history = Arc::new(vec![Item::user("hi")]);
-        conversations.record(
-            &key,
-            "r1".into(),
-            Sent::of(&history).unwrap(),
-            answer("", &["c1"]),
-        );
-        Arc::make_mut(&mut history).push(answer_item("", &["c9"]));
-        Arc::make_mut(&mut history).push(Item::tool_result("c9", "ok", false));
-        assert_eq!(conversations.continuation("s", &history), None);
-        // The same allocation holding other items (a replaced history).
-        let items = Arc::make_mut(&mut history);
-        items.clear();
-        items.extend([
-            Item::user("summary"),
-            answer_item("", &["c1"]),
-            Item::user("go on"),
-        ]);
-        assert_eq!(conversations.continuation("s", &history), None);
+        let id = Some(HistoryId::fresh());
+        let mut history = vec![Item::user("hi")];
+        let sent = Sent::of(id, &history).unwrap();
+        conversations.record(&key, "r1".into(), sent, &answer("ok", &["c1"]));
+        history.push(answer_item("ok", &["c9"]));
+        history.push(Item::tool_result("c9", "ok", false));
+        assert_eq!(conversations.continuation("s", id, &history), None);
+        history[1] = answer_item("o", &["c1"]);
+        assert_eq!(conversations.continuation("s", id, &history), None);
+        history[1] = Item::user("ok");
+        assert_eq!(conversations.continuation("s", id, &history), None);
+        history[1] = answer_item("ok", &["c1"]);
+        assert!(conversations.continuation("s", id, &history).is_some());
     }
 
     #[test]
-    fn the_oldest_conversation_goes_first_beyond_the_cap() {
+    fn the_least_recently_recorded_conversation_goes_first_beyond_the_cap() {
         let conversations = Conversations::default();
-        let mut history = Arc::new(vec![Item::user("hi")]);
-        let sent = Sent::of(&history).unwrap();
-        for n in 0..=MAX_CONVERSATIONS {
-            let key: Arc<str> = format!("s{n}").into();
-            conversations.record(&key, format!("r{n}"), sent, answer("ok", &[]));
+        let id = Some(HistoryId::fresh());
+        let mut history = vec![Item::user("hi")];
+        let sent = Sent::of(id, &history).unwrap();
+        let key = |n: usize| -> Arc<str> { format!("s{n}").into() };
+        for n in 0..MAX_CONVERSATIONS {
+            conversations.record(&key(n), format!("r{n}"), sent, &answer("ok", &[]));
         }
-        Arc::make_mut(&mut history).extend([answer_item("ok", &[]), Item::user("more")]);
-        assert_eq!(conversations.continuation("s0", &history), None);
-        assert!(conversations.continuation("s1", &history).is_some());
-        let last = format!("s{MAX_CONVERSATIONS}");
-        assert!(conversations.continuation(&last, &history).is_some());
+        // s0 records again: s1 is now the least recent.
+        conversations.record(&key(0), "r0b".into(), sent, &answer("ok", &[]));
+        conversations.record(
+            &key(MAX_CONVERSATIONS),
+            "new".into(),
+            sent,
+            &answer("ok", &[]),
+        );
+        history.extend([answer_item("ok", &[]), Item::user("more")]);
+        let follows = |n: usize| conversations.continuation(&key(n), id, &history);
+        assert_eq!(follows(1), None);
+        assert_eq!(follows(0).map(|c| c.response_id), Some("r0b".into()));
+        assert!(follows(2).is_some());
+        assert!(follows(MAX_CONVERSATIONS).is_some());
     }
 }

@@ -7,9 +7,11 @@
 //! request's size and cost stop growing with the session. Which
 //! conversation a request belongs to is its cache key (a Pod's session id);
 //! whether it may follow the stored response is checked (see [`chain`]),
-//! and a request that cannot is sent whole. A server that no longer has the
-//! response (expired, deleted, another organisation) gets the request
-//! again, whole, before any event reaches the caller.
+//! and a request that cannot is sent whole. When a request that followed a
+//! stored response is refused (the server no longer has it: expired,
+//! deleted, another organisation), it is sent again whole before any event
+//! reaches the caller; an error inside its stream drops the chain, so the
+//! next attempt is whole.
 //!
 //! With `store` off, every request carries the whole history (each item's
 //! encoding kept with it, as on the Chat Completions wire).
@@ -79,9 +81,10 @@ impl OpenAiResponsesProvider {
 
     fn prepare(&self, request: &ProviderRequest, may_continue: bool) -> Prepared {
         let key = request.cache_key.as_ref().filter(|_| self.store);
-        let continuation = key
-            .filter(|_| may_continue)
-            .and_then(|key| self.conversations.continuation(key, &request.history));
+        let continuation = key.filter(|_| may_continue).and_then(|key| {
+            self.conversations
+                .continuation(key, request.history_id, &request.history)
+        });
         // In API order. After a stored response, ordered from its answer
         // on (its calls decide what waits for their results), which is then
         // left out: the server has it.
@@ -104,16 +107,19 @@ impl OpenAiResponsesProvider {
             &request::Envelope {
                 endpoint: &self.endpoint,
                 kept: &self.kept,
-                store: self.store,
+                // A request no later one can follow (no conversation key)
+                // is not stored.
+                store: key.is_some(),
             },
         );
-        let recorder = key
-            .zip(Sent::of(&request.history))
-            .map(|(key, sent)| Recorder {
-                conversations: self.conversations.clone(),
-                key: key.clone(),
-                sent,
-            });
+        let recorder =
+            key.zip(Sent::of(request.history_id, &request.history))
+                .map(|(key, sent)| Recorder {
+                    conversations: self.conversations.clone(),
+                    key: key.clone(),
+                    sent,
+                    continued: continuation.is_some(),
+                });
         Prepared {
             body,
             continued: continuation.is_some(),
@@ -142,20 +148,19 @@ impl OpenAiResponsesProvider {
     }
 }
 
-/// Whether `err` says the server does not have the response a request
-/// followed (OpenAI: 400/404 `previous_response_not_found`).
-fn lost_previous(err: &ProviderError) -> bool {
-    match err {
+/// Whether `err`, answering a request that followed a stored response, may
+/// be that response's fault: the server lost it (OpenAI: 400/404
+/// `previous_response_not_found`) or refuses what it holds together with
+/// the new items. The request is then sent again whole, once; an error that
+/// is the request's own comes back the same way.
+fn may_be_the_chains(err: &ProviderError) -> bool {
+    matches!(
+        err,
         ProviderError::Http {
-            status: 400 | 404,
-            message,
+            status: 400 | 404 | 422,
             ..
-        } => {
-            let message = message.to_ascii_lowercase();
-            message.contains("previous_response") || message.contains("previous response")
         }
-        _ => false,
-    }
+    )
 }
 
 #[async_trait::async_trait]
@@ -163,8 +168,8 @@ impl Provider for OpenAiResponsesProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
         let mut prepared = self.prepare(request, true);
         let sse = match self.send(std::mem::take(&mut prepared.body)).await {
-            Err(err) if prepared.continued && lost_previous(&err) => {
-                tracing::info!(error = %err, "stored response gone; sending the whole history");
+            Err(err) if prepared.continued && may_be_the_chains(&err) => {
+                tracing::info!(error = %err, "following the stored response failed; sending the whole history");
                 if let Some(key) = &request.cache_key {
                     self.conversations.forget(key);
                 }

@@ -206,6 +206,7 @@ mod tests {
             }]
             .into(),
             cache_key: None,
+            history_id: None,
         };
         let items: Vec<&Item> = history.iter().collect();
         let body = body(&request, &items, None);

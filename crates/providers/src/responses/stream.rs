@@ -31,6 +31,10 @@ struct Event {
     /// Top-level fields of an `error` event.
     code: Option<Value>,
     message: Option<String>,
+    /// The error object some servers nest in an `error` event instead.
+    error: Option<Value>,
+    /// Which part of a reasoning summary a delta or part belongs to.
+    summary_index: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -87,6 +91,10 @@ pub(crate) struct Recorder {
     pub key: Arc<str>,
     /// The history the request was made of.
     pub sent: Sent,
+    /// Whether the request followed a stored response: an error then drops
+    /// the chain (a server may say in the stream that it lost the
+    /// response), so the next attempt is sent whole.
+    pub continued: bool,
 }
 
 /// A function call of this response.
@@ -138,6 +146,15 @@ impl ResponseDecoder {
                     out.push(StreamEvent::TextDelta { text });
                 }
             }
+            // Parts of a summary are paragraphs; their deltas carry no
+            // separator.
+            "response.reasoning_summary_part.added"
+                if event.summary_index.is_some_and(|i| i > 0) =>
+            {
+                out.push(StreamEvent::ReasoningDelta {
+                    text: "\n\n".into(),
+                });
+            }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 if let Some(text) = event.delta.filter(|t| !t.is_empty()) {
                     out.push(StreamEvent::ReasoningDelta { text });
@@ -184,12 +201,9 @@ impl ResponseDecoder {
                 };
                 self.finish(response.usage, reason, &mut out);
                 if let (Some(recorder), Some(id)) = (self.recorder.take(), response.id) {
-                    recorder.conversations.record(
-                        &recorder.key,
-                        id,
-                        recorder.sent,
-                        std::mem::take(&mut self.answer),
-                    );
+                    recorder
+                        .conversations
+                        .record(&recorder.key, id, recorder.sent, &self.answer);
                 }
             }
             "response.incomplete" => {
@@ -207,6 +221,7 @@ impl ResponseDecoder {
                     .response
                     .and_then(|r| r.error)
                     .unwrap_or_else(|| Value::String("the response failed".into()));
+                self.forget_on_error();
                 return Err(match error {
                     Value::String(message) => ProviderError::Api {
                         kind: "response.failed".into(),
@@ -217,20 +232,34 @@ impl ResponseDecoder {
                 });
             }
             "error" => {
-                let mut error = serde_json::Map::new();
-                if let Some(code) = event.code {
-                    error.insert("code".into(), code);
-                }
-                error.insert(
-                    "message".into(),
-                    Value::String(event.message.unwrap_or_else(|| "stream error".into())),
-                );
-                return Err(stream_error(&Value::Object(error)));
+                self.forget_on_error();
+                let error = match (event.error, event.code, event.message) {
+                    (Some(nested @ Value::Object(_)), None, None) => nested,
+                    (_, code, message) => {
+                        let mut error = serde_json::Map::new();
+                        if let Some(code) = code {
+                            error.insert("code".into(), code);
+                        }
+                        error.insert(
+                            "message".into(),
+                            Value::String(message.unwrap_or_else(|| "stream error".into())),
+                        );
+                        Value::Object(error)
+                    }
+                };
+                return Err(stream_error(&error));
             }
             // Lifecycle, content parts, text done, annotations, other tools.
             _ => {}
         }
         Ok(out)
+    }
+
+    /// Drops the chain a failed continued request followed.
+    fn forget_on_error(&mut self) {
+        if let Some(recorder) = self.recorder.take().filter(|r| r.continued) {
+            recorder.conversations.forget(&recorder.key);
+        }
     }
 
     /// Announces a call; returns its index.

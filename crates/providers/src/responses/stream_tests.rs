@@ -158,13 +158,15 @@ fn incomplete_failed_error_and_cut_streams() {
 fn a_completed_response_becomes_the_conversations_chain() {
     let conversations = Arc::new(Conversations::default());
     let key: Arc<str> = "session".into();
-    let mut history = Arc::new(vec![Item::user("hi")]);
+    let id = Some(pod_llm::HistoryId::fresh());
+    let mut history = vec![Item::user("hi")];
     let mut decoder = ResponseDecoder::new(
         "n",
         Some(Recorder {
             conversations: conversations.clone(),
             key: key.clone(),
-            sent: Sent::of(&history).unwrap(),
+            sent: Sent::of(id, &history).unwrap(),
+            continued: false,
         }),
     );
     decode_with(
@@ -186,8 +188,70 @@ fn a_completed_response_becomes_the_conversations_chain() {
         }],
         usage: None,
     });
-    Arc::make_mut(&mut history).extend([reply, Item::tool_result("call_a", "1", false)]);
-    let continuation = conversations.continuation("session", &history).unwrap();
+    history.extend([reply, Item::tool_result("call_a", "1", false)]);
+    let continuation = conversations.continuation("session", id, &history).unwrap();
     assert_eq!(continuation.response_id, "resp_7");
     assert_eq!(continuation.first_new, 2);
+}
+
+#[test]
+fn an_error_in_a_continued_stream_drops_the_chain() {
+    let conversations = Arc::new(Conversations::default());
+    let key: Arc<str> = "session".into();
+    let id = Some(pod_llm::HistoryId::fresh());
+    let mut history = vec![Item::user("hi")];
+    let sent = Sent::of(id, &history).unwrap();
+    conversations.record(&key, "resp_1".into(), sent, &Answer::default());
+    history.extend([
+        Item::new(ItemKind::Assistant {
+            text: String::new(),
+            reasoning: None,
+            tool_calls: vec![],
+            usage: None,
+        }),
+        Item::user("more"),
+    ]);
+    assert!(conversations
+        .continuation("session", id, &history)
+        .is_some());
+    let recorder = |continued| Recorder {
+        conversations: conversations.clone(),
+        key: key.clone(),
+        sent,
+        continued,
+    };
+    // A whole request's error leaves the chain alone.
+    let mut whole = ResponseDecoder::new("n", Some(recorder(false)));
+    let error = r#"{"type":"error","error":{"type":"invalid_request_error","code":"previous_response_not_found","message":"Previous response not found."}}"#;
+    let err = decode_with(&mut whole, &[error]).unwrap_err();
+    assert!(
+        err.to_string().contains("Previous response not found."),
+        "{err}"
+    );
+    assert!(conversations
+        .continuation("session", id, &history)
+        .is_some());
+    let mut continued = ResponseDecoder::new("n", Some(recorder(true)));
+    decode_with(&mut continued, &[error]).unwrap_err();
+    assert_eq!(conversations.continuation("session", id, &history), None);
+}
+
+#[test]
+fn summary_parts_are_paragraphs() {
+    let events = decode(&[
+        r#"{"type":"response.reasoning_summary_part.added","summary_index":0}"#,
+        r#"{"type":"response.reasoning_summary_text.delta","summary_index":0,"delta":"First."}"#,
+        r#"{"type":"response.reasoning_summary_part.added","summary_index":1}"#,
+        r#"{"type":"response.reasoning_summary_text.delta","summary_index":1,"delta":"Second."}"#,
+        r#"{"type":"response.completed","response":{"id":"r"}}"#,
+    ])
+    .unwrap();
+    let reasoning: String = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ReasoningDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasoning, "First.\n\nSecond.");
 }

@@ -226,6 +226,7 @@ async fn request_body_maps_history() {
         history: history.into(),
         tools: vec![read_file_tool()].into(),
         cache_key: None,
+        history_id: None,
     };
     complete(&provider, request).await.unwrap();
     // Key order is not part of the contract, and serde_json's preserve_order

@@ -24,6 +24,7 @@ fn request(history: Vec<Item>) -> ProviderRequest {
         history: history.into(),
         tools: tools(3).into(),
         cache_key: Some("session-1".into()),
+        history_id: None,
     }
 }
 

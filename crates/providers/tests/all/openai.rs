@@ -205,6 +205,7 @@ fn deepseek_reasoning_is_sent_back_only_for_tool_calling_turns() {
         .into(),
         tools: vec![].into(),
         cache_key: None,
+        history_id: None,
     });
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages[1].get("reasoning_content"), None);
@@ -305,6 +306,7 @@ async fn request_body_maps_history_one_to_one() {
         history: rich_history().into(),
         tools: vec![read_file_tool()].into(),
         cache_key: None,
+        history_id: None,
     };
     complete(&provider, request).await.unwrap();
     // Key order is not part of the contract, and serde_json's preserve_order

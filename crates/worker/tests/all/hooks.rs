@@ -161,6 +161,34 @@ async fn pre_llm_request_edits_reach_the_request_but_not_history() {
 }
 
 #[tokio::test]
+async fn requests_name_their_history_until_it_is_edited_or_replaced() {
+    let mut t = TestWorker::new(vec![
+        ScriptStep::tool_call("echo", echo("a")),
+        ScriptStep::text("done"),
+        ScriptStep::text("edited"),
+        ScriptStep::text("replaced"),
+    ]);
+    let mut seen = Observed::default();
+    t.turn(Some("go"), &mut Recorder::new(), &mut seen).await.unwrap();
+    let mut editing = Recorder::new().edit_request(|request| {
+        request.push(Item::system(SystemKind::Reminder, "request-only"));
+    });
+    t.turn(Some("again"), &mut editing, &mut seen).await.unwrap();
+    let history = t.history().to_vec();
+    t.worker.set_history(history);
+    t.turn(Some("more"), &mut Recorder::new(), &mut seen).await.unwrap();
+    let ids: Vec<_> = t.provider.requests().iter().map(|r| r.history_id).collect();
+    // One grown history: one id; an edited request: none; a replaced
+    // history: a new id.
+    assert!(ids[0].is_some());
+    assert_eq!(ids[1], ids[0]);
+    assert_eq!(ids[2], None);
+    assert!(ids[3].is_some());
+    assert_ne!(ids[3], ids[0]);
+    t.assert_valid(&seen);
+}
+
+#[tokio::test]
 async fn pre_llm_request_cancel_ends_the_turn_without_a_request() {
     let mut t = TestWorker::new(vec![ScriptStep::text("never")]);
     let mut hooks = Recorder::new().pre_request(PreRequestAction::Cancel("budget".into()));
