@@ -742,3 +742,46 @@ async fn responses_pod_follows_stored_responses_until_it_is_resumed() {
     );
     resumed.shutdown().await.unwrap();
 }
+
+/// A server that says inside the stream that it lost the stored response:
+/// the provider drops the chain and sends the request again, whole, before
+/// anything reached the Pod.
+#[tokio::test]
+async fn responses_lost_response_reported_in_the_stream_is_sent_again_whole() {
+    let wire = Wire::Responses;
+    let lost = json!({"type": "error", "error": {"type": "invalid_request_error",
+        "code": "previous_response_not_found", "message": "Previous response not found."}});
+    let replies = vec![
+        step1(wire),
+        Reply::sse(anthropic_sse(&[lost])),
+        step2(wire),
+        answer(wire),
+        follow_up(wire),
+    ];
+    let mut pod = FaultPod::start(wire, replies).await;
+    assert_eq!(pod.run_turn().await.unwrap(), TurnEndReason::EndTurn);
+    pod.assert_turn_completed().await;
+    assert_eq!(
+        pod.resends(),
+        Vec::<String>::new(),
+        "the provider resent it"
+    );
+    let bodies = pod.server.bodies();
+    assert_eq!(
+        bodies[1]["previous_response_id"],
+        response_id(STEP1_TEXT, STEP1_CALLS)
+    );
+    assert!(bodies[2].get("previous_response_id").is_none());
+    assert_eq!(
+        bodies[2]["input"].as_array().unwrap().len(),
+        6,
+        "{}",
+        bodies[2]
+    );
+    // The whole request started a new chain, which the next one follows.
+    assert_eq!(
+        bodies[3]["previous_response_id"],
+        response_id("", STEP2_CALLS)
+    );
+    pod.assert_usable().await;
+}

@@ -143,8 +143,8 @@ impl Worker {
         &self.history
     }
 
-    /// Replaces the history (resume, compaction). The caller is responsible
-    /// for its validity.
+    /// Replaces the history (resume, compaction), under a new
+    /// [`HistoryId`]. The caller is responsible for its validity.
     pub fn set_history(&mut self, history: Vec<Item>) {
         self.call_ids = history
             .iter()

@@ -172,11 +172,19 @@ impl Conversations {
         }
     }
 
-    /// Forgets a conversation's chain (the server no longer has it, or
-    /// following it failed).
-    pub fn forget(&self, key: &str) {
-        // Its entries in `order` are stale from now on.
-        self.inner.lock().chains.remove(key);
+    /// Forgets a conversation's chain if it still follows `response_id`
+    /// (the server no longer has that response, or following it failed);
+    /// a chain recorded since stays.
+    pub fn forget_if(&self, key: &str, response_id: &str) {
+        let mut inner = self.inner.lock();
+        if inner
+            .chains
+            .get(key)
+            .is_some_and(|c| c.response_id == response_id)
+        {
+            // Its entry in `order` is stale from now on.
+            inner.chains.remove(key);
+        }
     }
 }
 
@@ -233,7 +241,9 @@ mod tests {
         let replaced = Some(HistoryId::fresh());
         assert_eq!(conversations.continuation("s", replaced, &history), None);
         assert_eq!(Sent::of(None, &history), None);
-        conversations.forget("s");
+        conversations.forget_if("s", "r0");
+        assert!(conversations.continuation("s", id, &history).is_some());
+        conversations.forget_if("s", "r1");
         assert_eq!(conversations.continuation("s", id, &history), None);
     }
 

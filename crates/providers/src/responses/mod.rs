@@ -10,8 +10,9 @@
 //! and a request that cannot is sent whole. When a request that followed a
 //! stored response is refused (the server no longer has it: expired,
 //! deleted, another organisation), it is sent again whole before any event
-//! reaches the caller; an error inside its stream drops the chain, so the
-//! next attempt is whole.
+//! reaches the caller; an error inside its stream drops the chain, and
+//! before any event is made retryable, so the retry layer's next attempt is
+//! whole.
 //!
 //! With `store` off, every request carries the whole history (each item's
 //! encoding kept with it, as on the Chat Completions wire).
@@ -52,8 +53,8 @@ pub struct OpenAiResponsesProvider {
 /// One request ready to send.
 struct Prepared {
     body: Vec<u8>,
-    /// Whether it follows a stored response.
-    continued: bool,
+    /// The stored response it follows, if any.
+    followed: Option<String>,
     recorder: Option<Recorder>,
 }
 
@@ -107,9 +108,9 @@ impl OpenAiResponsesProvider {
             &request::Envelope {
                 endpoint: &self.endpoint,
                 kept: &self.kept,
-                // A request no later one can follow (no conversation key)
-                // is not stored.
-                store: key.is_some(),
+                // A request no later one can follow (no conversation key,
+                // or not a committed history) is not stored.
+                store: key.is_some() && request.history_id.is_some(),
             },
         );
         let recorder =
@@ -118,11 +119,11 @@ impl OpenAiResponsesProvider {
                     conversations: self.conversations.clone(),
                     key: key.clone(),
                     sent,
-                    continued: continuation.is_some(),
+                    followed: continuation.as_ref().map(|c| c.response_id.clone()),
                 });
         Prepared {
             body,
-            continued: continuation.is_some(),
+            followed: continuation.map(|c| c.response_id),
             recorder,
         }
     }
@@ -168,10 +169,10 @@ impl Provider for OpenAiResponsesProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
         let mut prepared = self.prepare(request, true);
         let sse = match self.send(std::mem::take(&mut prepared.body)).await {
-            Err(err) if prepared.continued && may_be_the_chains(&err) => {
+            Err(err) if prepared.followed.is_some() && may_be_the_chains(&err) => {
                 tracing::info!(error = %err, "following the stored response failed; sending the whole history");
-                if let Some(key) = &request.cache_key {
-                    self.conversations.forget(key);
+                if let (Some(key), Some(followed)) = (&request.cache_key, &prepared.followed) {
+                    self.conversations.forget_if(key, followed);
                 }
                 prepared = self.prepare(request, false);
                 self.send(std::mem::take(&mut prepared.body)).await?

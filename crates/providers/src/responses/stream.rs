@@ -33,8 +33,6 @@ struct Event {
     message: Option<String>,
     /// The error object some servers nest in an `error` event instead.
     error: Option<Value>,
-    /// Which part of a reasoning summary a delta or part belongs to.
-    summary_index: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -91,10 +89,10 @@ pub(crate) struct Recorder {
     pub key: Arc<str>,
     /// The history the request was made of.
     pub sent: Sent,
-    /// Whether the request followed a stored response: an error then drops
-    /// the chain (a server may say in the stream that it lost the
+    /// The stored response the request followed, if any: an error then
+    /// drops that chain (a server may say in the stream that it lost the
     /// response), so the next attempt is sent whole.
-    pub continued: bool,
+    pub followed: Option<String>,
 }
 
 /// A function call of this response.
@@ -110,6 +108,13 @@ pub(crate) struct ResponseDecoder {
     calls: Vec<Call>,
     answer: Answer,
     refused: bool,
+    /// Reasoning text was emitted, and whether a new part or item of it
+    /// began since: parts are paragraphs, their deltas carry no separator.
+    reasoning: bool,
+    reasoning_break: bool,
+    /// Whether any event was emitted (an error before the first one may
+    /// still be retried without the caller seeing anything).
+    emitted: bool,
     done: bool,
     recorder: Option<Recorder>,
     /// Makes synthesized call ids unique across responses.
@@ -124,6 +129,9 @@ impl ResponseDecoder {
             calls: Vec::new(),
             answer: Answer::default(),
             refused: false,
+            reasoning: false,
+            reasoning_break: false,
+            emitted: false,
             done: false,
             recorder,
             nonce: nonce.into(),
@@ -146,25 +154,26 @@ impl ResponseDecoder {
                     out.push(StreamEvent::TextDelta { text });
                 }
             }
-            // Parts of a summary are paragraphs; their deltas carry no
-            // separator.
-            "response.reasoning_summary_part.added"
-                if event.summary_index.is_some_and(|i| i > 0) =>
-            {
-                out.push(StreamEvent::ReasoningDelta {
-                    text: "\n\n".into(),
-                });
-            }
+            "response.reasoning_summary_part.added" => self.reasoning_break = true,
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 if let Some(text) = event.delta.filter(|t| !t.is_empty()) {
+                    if self.reasoning && self.reasoning_break {
+                        out.push(StreamEvent::ReasoningDelta {
+                            text: "\n\n".into(),
+                        });
+                    }
+                    self.reasoning = true;
+                    self.reasoning_break = false;
                     out.push(StreamEvent::ReasoningDelta { text });
                 }
             }
-            "response.output_item.added" => {
-                if let Some(item) = event.item.filter(|i| i.kind == "function_call") {
+            "response.output_item.added" => match event.item {
+                Some(item) if item.kind == "function_call" => {
                     self.start(event.output_index, item, &mut out);
                 }
-            }
+                Some(item) if item.kind == "reasoning" => self.reasoning_break = true,
+                _ => {}
+            },
             "response.function_call_arguments.delta" => {
                 let fragment = event.delta.unwrap_or_default();
                 if let Some(index) = self.call_at(event.output_index) {
@@ -221,18 +230,16 @@ impl ResponseDecoder {
                     .response
                     .and_then(|r| r.error)
                     .unwrap_or_else(|| Value::String("the response failed".into()));
-                self.forget_on_error();
-                return Err(match error {
+                return Err(self.failed(match error {
                     Value::String(message) => ProviderError::Api {
                         kind: "response.failed".into(),
                         message,
                         retryable: true,
                     },
                     error => stream_error(&error),
-                });
+                }));
             }
             "error" => {
-                self.forget_on_error();
                 let error = match (event.error, event.code, event.message) {
                     (Some(nested @ Value::Object(_)), None, None) => nested,
                     (_, code, message) => {
@@ -247,7 +254,7 @@ impl ResponseDecoder {
                         Value::Object(error)
                     }
                 };
-                return Err(stream_error(&error));
+                return Err(self.failed(stream_error(&error)));
             }
             // Lifecycle, content parts, text done, annotations, other tools.
             _ => {}
@@ -255,10 +262,25 @@ impl ResponseDecoder {
         Ok(out)
     }
 
-    /// Drops the chain a failed continued request followed.
-    fn forget_on_error(&mut self) {
-        if let Some(recorder) = self.recorder.take().filter(|r| r.continued) {
-            recorder.conversations.forget(&recorder.key);
+    /// The error a failed stream ends with. A request that followed a
+    /// stored response drops that chain (the server may have lost it);
+    /// failing before any event, it may then be sent again at once, whole:
+    /// nothing of it reached the caller.
+    fn failed(&mut self, err: ProviderError) -> ProviderError {
+        let Some(recorder) = self.recorder.take() else {
+            return err;
+        };
+        let Some(followed) = recorder.followed else {
+            return err;
+        };
+        recorder.conversations.forget_if(&recorder.key, &followed);
+        match err {
+            ProviderError::Api { kind, message, .. } if !self.emitted => ProviderError::Api {
+                kind,
+                message,
+                retryable: true,
+            },
+            other => other,
         }
     }
 
@@ -388,7 +410,9 @@ impl WireDecoder for ResponseDecoder {
         }
         let parsed: Event = serde_json::from_str(data)
             .map_err(|err| crate::drive::malformed("event", &err, data))?;
-        self.event(parsed)
+        let events = self.event(parsed)?;
+        self.emitted |= !events.is_empty();
+        Ok(events)
     }
 
     fn is_done(&self) -> bool {

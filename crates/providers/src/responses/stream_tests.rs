@@ -166,7 +166,7 @@ fn a_completed_response_becomes_the_conversations_chain() {
             conversations: conversations.clone(),
             key: key.clone(),
             sent: Sent::of(id, &history).unwrap(),
-            continued: false,
+            followed: None,
         }),
     );
     decode_with(
@@ -214,35 +214,50 @@ fn an_error_in_a_continued_stream_drops_the_chain() {
     assert!(conversations
         .continuation("session", id, &history)
         .is_some());
-    let recorder = |continued| Recorder {
+    let recorder = |followed: Option<&str>| Recorder {
         conversations: conversations.clone(),
         key: key.clone(),
         sent,
-        continued,
+        followed: followed.map(str::to_owned),
     };
     // A whole request's error leaves the chain alone.
-    let mut whole = ResponseDecoder::new("n", Some(recorder(false)));
+    let mut whole = ResponseDecoder::new("n", Some(recorder(None)));
     let error = r#"{"type":"error","error":{"type":"invalid_request_error","code":"previous_response_not_found","message":"Previous response not found."}}"#;
     let err = decode_with(&mut whole, &[error]).unwrap_err();
     assert!(
         err.to_string().contains("Previous response not found."),
         "{err}"
     );
+    assert!(!err.is_retryable());
     assert!(conversations
         .continuation("session", id, &history)
         .is_some());
-    let mut continued = ResponseDecoder::new("n", Some(recorder(true)));
-    decode_with(&mut continued, &[error]).unwrap_err();
+    // A continued one's drops it; before any event it may be sent again
+    // (whole, now).
+    let mut continued = ResponseDecoder::new("n", Some(recorder(Some("resp_1"))));
+    let err = decode_with(&mut continued, &[error]).unwrap_err();
+    assert!(err.is_retryable(), "{err:?}");
+    assert_eq!(conversations.continuation("session", id, &history), None);
+    // After an event, the error stands as it is.
+    conversations.record(&key, "resp_1".into(), sent, &Answer::default());
+    let mut late = ResponseDecoder::new("n", Some(recorder(Some("resp_1"))));
+    let text = r#"{"type":"response.output_text.delta","delta":"Hal"}"#;
+    let err = decode_with(&mut late, &[text, error]).unwrap_err();
+    assert!(!err.is_retryable(), "{err:?}");
     assert_eq!(conversations.continuation("session", id, &history), None);
 }
 
 #[test]
-fn summary_parts_are_paragraphs() {
+fn summary_parts_and_reasoning_items_are_paragraphs() {
     let events = decode(&[
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning"}}"#,
         r#"{"type":"response.reasoning_summary_part.added","summary_index":0}"#,
         r#"{"type":"response.reasoning_summary_text.delta","summary_index":0,"delta":"First."}"#,
         r#"{"type":"response.reasoning_summary_part.added","summary_index":1}"#,
         r#"{"type":"response.reasoning_summary_text.delta","summary_index":1,"delta":"Second."}"#,
+        r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"reasoning"}}"#,
+        r#"{"type":"response.reasoning_summary_part.added","summary_index":0}"#,
+        r#"{"type":"response.reasoning_summary_text.delta","summary_index":0,"delta":"Third."}"#,
         r#"{"type":"response.completed","response":{"id":"r"}}"#,
     ])
     .unwrap();
@@ -253,5 +268,5 @@ fn summary_parts_are_paragraphs() {
             _ => None,
         })
         .collect();
-    assert_eq!(reasoning, "First.\n\nSecond.");
+    assert_eq!(reasoning, "First.\n\nSecond.\n\nThird.");
 }

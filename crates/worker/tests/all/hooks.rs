@@ -169,14 +169,20 @@ async fn requests_name_their_history_until_it_is_edited_or_replaced() {
         ScriptStep::text("replaced"),
     ]);
     let mut seen = Observed::default();
-    t.turn(Some("go"), &mut Recorder::new(), &mut seen).await.unwrap();
+    t.turn(Some("go"), &mut Recorder::new(), &mut seen)
+        .await
+        .unwrap();
     let mut editing = Recorder::new().edit_request(|request| {
         request.push(Item::system(SystemKind::Reminder, "request-only"));
     });
-    t.turn(Some("again"), &mut editing, &mut seen).await.unwrap();
+    t.turn(Some("again"), &mut editing, &mut seen)
+        .await
+        .unwrap();
     let history = t.history().to_vec();
     t.worker.set_history(history);
-    t.turn(Some("more"), &mut Recorder::new(), &mut seen).await.unwrap();
+    t.turn(Some("more"), &mut Recorder::new(), &mut seen)
+        .await
+        .unwrap();
     let ids: Vec<_> = t.provider.requests().iter().map(|r| r.history_id).collect();
     // One grown history: one id; an edited request: none; a replaced
     // history: a new id.
