@@ -227,6 +227,33 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Every Pod of `handles` runs `turns` turns, all at once; then they shut
+/// down. Returns the wall and CPU time of the turns.
+async fn run_turns(
+    handles: &[pod::PodHandle],
+    turns: usize,
+) -> Result<(Duration, Duration), Box<dyn std::error::Error>> {
+    let (start, cpu) = (Instant::now(), Cpu::now());
+    let mut tasks = Vec::with_capacity(handles.len());
+    for pod in handles {
+        let pod = pod.clone();
+        tasks.push(tokio::spawn(async move {
+            for turn in 0..turns {
+                pod.prompt(format!("turn {turn}")).await?;
+            }
+            Ok::<(), pod::PodError>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    let (wall, cpu) = (start.elapsed(), cpu_since(cpu));
+    for pod in handles {
+        pod.shutdown().await?;
+    }
+    Ok((wall, cpu))
+}
+
 /// `pods` Pods with durability `never` run `turns` turns each on instant
 /// scripted models (a tool call, then an answer).
 async fn scripted_fleet(pods: usize, turns: usize) -> Result<Run, Box<dyn std::error::Error>> {
@@ -248,23 +275,7 @@ async fn scripted_fleet(pods: usize, turns: usize) -> Result<Run, Box<dyn std::e
         let config = pod_config(dir.path(), Arc::new(provider), Durability::Never);
         handles.push(Pod::spawn(config).await?);
     }
-    let (start, cpu) = (Instant::now(), Cpu::now());
-    let mut tasks = Vec::with_capacity(pods);
-    for pod in handles.clone() {
-        tasks.push(tokio::spawn(async move {
-            for turn in 0..turns {
-                pod.prompt(format!("turn {turn}")).await?;
-            }
-            Ok::<(), pod::PodError>(())
-        }));
-    }
-    for task in tasks {
-        task.await??;
-    }
-    let (wall, cpu) = (start.elapsed(), cpu_since(cpu));
-    for pod in &handles {
-        pod.shutdown().await?;
-    }
+    let (wall, cpu) = run_turns(&handles, turns).await?;
     Ok(Run {
         requests: (pods * turns * 2) as u64,
         wall,
@@ -291,23 +302,7 @@ async fn fleet(
     for _ in 0..pods {
         handles.push(Pod::spawn(config.clone()).await?);
     }
-    let (start, cpu) = (Instant::now(), Cpu::now());
-    let mut tasks = Vec::with_capacity(pods);
-    for pod in handles.clone() {
-        tasks.push(tokio::spawn(async move {
-            for turn in 0..turns {
-                pod.prompt(format!("turn {turn}")).await?;
-            }
-            Ok::<(), pod::PodError>(())
-        }));
-    }
-    for task in tasks {
-        task.await??;
-    }
-    let (wall, cpu) = (start.elapsed(), cpu_since(cpu));
-    for pod in &handles {
-        pod.shutdown().await?;
-    }
+    let (wall, cpu) = run_turns(&handles, turns).await?;
     Ok(Run {
         requests: server.stats().await?.requests - before.requests,
         wall,

@@ -82,6 +82,23 @@ impl Endpoint {
     }
 }
 
+/// Headers carrying `key` as a bearer token (OpenAI's wires), marked
+/// sensitive so it never shows in debug output.
+pub(crate) fn bearer(
+    key: Option<&crate::secret::ApiKey>,
+) -> Result<reqwest::header::HeaderMap, pod_llm::ProviderError> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(key) = key {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+            .map_err(|_| {
+                pod_llm::ProviderError::Transport("API key is not a valid header".into())
+            })?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    Ok(headers)
+}
+
 /// Builds the shared HTTP client. No overall timeout here: a streamed
 /// answer may legitimately run for minutes; [`Timeouts`] bound the wait for
 /// headers and the silences instead.

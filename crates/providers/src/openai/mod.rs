@@ -5,11 +5,10 @@ pub(crate) mod request;
 pub(crate) mod stream;
 
 use crate::drive::drive;
-use crate::endpoint::{http_client, Endpoint};
+use crate::endpoint::{bearer, http_client, Endpoint};
 use crate::http::SsePost;
 use crate::BuildError;
 use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use std::sync::Arc;
 
 /// A provider speaking `POST {base_url}/chat/completions` with `stream: true`.
@@ -54,13 +53,7 @@ impl OpenAiProvider {
 impl Provider for OpenAiProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
         let body = self.request_bytes(request);
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.endpoint.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .map_err(|_| ProviderError::Transport("API key is not a valid header".into()))?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
+        let headers = bearer(self.endpoint.api_key.as_ref())?;
         let sse = SsePost {
             client: &self.client,
             url: &self.url,

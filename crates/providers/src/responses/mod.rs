@@ -22,14 +22,13 @@ mod request;
 mod stream;
 
 use crate::drive::drive;
-use crate::endpoint::{http_client, Endpoint};
+use crate::endpoint::{bearer, http_client, Endpoint};
 use crate::http::SsePost;
 use crate::kept::Kept;
 use crate::openai::request::in_api_order;
 use crate::BuildError;
 use chain::{Conversations, Sent};
 use pod_llm::{EventStream, Item, Provider, ProviderError, ProviderRequest};
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use std::sync::Arc;
 use stream::{Recorder, ResponseDecoder};
 
@@ -129,13 +128,7 @@ impl OpenAiResponsesProvider {
     }
 
     async fn send(&self, body: Vec<u8>) -> Result<crate::http::SseStream, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.endpoint.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .map_err(|_| ProviderError::Transport("API key is not a valid header".into()))?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
+        let headers = bearer(self.endpoint.api_key.as_ref())?;
         SsePost {
             client: &self.client,
             url: &self.url,
