@@ -108,3 +108,67 @@ fn kill_9_then_resume_keeps_the_todos() {
     assert_eq!(shown["session"]["status"], "done");
     assert_eq!(statuses(&shown["todos"]), ["completed"; 3]);
 }
+
+/// `--provider openai-responses` end to end: `run` follows the stored
+/// response within the process, and `resume` (a new process) remembers the
+/// provider kind and sends its first request whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_responses_session_resumes_on_the_same_wire_and_starts_whole() {
+    use pod_testkit::server::LoopbackServer;
+    use pod_testkit::wire::{response_id, responses_step};
+    let server = LoopbackServer::start(vec![
+        // A call to a tool the CLI does not have: answered with an error.
+        responses_step("", &[("c1", r#"{"key":"a"}"#)]),
+        responses_step("Hello.", &[]),
+        responses_step("More.", &[]),
+    ])
+    .await;
+    let env = TestEnv::new();
+    let pod = |args: Vec<String>| {
+        let mut cmd = env.pod_process();
+        cmd.args(args);
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let url = server.url("/v1");
+    let run = pod([
+        "run",
+        "--json",
+        "--provider",
+        "openai-responses",
+        "--base-url",
+        &url,
+        "--model",
+        "loop-model",
+        "Hi",
+    ]
+    .map(String::from)
+    .to_vec())
+    .await
+    .unwrap();
+    assert_success(&run);
+    let id = session_id(&ndjson(&run.stdout));
+    let resume = pod(["resume", "--json", &id, "And more?"]
+        .map(String::from)
+        .to_vec())
+    .await
+    .unwrap();
+    assert_success(&resume);
+    let requests = server.requests();
+    assert!(requests.iter().all(|r| r.path() == "/v1/responses"));
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 3);
+    assert!(bodies[0].get("previous_response_id").is_none());
+    assert_eq!(
+        bodies[1]["previous_response_id"],
+        response_id("", &[("c1", "")])
+    );
+    assert_eq!(bodies[1]["input"].as_array().unwrap().len(), 1);
+    // The resumed process knows no stored response: the whole history.
+    assert!(bodies[2].get("previous_response_id").is_none());
+    let input = bodies[2]["input"].as_array().unwrap();
+    assert_eq!(input[0], json!({"role": "user", "content": "Hi"}));
+    assert_eq!(input[1]["type"], "function_call");
+    assert_eq!(input[3], json!({"role": "assistant", "content": "Hello."}));
+    assert_eq!(input[4], json!({"role": "user", "content": "And more?"}));
+    assert_eq!(bodies[2]["model"], "loop-model");
+}
