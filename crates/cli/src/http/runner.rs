@@ -58,6 +58,51 @@ pub struct CreateSession {
     /// `strict`, `off`).
     #[serde(default)]
     pub sandbox: Option<String>,
+    /// Whether `bash` may use the network under the sandbox.
+    #[serde(default)]
+    pub network: Option<bool>,
+    /// The run's budget, over the config file's (`pod run`'s budget flags).
+    #[serde(default)]
+    pub budget: Option<CreateBudget>,
+}
+
+/// The `budget` of `POST /api/sessions`: `pod run`'s budget flags.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBudget {
+    /// Model requests per turn (`--max-requests`).
+    #[serde(default)]
+    pub max_requests: Option<u32>,
+    /// Continuations with `until_done` (`--max-turns`).
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    /// Model requests in the run (`--max-run-requests`).
+    #[serde(default)]
+    pub max_run_requests: Option<u64>,
+    /// Tokens in the run (`--max-run-tokens`).
+    #[serde(default)]
+    pub max_run_tokens: Option<u64>,
+}
+
+impl CreateBudget {
+    /// The flags it stands for; zero is refused where the flag refuses it.
+    fn args(&self) -> Result<BudgetArgs, ApiError> {
+        let positive = |name: &str, zero: bool| match zero {
+            true => Err(ApiError::bad_request(format!(
+                "budget.{name} must be at least 1"
+            ))),
+            false => Ok(()),
+        };
+        positive("max_requests", self.max_requests == Some(0))?;
+        positive("max_run_requests", self.max_run_requests == Some(0))?;
+        positive("max_run_tokens", self.max_run_tokens == Some(0))?;
+        Ok(BudgetArgs {
+            max_requests: self.max_requests,
+            max_turns: self.max_turns,
+            max_run_requests: self.max_run_requests,
+            max_run_tokens: self.max_run_tokens,
+        })
+    }
 }
 
 /// A call waiting for an answer from the API.
@@ -196,12 +241,16 @@ impl Runner {
                 ),
                 None => None,
             },
-            network: None,
+            network: request.network,
+        };
+        let budget = match &request.budget {
+            Some(budget) => budget.args()?,
+            None => BudgetArgs::default(),
         };
         let settings = RunSettings::resolve(
             &Flags {
                 model: &model,
-                budget: &BudgetArgs::default(),
+                budget: &budget,
                 approval: &approval,
                 sandbox: &sandbox,
                 until_done: request.until_done,

@@ -687,3 +687,42 @@ async fn a_watcher_sees_the_answer_stream_as_it_comes() {
     assert!(pieces.len() > 1, "streamed in pieces: {pieces:?}");
     assert_eq!(pieces.concat(), streamed);
 }
+
+#[tokio::test]
+async fn a_session_created_with_a_budget_stops_at_it() {
+    let env = TestEnv::new();
+    let server = Server::start(&env, &writing_script());
+    // Out of range or unknown budget fields are refused before anything runs.
+    for bad in [
+        json!({"max_run_requests": 0}),
+        json!({"max_requests": 0}),
+        json!({"max_tokens": 5}),
+    ] {
+        let body = json!({"task": "x", "workspace": env.workspace(), "budget": bad});
+        let (status, answer) = server.post("/sessions", &body.to_string()).await;
+        assert_eq!(status, 400, "{bad}: {answer}");
+    }
+    let body = json!({
+        "task": "Write the notes",
+        "workspace": env.workspace(),
+        "network": false,
+        "budget": {"max_run_requests": 1},
+    });
+    let (status, created) = server.post("/sessions", &body.to_string()).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["session_id"].as_str().unwrap().to_string();
+    let mut events = server.events(&id, None).await;
+    events
+        .until(|e| e.event == "status" && e.data["live"] == false)
+        .await;
+    let session = server.get(&format!("/sessions/{id}")).await;
+    assert_eq!(
+        session["session"]["stopped_by"],
+        json!({"run_requests": 1}),
+        "{session}"
+    );
+    assert!(
+        !env.workspace().join("notes.md").exists(),
+        "the write's request was never sent"
+    );
+}
