@@ -197,6 +197,9 @@ struct BodyState<S> {
     decoder: SseDecoder,
     ready: VecDeque<SseEvent>,
     idle: Duration,
+    /// When the silence becomes too long: one timer per response, moved on
+    /// by every chunk (not a timer made and dropped per chunk).
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
     ended: bool,
 }
 
@@ -215,6 +218,7 @@ where
         decoder: SseDecoder::new(),
         ready: VecDeque::new(),
         idle,
+        deadline: Box::pin(tokio::time::sleep(idle)),
         ended: false,
     };
     futures_util::stream::unfold(state, |mut state| async move {
@@ -225,18 +229,31 @@ where
             if state.ended {
                 return None;
             }
-            let next = tokio::time::timeout(state.idle, state.body.next()).await;
+            let next = tokio::select! {
+                // The body first: data that is there wins over a deadline
+                // passing at the same moment.
+                biased;
+                next = state.body.next() => Some(next),
+                () = state.deadline.as_mut() => None,
+            };
             let failure = match next {
-                Err(_) => ProviderError::IdleTimeout(state.idle),
-                Ok(Some(Ok(bytes))) => match state.decoder.feed(&bytes) {
-                    Ok(events) => {
-                        state.ready.extend(events);
-                        continue;
+                None => ProviderError::IdleTimeout(state.idle),
+                Some(Some(Ok(bytes))) => {
+                    let idle = state.idle;
+                    state
+                        .deadline
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + idle);
+                    match state.decoder.feed(&bytes) {
+                        Ok(events) => {
+                            state.ready.extend(events);
+                            continue;
+                        }
+                        Err(err) => ProviderError::Malformed(err.to_string()),
                     }
-                    Err(err) => ProviderError::Malformed(err.to_string()),
-                },
-                Ok(Some(Err(err))) => ProviderError::Transport(error_chain(&err)),
-                Ok(None) => {
+                }
+                Some(Some(Err(err))) => ProviderError::Transport(error_chain(&err)),
+                Some(None) => {
                     state.ended = true;
                     state.ready.extend(state.decoder.finish());
                     continue;
