@@ -23,6 +23,9 @@ pub struct Endpoint {
     pub context_window: Option<u64>,
     /// Extended-thinking budget in tokens (Anthropic only).
     pub thinking_budget: Option<u32>,
+    /// Reasoning effort (OpenAI's wires only); the server's default when
+    /// absent.
+    pub reasoning_effort: Option<crate::config::ReasoningEffort>,
     /// Request and idle timeouts.
     pub timeouts: Timeouts,
     /// Prompt caching.
@@ -62,6 +65,7 @@ impl Endpoint {
             temperature: None,
             context_window: None,
             thinking_budget: None,
+            reasoning_effort: None,
             timeouts: Timeouts::default(),
             cache: PromptCache::default(),
         }

@@ -44,6 +44,7 @@ pub mod sse;
 pub use anthropic::AnthropicProvider;
 pub use config::{
     CacheTtl, ConfigError, ConfigFile, Prices, ProviderConfig, ProviderKind, RawProviderConfig,
+    ReasoningEffort,
 };
 pub use endpoint::{Endpoint, PromptCache};
 pub use http::Timeouts;

@@ -76,6 +76,9 @@ pub struct RawProviderConfig {
     pub temperature: Option<f64>,
     /// Extended-thinking budget in tokens (Anthropic).
     pub thinking_budget: Option<u32>,
+    /// Reasoning effort of OpenAI's reasoning models (`openai`,
+    /// `openai-responses`); the server's default when unset.
+    pub reasoning_effort: Option<ReasoningEffort>,
     /// Seconds to wait for response headers.
     pub request_timeout_secs: Option<u64>,
     /// Seconds of silence allowed in a streaming body.
@@ -116,6 +119,33 @@ pub struct RawProviderConfig {
     /// parsed for front ends. Never stored (they may hold secrets in `env`).
     #[serde(default, skip_serializing)]
     pub mcp_servers: Option<toml::Value>,
+}
+
+/// How hard a reasoning model thinks before it answers (OpenAI's
+/// `reasoning_effort`): less is faster and cheaper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    /// As little as the model allows.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium (the API's default).
+    Medium,
+    /// High.
+    High,
+}
+
+impl ReasoningEffort {
+    /// The API's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Minimal => "minimal",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
 }
 
 /// How long Anthropic keeps a cached prefix.
@@ -266,6 +296,7 @@ impl RawProviderConfig {
             max_output_tokens: over.max_output_tokens.or(self.max_output_tokens),
             temperature: over.temperature.or(self.temperature),
             thinking_budget: over.thinking_budget.or(self.thinking_budget),
+            reasoning_effort: over.reasoning_effort.or(self.reasoning_effort),
             request_timeout_secs: over.request_timeout_secs.or(self.request_timeout_secs),
             idle_timeout_secs: over.idle_timeout_secs.or(self.idle_timeout_secs),
             max_attempts: over.max_attempts.or(self.max_attempts),
@@ -324,6 +355,7 @@ impl RawProviderConfig {
         endpoint.max_output_tokens = self.max_output_tokens;
         endpoint.temperature = self.temperature;
         endpoint.thinking_budget = self.thinking_budget;
+        endpoint.reasoning_effort = self.reasoning_effort;
         endpoint.cache = PromptCache {
             enabled: self.cache.unwrap_or(true),
             ttl: self.cache_ttl.unwrap_or_default(),

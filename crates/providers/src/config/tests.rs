@@ -294,6 +294,7 @@ model = "gpt-5"
 kind = "openai-responses"
 model = "gpt-5"
 store = false
+reasoning_effort = "low"
 "#,
         Path::new("config.toml"),
     )
@@ -311,12 +312,17 @@ store = false
         panic!("expected openai-responses");
     };
     assert!(store);
+    assert_eq!(endpoint.reasoning_effort, None);
     assert_eq!(endpoint.base_url, OPENAI_URL);
     assert!(endpoint.api_key.is_some(), "api.openai.com needs its key");
-    assert!(matches!(
-        resolve("zdr"),
-        ProviderConfig::OpenAiResponses { store: false, .. }
-    ));
+    let ProviderConfig::OpenAiResponses {
+        endpoint, store, ..
+    } = resolve("zdr")
+    else {
+        panic!("expected openai-responses");
+    };
+    assert!(!store);
+    assert_eq!(endpoint.reasoning_effort, Some(ReasoningEffort::Low));
     assert_eq!(
         "openai-responses".parse::<ProviderKind>().unwrap(),
         ProviderKind::OpenAiResponses

@@ -75,6 +75,11 @@ pub(crate) fn request_bytes(
         out.push_str(",\"temperature\":");
         push_json(&mut out, json!(temperature));
     }
+    // Only when set: servers other than OpenAI's may reject the field.
+    if let Some(effort) = endpoint.reasoning_effort {
+        out.push_str(",\"reasoning_effort\":");
+        push_json(&mut out, json!(effort.as_str()));
+    }
     // Caching is automatic on this wire; the prefix stays byte-stable
     // (system prompt, then history in order, tools in registration order,
     // nothing per-request early). The key routes a session's requests to
@@ -208,6 +213,9 @@ mod tests {
         if let Some(temperature) = endpoint.temperature {
             body.insert("temperature".into(), json!(temperature));
         }
+        if let Some(effort) = endpoint.reasoning_effort {
+            body.insert("reasoning_effort".into(), json!(effort.as_str()));
+        }
         if let (true, Some(key)) = (endpoint.cache.send_key, &request.cache_key) {
             body.insert("prompt_cache_key".into(), json!(key.as_ref()));
         }
@@ -287,6 +295,7 @@ mod tests {
         }
         endpoint.max_output_tokens = Some(4096);
         endpoint.temperature = Some(0.7);
+        endpoint.reasoning_effort = Some(crate::ReasoningEffort::Low);
         endpoint.cache.send_key = true;
         let request = request(history(), "sys", vec![spec()]);
         let first = request_bytes(&request, &endpoint, &tools);

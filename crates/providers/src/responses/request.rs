@@ -95,6 +95,12 @@ pub(crate) fn request_bytes(
         out.push_str(",\"temperature\":");
         push_json(&mut out, json!(temperature));
     }
+    // Summaries of the reasoning are not asked for: OpenAI gives them only
+    // to verified organisations and answers 400 otherwise.
+    if let Some(effort) = endpoint.reasoning_effort {
+        out.push_str(",\"reasoning\":");
+        push_json(&mut out, json!({"effort": effort.as_str()}));
+    }
     if let (true, Some(key)) = (endpoint.cache.send_key, &request.cache_key) {
         out.push_str(",\"prompt_cache_key\":");
         push_json(&mut out, json!(key.as_ref()));
@@ -155,7 +161,20 @@ mod tests {
     use std::sync::Arc;
 
     fn body(request: &ProviderRequest, items: &[&Item], previous: Option<&str>) -> Value {
-        let endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
+        body_for(
+            &Endpoint::new("http://127.0.0.1:1/v1", "m"),
+            request,
+            items,
+            previous,
+        )
+    }
+
+    fn body_for(
+        endpoint: &Endpoint,
+        request: &ProviderRequest,
+        items: &[&Item],
+        previous: Option<&str>,
+    ) -> Value {
         let kept = Kept::default();
         let bytes = request_bytes(
             request,
@@ -165,7 +184,7 @@ mod tests {
                 keep_encodings: true,
             },
             &Envelope {
-                endpoint: &endpoint,
+                endpoint,
                 kept: &kept,
                 store: true,
             },
@@ -213,6 +232,7 @@ mod tests {
         assert_eq!(body["instructions"], "Be brief.");
         assert_eq!(body["store"], true);
         assert!(body.get("previous_response_id").is_none());
+        assert!(body.get("reasoning").is_none());
         assert_eq!(
             body["input"],
             json!([
@@ -239,5 +259,23 @@ mod tests {
 
     fn body_of_tail(request: &ProviderRequest, items: &[&Item]) -> Value {
         body(request, items, Some("resp_1"))
+    }
+
+    #[test]
+    fn a_reasoning_effort_goes_with_every_request() {
+        let history = [Item::user("hi")];
+        let request = ProviderRequest {
+            system_prompt: String::new(),
+            history: Arc::new(history.to_vec()),
+            tools: Arc::from(Vec::new()),
+            cache_key: None,
+            history_id: None,
+        };
+        let mut endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
+        endpoint.reasoning_effort = Some(crate::ReasoningEffort::High);
+        let items: Vec<&Item> = history.iter().collect();
+        let body = body_for(&endpoint, &request, &items, Some("resp_1"));
+        assert_eq!(body["reasoning"], json!({"effort": "high"}));
+        assert!(body.get("instructions").is_none());
     }
 }
