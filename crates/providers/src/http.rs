@@ -53,7 +53,26 @@ pub(crate) struct SsePost<'a> {
 /// decoder can decide whether the response was already complete.
 pub(crate) type SseStream = BoxStream<'static, Result<SseEvent, ProviderError>>;
 
-impl SsePost<'_> {
+impl<'a> SsePost<'a> {
+    /// A POST of `body` to `url` with `endpoint`'s timeouts, its key
+    /// scrubbed from any error.
+    pub fn to(
+        client: &'a reqwest::Client,
+        url: &'a reqwest::Url,
+        endpoint: &'a crate::endpoint::Endpoint,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> Self {
+        Self {
+            client,
+            url,
+            headers,
+            body,
+            timeouts: endpoint.timeouts,
+            key: endpoint.api_key.as_ref(),
+        }
+    }
+
     /// Sends the request; `Ok` once a success status arrived.
     pub async fn send(self) -> Result<SseStream, ProviderError> {
         let scrub = |text: String| match self.key {

@@ -62,16 +62,9 @@ impl Provider for AnthropicProvider {
             value.set_sensitive(true);
             headers.insert("x-api-key", value);
         }
-        let sse = SsePost {
-            client: &self.client,
-            url: &self.url,
-            headers,
-            body,
-            timeouts: self.endpoint.timeouts,
-            key: self.endpoint.api_key.as_ref(),
-        }
-        .send()
-        .await?;
+        let sse = SsePost::to(&self.client, &self.url, &self.endpoint, headers, body)
+            .send()
+            .await?;
         Ok(drive(sse, stream::MessageDecoder::default()))
     }
 

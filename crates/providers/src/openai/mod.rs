@@ -54,16 +54,9 @@ impl Provider for OpenAiProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
         let body = self.request_bytes(request);
         let headers = bearer(self.endpoint.api_key.as_ref())?;
-        let sse = SsePost {
-            client: &self.client,
-            url: &self.url,
-            headers,
-            body,
-            timeouts: self.endpoint.timeouts,
-            key: self.endpoint.api_key.as_ref(),
-        }
-        .send()
-        .await?;
+        let sse = SsePost::to(&self.client, &self.url, &self.endpoint, headers, body)
+            .send()
+            .await?;
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         Ok(drive(sse, stream::ChunkDecoder::new(&nonce[..8])))
     }

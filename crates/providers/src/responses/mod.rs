@@ -129,16 +129,9 @@ impl OpenAiResponsesProvider {
 
     async fn send(&self, body: Vec<u8>) -> Result<crate::http::SseStream, ProviderError> {
         let headers = bearer(self.endpoint.api_key.as_ref())?;
-        SsePost {
-            client: &self.client,
-            url: &self.url,
-            headers,
-            body,
-            timeouts: self.endpoint.timeouts,
-            key: self.endpoint.api_key.as_ref(),
-        }
-        .send()
-        .await
+        SsePost::to(&self.client, &self.url, &self.endpoint, headers, body)
+            .send()
+            .await
     }
 }
 

@@ -191,11 +191,13 @@ impl ResponseDecoder {
             "response.output_item.done" => {
                 if let Some(item) = event.item.filter(|i| i.kind == "function_call") {
                     let index = match self.call_at(event.output_index) {
-                        Some(index) => index,
+                        Some(index) => {
+                            self.arguments_once(index, item.arguments, &mut out);
+                            index
+                        }
                         // A server that announces calls only when done.
-                        None => self.start(event.output_index, item.clone_args(), &mut out),
+                        None => self.start(event.output_index, item, &mut out),
                     };
-                    self.arguments_once(index, item.arguments, &mut out);
                     self.end(index, &mut out);
                 }
             }
@@ -387,18 +389,6 @@ impl ResponseDecoder {
         }
         out.push(StreamEvent::Finish { reason });
         self.done = true;
-    }
-}
-
-impl OutputItem {
-    fn clone_args(&self) -> OutputItem {
-        OutputItem {
-            kind: self.kind.clone(),
-            id: self.id.clone(),
-            call_id: self.call_id.clone(),
-            name: self.name.clone(),
-            arguments: None,
-        }
     }
 }
 
