@@ -92,6 +92,15 @@ impl RunSettings {
         config.session_budget = self.session_budget;
         config.approval = self.approval.clone();
         config.sandbox = self.sandbox;
+        // The config directory (profiles, approval and MCP settings) is
+        // pod's, like its home: out of reach of the agent's commands.
+        config.private_paths.extend(
+            self.file
+                .path
+                .parent()
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map(std::path::Path::to_path_buf),
+        );
         config.subagents = self.subagents.clone();
         config.launch = self.launch().to_json();
         config

@@ -97,6 +97,12 @@ pub struct PodConfig {
     /// session's `tmp/`. With a sandbox the kernel enforces, a front end may
     /// let `bash` run without asking.
     pub sandbox: SandboxPolicy,
+    /// Paths no command under an enforced sandbox, and no workspace tool,
+    /// may read or write, besides `home` (every session's log, the HTTP
+    /// API's token), which is always private: a front end adds its config
+    /// directory and any secret file it was given. The session's own
+    /// workspace and temp dir stay reachable even inside one.
+    pub private_paths: Vec<PathBuf>,
     /// Subagents: whether the session has the `task` tool, and its limits.
     pub subagents: SubagentConfig,
 }
@@ -134,6 +140,7 @@ impl PodConfig {
             session_budget: SessionBudget::default(),
             launch: None,
             sandbox: SandboxPolicy::default(),
+            private_paths: Vec::new(),
             subagents: SubagentConfig::default(),
         }
     }

@@ -62,7 +62,10 @@ impl SessionTools {
                     .map_err(io(&config.workspace))?;
                 let tmpdir = config.home.session_dir(session.id).join(TMP_DIR);
                 std::fs::create_dir_all(&tmpdir).map_err(io(&tmpdir))?;
-                let sandbox = Sandbox::new(config.sandbox, workspace.root().path(), Some(tmpdir));
+                let private = std::iter::once(config.home.path().to_path_buf())
+                    .chain(config.private_paths.iter().cloned());
+                let sandbox = Sandbox::new(config.sandbox, workspace.root().path(), Some(tmpdir))
+                    .with_private(private);
                 let workspace = workspace.with_sandbox(sandbox);
                 match read_only {
                     true => workspace.register_read_only(&mut registry),

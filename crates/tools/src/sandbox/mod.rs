@@ -17,6 +17,7 @@
 
 #[cfg(target_os = "linux")]
 mod landlock;
+mod rules;
 #[cfg(target_os = "linux")]
 mod seccomp;
 
@@ -199,6 +200,7 @@ pub struct Sandbox {
     policy: SandboxPolicy,
     workspace: PathBuf,
     tmpdir: Option<PathBuf>,
+    private: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -208,6 +210,7 @@ impl Sandbox {
             policy: SandboxPolicy::OFF,
             workspace: PathBuf::new(),
             tmpdir: None,
+            private: Vec::new(),
         }
     }
 
@@ -218,7 +221,24 @@ impl Sandbox {
             policy,
             workspace: workspace.to_path_buf(),
             tmpdir,
+            private: Vec::new(),
         }
+    }
+
+    /// The same sandbox, keeping `paths` out of commands' reach under every
+    /// enforced mode: neither read nor written, whatever the mode grants
+    /// around them (pod's own data: its home with every session's log and
+    /// the API token, its config directory). The workspace and the temp dir
+    /// stay reachable even inside one of them. The workspace tools refuse
+    /// them too ([`crate::Workspace::with_sandbox`]).
+    pub fn with_private(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.private.extend(paths);
+        self
+    }
+
+    /// The paths kept private, as given.
+    pub fn private(&self) -> &[PathBuf] {
+        &self.private
     }
 
     /// The policy.
@@ -262,21 +282,34 @@ impl Sandbox {
         Ok(Prepared::default())
     }
 
-    /// The paths of the policy and what each may do.
+    /// The paths of the policy and what each may do. Private paths and
+    /// other processes' `/proc/<pid>` are split out of every grant
+    /// ([`rules::grant`]); the workspace and temp dir are granted as
+    /// themselves, so they work even inside a private path.
     fn rules(&self) -> Vec<(PathBuf, Access)> {
         let mut rules = Vec::new();
-        let writable = [Some(self.workspace.clone()), self.tmpdir.clone()];
+        let private = rules::canonical(&self.private);
         match self.policy.mode {
             SandboxMode::Off => return rules,
-            SandboxMode::ReadOnly => rules.push(("/".into(), Access::Read)),
-            SandboxMode::WorkspaceWrite => {
-                rules.push(("/".into(), Access::Read));
-                rules.extend(writable.into_iter().flatten().map(|p| (p, Access::Write)));
+            SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => {
+                rules::grant(Path::new("/"), Access::Read, &private, &mut rules)
             }
             SandboxMode::Strict => {
-                rules.extend(system_paths().into_iter().map(|p| (p, Access::Read)));
-                rules.extend(writable.into_iter().flatten().map(|p| (p, Access::Write)));
+                for path in system_paths() {
+                    rules::grant(&path, Access::Read, &private, &mut rules);
+                }
             }
+        }
+        // In read-only, `landlock` turns these into reads. A private path
+        // inside the workspace (a workspace at `~` holds pod's home) stays
+        // out of it; the workspace itself is granted even when private.
+        for path in [Some(&self.workspace), self.tmpdir.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            let path = path.canonicalize().unwrap_or_else(|_| path.clone());
+            let inside: Vec<PathBuf> = private.iter().filter(|p| **p != path).cloned().collect();
+            rules::grant(&path, Access::Write, &inside, &mut rules);
         }
         // Output commonly goes to these; none of them stores anything.
         for device in DEVICES {
@@ -421,8 +454,9 @@ pub fn refusal_note(policy: &SandboxPolicy, output: &str) -> Option<String> {
         _ => "commands may write only in the workspace and $TMPDIR",
     };
     Some(format!(
-        "[sandbox] This may have been refused by the sandbox ({}): {rule}{}. Work within \
-         that; only the user can widen it ({widen}).",
+        "[sandbox] This may have been refused by the sandbox ({}): {rule}{}; other \
+         processes (/proc/PID, so ps and pkill) and pod's own files are never readable. Work \
+         within that; only the user can widen it ({widen}).",
         policy.describe(),
         if policy.network {
             ""

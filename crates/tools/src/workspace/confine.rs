@@ -54,6 +54,18 @@ pub enum ConfineError {
         /// The path as given.
         path: String,
     },
+    /// The path is inside pod's own data (its sessions' logs, its token,
+    /// its config), which no tool may touch.
+    #[error(
+        "`{path}` is inside pod's own data ({private}), which tools may not read or change; \
+         work with the other files of the workspace"
+    )]
+    Private {
+        /// The path as given.
+        path: String,
+        /// The private directory it is in.
+        private: String,
+    },
     /// The path is empty.
     #[error("the path is empty; give a path relative to the workspace root")]
     Empty,
@@ -67,10 +79,12 @@ pub enum ConfineError {
     },
 }
 
-/// The canonical workspace root that every tool path is confined to.
+/// The canonical workspace root that every tool path is confined to, and
+/// the private directories inside it that no tool path may reach.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Root {
     canonical: PathBuf,
+    private: Vec<PathBuf>,
 }
 
 impl Root {
@@ -78,7 +92,30 @@ impl Root {
     pub fn new(path: impl AsRef<Path>) -> io::Result<Self> {
         Ok(Self {
             canonical: path.as_ref().canonicalize()?,
+            private: Vec::new(),
         })
+    }
+
+    /// The same root with `paths` off limits where they lie inside it (a
+    /// workspace at `~` holds pod's home). A private path that holds the
+    /// root itself changes nothing: the operator put the workspace there.
+    /// Paths that do not exist yet are kept as given.
+    pub fn with_private(mut self, paths: &[PathBuf]) -> Self {
+        for path in paths {
+            let path = path.canonicalize().unwrap_or_else(|_| path.clone());
+            if path.starts_with(&self.canonical) && path != self.canonical {
+                self.private.push(path);
+            }
+        }
+        self
+    }
+
+    /// The private directory `path` (resolved) is in, if any.
+    pub fn private_holding(&self, path: &Path) -> Option<&Path> {
+        self.private
+            .iter()
+            .find(|p| path.starts_with(p))
+            .map(PathBuf::as_path)
     }
 
     /// The canonical root directory.
@@ -181,6 +218,12 @@ impl Root {
     /// Checks a resolved path; `lexical` tells a symlink escape from a plain
     /// one for the message.
     fn check(&self, given: &str, lexical: &Path, real: PathBuf) -> Result<PathBuf, ConfineError> {
+        if let Some(private) = self.private_holding(&real) {
+            return Err(ConfineError::Private {
+                path: given.into(),
+                private: private.display().to_string(),
+            });
+        }
         if real.starts_with(&self.canonical) {
             return Ok(real);
         }

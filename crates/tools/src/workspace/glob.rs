@@ -102,7 +102,7 @@ fn glob(workspace: &Workspace, args: &GlobArgs) -> ToolOutput {
     let max = workspace.limits().list_max_entries;
     let mut found = Vec::new();
     let mut more = 0usize;
-    for entry in walk(&base, None).flatten() {
+    for entry in walk(root, &base, None).flatten() {
         if entry.file_type().is_none_or(|t| t.is_dir()) {
             continue;
         }

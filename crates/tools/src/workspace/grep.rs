@@ -121,7 +121,7 @@ fn grep(workspace: &Workspace, args: &GrepArgs, cancel: &CancellationToken) -> T
         matches: 0,
         more: 0,
     };
-    for entry in walk(&base, None).flatten() {
+    for entry in walk(root, &base, None).flatten() {
         if cancel.is_cancelled() {
             return ToolOutput::error("grep stopped: the turn was cancelled.");
         }

@@ -84,7 +84,7 @@ fn list(workspace: &Workspace, given: &str) -> ToolOutput {
     let max = workspace.limits().list_max_entries;
     let mut names = Vec::new();
     let mut more = 0usize;
-    for entry in walk(&dir, Some(1)).flatten() {
+    for entry in walk(root, &dir, Some(1)).flatten() {
         if entry.depth() == 0 {
             continue;
         }

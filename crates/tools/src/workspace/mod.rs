@@ -83,10 +83,11 @@ impl Workspace {
         })))
     }
 
-    /// The same workspace whose commands run in `sandbox`.
+    /// The same workspace whose commands run in `sandbox`; the sandbox's
+    /// private paths are off limits to the file tools too.
     pub fn with_sandbox(self, sandbox: Sandbox) -> Self {
         Self(Arc::new(WorkspaceInner {
-            root: self.0.root.clone(),
+            root: self.0.root.clone().with_private(sandbox.private()),
             sandbox,
             tracker: self.0.tracker.clone(),
             state: self.0.state.clone(),

@@ -192,3 +192,83 @@ async fn a_command_past_its_timeout_is_killed_with_its_children() {
     crate::workspace_bash::assert_background_child_died(&out.content);
     assert!(!ws.outside().join("late").exists());
 }
+
+#[tokio::test]
+async fn private_paths_are_out_of_reach_of_commands_and_file_tools() {
+    require_landlock();
+    // One private directory beside the workspace (pod's home), one inside
+    // it (a workspace at `~` holds pod's home).
+    let ws = Ws::sandboxed_with_private(
+        SandboxPolicy {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+        },
+        &["outside/pod-home", "ws/.pod"],
+    );
+    std::fs::write(ws.outside().join("pod-home/http-token"), "tok-outside").unwrap();
+    std::fs::write(ws.root().join(".pod/log.jsonl"), "log-inside").unwrap();
+    std::fs::write(ws.outside().join("public.txt"), "public").unwrap();
+    ws.put("mine.txt", "mine");
+
+    let (out, failed) = bash(
+        &ws,
+        "cat ../outside/pod-home/http-token; cat .pod/log.jsonl; ls .pod; \
+         echo x > .pod/planted; echo x > ../outside/pod-home/planted; \
+         cat ../outside/public.txt mine.txt",
+    )
+    .await;
+    assert!(!failed, "the last command reads what is public: {out}");
+    assert!(out.contains("Permission denied"), "{out}");
+    assert!(
+        !out.contains("tok-outside") && !out.contains("log-inside"),
+        "{out}"
+    );
+    assert!(out.contains("public") && out.contains("mine"), "{out}");
+    assert!(!ws.root().join(".pod/planted").exists());
+    assert!(!ws.outside().join("pod-home/planted").exists());
+
+    // The file tools refuse it by name and skip it when walking.
+    let read = ws
+        .call("read_file", json!({"path": ".pod/log.jsonl"}))
+        .await;
+    assert!(read.is_error, "{}", read.content);
+    assert!(read.content.contains("pod's own data"), "{}", read.content);
+    let write = ws
+        .call("write_file", json!({"path": ".pod/x", "content": "x"}))
+        .await;
+    assert!(write.is_error && !ws.root().join(".pod/x").exists());
+    for (tool, args) in [
+        ("grep", json!({"pattern": "log-inside"})),
+        ("glob", json!({"pattern": "**/*.jsonl"})),
+        ("list_dir", json!({"path": "."})),
+    ] {
+        let out = ws.call(tool, args).await;
+        assert!(!out.content.contains(".pod"), "{tool}: {}", out.content);
+    }
+}
+
+#[tokio::test]
+async fn other_processes_environment_and_command_lines_are_unreadable() {
+    let ws = ws(SandboxMode::WorkspaceWrite, true);
+    // A process outside the sandbox holding a secret in its environment
+    // and command line, like a shell with an exported API key.
+    let mut holder = std::process::Command::new("sleep")
+        .arg("600")
+        .env("HOLDER_API_KEY", "sk-holder-secret")
+        .spawn()
+        .unwrap();
+    let command = format!(
+        "cat /proc/{pid}/environ /proc/{pid}/cmdline; cat /proc/$PPID/environ; \
+         tr '\\0' '\\n' < /proc/$PPID/environ | head -1; ls /proc | head -1; \
+         cat /proc/loadavg >/dev/null && echo system-info-ok",
+        pid = holder.id()
+    );
+    let (out, _) = bash(&ws, &command).await;
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(!out.contains("sk-holder-secret"), "{out}");
+    assert!(!out.contains("sleep600") && !out.contains("HOME="), "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
+    // What describes the machine rather than a process stays readable.
+    assert!(out.contains("system-info-ok"), "{out}");
+}

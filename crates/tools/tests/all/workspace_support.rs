@@ -23,16 +23,22 @@ impl Ws {
     }
 
     pub fn with_limits(limits: Limits) -> Self {
-        Self::build(limits, None)
+        Self::build(limits, None, &[])
     }
 
     /// A workspace whose commands run under `policy`, with `tmp/` (next to
     /// `ws/` and `outside/`) as their `TMPDIR`.
     pub fn sandboxed(policy: SandboxPolicy) -> Self {
-        Self::build(Limits::default(), Some(policy))
+        Self::build(Limits::default(), Some(policy), &[])
     }
 
-    fn build(limits: Limits, sandbox: Option<SandboxPolicy>) -> Self {
+    /// The same, with `private` (paths relative to the directory holding
+    /// `ws/`, created) kept out of the tools' and commands' reach.
+    pub fn sandboxed_with_private(policy: SandboxPolicy, private: &[&str]) -> Self {
+        Self::build(Limits::default(), Some(policy), private)
+    }
+
+    fn build(limits: Limits, sandbox: Option<SandboxPolicy>, private: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir(dir.path().join("ws")).expect("ws dir");
         std::fs::create_dir(dir.path().join("outside")).expect("outside dir");
@@ -40,11 +46,16 @@ impl Ws {
         let mut workspace =
             Workspace::with_limits(dir.path().join("ws"), FileTracker::new(), limits).expect("ws");
         if let Some(policy) = sandbox {
+            let private: Vec<PathBuf> = private.iter().map(|p| dir.path().join(p)).collect();
+            for path in &private {
+                std::fs::create_dir_all(path).expect("private dir");
+            }
             let sandbox = Sandbox::new(
                 policy,
                 workspace.root().path(),
                 Some(dir.path().join("tmp")),
-            );
+            )
+            .with_private(private);
             workspace = workspace.with_sandbox(sandbox);
         }
         let mut tools = ToolRegistry::new();
