@@ -211,9 +211,21 @@ pub struct ServeArgs {
     /// start and kept in POD_HOME/http-token.
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<PathBuf>,
+    /// A directory API clients may put workspaces in (repeatable; with
+    /// `[http] workspace_roots`); default: the directory pod serve runs in.
+    #[arg(long, value_name = "DIR", requires = "http")]
+    pub workspace_root: Vec<PathBuf>,
     /// The model of sessions the API creates without naming a profile.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// With --http: what sessions the API starts get, and the most any
+    /// request may ask for (it may narrow, never widen: --yes, --allow,
+    /// --sandbox off and --network on must be given here to be allowed).
+    #[command(flatten, next_help_heading = "Sessions started through the API")]
+    pub approval: ApprovalArgs,
+    /// The sandbox of sessions the API starts, and the widest allowed.
+    #[command(flatten, next_help_heading = "Sessions started through the API")]
+    pub sandbox: SandboxArgs,
 }
 
 /// `pod rm`.

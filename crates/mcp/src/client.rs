@@ -246,6 +246,13 @@ impl Connection {
     }
 }
 
+/// What a stdio server gets of pod's own environment besides the variables
+/// its config names: the names the MCP SDKs pass on by default (the
+/// TypeScript SDK's `getDefaultEnvironment` on POSIX), so a server finds its
+/// interpreter and home, and nothing else of pod's: not its API keys, not
+/// `POD_*` settings.
+const INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
 async fn connect(
     config: &ServerConfig,
     workspace: &Path,
@@ -263,6 +270,12 @@ async fn connect(
             cwd,
         } => {
             let mut cmd = tokio::process::Command::new(command);
+            cmd.env_clear();
+            for name in INHERITED_ENV {
+                if let Some(value) = std::env::var_os(name) {
+                    cmd.env(name, value);
+                }
+            }
             cmd.args(args)
                 .envs(env)
                 .current_dir(cwd.as_deref().unwrap_or(workspace))

@@ -99,15 +99,13 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
 pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
     let stop = CancellationToken::new();
     spawn_signal_watch(stop.clone());
-    let runner = args
-        .http
-        .map(|_| crate::http::Runner::new(place.clone(), args.model.clone()));
-    let http = match (args.http, &runner) {
-        (Some(addr), Some(runner)) => {
-            let bound = crate::http::bind(addr, args.token_file.clone(), place.clone()).await?;
-            Some(tokio::spawn(bound.serve(runner.clone(), stop.clone())))
+    let (runner, http) = match args.http {
+        Some(addr) => {
+            let (runner, bound) = crate::http::start(&args, addr, place.clone()).await?;
+            let http = tokio::spawn(bound.serve(runner.clone(), stop.clone()));
+            (Some(runner), Some(http))
         }
-        _ => None,
+        None => (None, None),
     };
     let outcome = match (&place.fleet, http) {
         (Some(_), http) => {

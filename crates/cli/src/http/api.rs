@@ -185,18 +185,25 @@ pub async fn approvals(State(app): State<AppState>) -> Json<serde_json::Value> {
 #[serde(deny_unknown_fields)]
 struct Answer {
     decision: String,
+    /// The session the answer is meant for (checked when given).
+    #[serde(default)]
+    session_id: Option<Uuid>,
+    /// The call the answer is meant for (checked when given).
+    #[serde(default)]
+    call_id: Option<String>,
 }
 
 /// `POST /api/approvals/{id}`: `{"decision": "allow_once" | "allow_always"
-/// | "reject_once" | "reject_always"}`.
+/// | "reject_once" | "reject_always", "session_id": ..., "call_id": ...}`;
+/// an answer whose session or call is not the question's, or to a question
+/// no longer asked, is a 409 and answers nothing.
 pub async fn answer(
     State(app): State<AppState>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let id: u64 = id
-        .parse()
-        .map_err(|_| ApiError::bad_request(format!("approval id `{id}` is not a number")))?;
+    let id = Uuid::parse_str(&id)
+        .map_err(|_| ApiError::bad_request(format!("approval id `{id}` is not a UUID")))?;
     let answer: Answer = parse(&body)?;
     let decision = match answer.decision.as_str() {
         "allow_once" => ApprovalDecision::AllowOnce,
@@ -210,7 +217,11 @@ pub async fn answer(
             )))
         }
     };
-    app.runner.answer(id, decision)?;
+    let bound = super::runner::Binding {
+        session_id: answer.session_id,
+        call_id: answer.call_id,
+    };
+    app.runner.answer(id, &bound, decision)?;
     Ok(Json(json!({})).into_response())
 }
 

@@ -7,6 +7,7 @@
 //! its URL's fragment, which browsers never send.
 
 use super::error::ApiError;
+use crate::error::Failure;
 use anyhow::{bail, Context, Result};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -27,33 +28,28 @@ pub struct Token {
     pub created: bool,
 }
 
-/// Reads `--token-file`, or the home's token (made when missing).
+/// Reads `--token-file`, or the home's token (made when missing). Either
+/// file is checked first ([`read_checked`]): a token others can read, or a
+/// guessable one, is refused with what to do.
 pub fn load(home: &Path, given: Option<&Path>) -> Result<Token> {
     if let Some(path) = given {
-        let value = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the token file {}", path.display()))?;
-        let value = value.trim();
-        if value.len() < 16 {
-            bail!(
-                "the token in {} is shorter than 16 characters: too easy to guess",
-                path.display()
-            );
-        }
         return Ok(Token {
-            value: value.into(),
+            value: read_checked(path)?.into(),
             path: path.to_path_buf(),
             created: false,
         });
     }
     let path = home.join(TOKEN_FILE);
-    if let Ok(value) = std::fs::read_to_string(&path) {
-        if !value.trim().is_empty() {
+    match std::fs::symlink_metadata(&path) {
+        Ok(_) => {
             return Ok(Token {
-                value: value.trim().into(),
+                value: read_checked(&path)?.into(),
                 path,
                 created: false,
-            });
+            })
         }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
     }
     std::fs::create_dir_all(home).with_context(|| format!("cannot create {}", home.display()))?;
     // Two v4 uuids: 244 random bits from the OS generator.
@@ -68,6 +64,142 @@ pub fn load(home: &Path, given: Option<&Path>) -> Result<Token> {
         path,
         created: true,
     })
+}
+
+/// The least a token must carry: guessing it is then out of reach.
+const MIN_BITS: f64 = 128.0;
+
+/// How to make a good token file.
+const HOW: &str = "make one with: (umask 077; head -c 32 /dev/urandom | base64 > FILE)";
+
+/// Reads a token file after checking it is a regular file (not a symlink)
+/// owned by this user and closed to everyone else, and that its token is
+/// strong enough.
+pub fn read_checked(path: &Path) -> Result<String> {
+    let shown = path.display();
+    let meta = std::fs::symlink_metadata(path)
+        .with_context(|| format!("cannot read the token file {shown}"))?;
+    if meta.file_type().is_symlink() {
+        bail!(Failure::new(
+            format!("the token file {shown} is a symbolic link"),
+            "name the file itself, so what it points to cannot be swapped"
+        ));
+    }
+    if !meta.is_file() {
+        bail!(Failure::new(
+            format!("the token file {shown} is not a regular file"),
+            HOW
+        ));
+    }
+    check_owner_and_mode(path, &meta)?;
+    let value = read_no_follow(path)?;
+    let value = value.trim();
+    if let Err(why) = strong_enough(value) {
+        bail!(Failure::new(
+            format!("the token in {shown} is too easy to guess: {why}"),
+            HOW
+        ));
+    }
+    Ok(value.to_string())
+}
+
+#[cfg(unix)]
+fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        bail!(Failure::new(
+            format!(
+                "the token file {} belongs to uid {}, not to this user (uid {me})",
+                path.display(),
+                meta.uid()
+            ),
+            "use a token file of your own"
+        ));
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        bail!(Failure::new(
+            format!(
+                "the token file {} can be read by others (mode {mode:o})",
+                path.display()
+            ),
+            format!("chmod 600 {}", path.display())
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_owner_and_mode(_path: &Path, _meta: &std::fs::Metadata) -> Result<()> {
+    Ok(())
+}
+
+/// Reads the file without following a symlink swapped in since the check.
+#[cfg(unix)]
+fn read_no_follow(path: &Path) -> Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut text = String::new();
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|mut file| file.read_to_string(&mut text))
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    Ok(text)
+}
+
+#[cfg(not(unix))]
+fn read_no_follow(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))
+}
+
+/// Whether `token` can carry [`MIN_BITS`]: printable ASCII without spaces
+/// (it travels in a header), enough distinct characters to be random, and
+/// enough characters for its alphabet (hex: 32; letters and digits: 22).
+fn strong_enough(token: &str) -> Result<(), String> {
+    if let Some(c) = token.chars().find(|c| !c.is_ascii_graphic()) {
+        return Err(format!(
+            "it holds {c:?}; use printable ASCII without spaces"
+        ));
+    }
+    let distinct = token
+        .bytes()
+        .collect::<std::collections::BTreeSet<u8>>()
+        .len();
+    if distinct < 8 {
+        return Err(format!("it repeats only {distinct} different characters"));
+    }
+    let hex = token.bytes().all(|b| b.is_ascii_hexdigit())
+        && !(token.bytes().any(|b| b.is_ascii_lowercase())
+            && token.bytes().any(|b| b.is_ascii_uppercase()));
+    let alphabet: u32 = match hex {
+        true => 16,
+        false => {
+            let has = |is: fn(&u8) -> bool| token.bytes().any(|b| is(&b));
+            [
+                (has(u8::is_ascii_digit), 10),
+                (has(u8::is_ascii_lowercase), 26),
+                (has(u8::is_ascii_uppercase), 26),
+                (has(u8::is_ascii_punctuation), 32),
+            ]
+            .iter()
+            .filter(|(present, _)| *present)
+            .map(|(_, size)| size)
+            .sum()
+        }
+    };
+    let bits = token.len() as f64 * f64::from(alphabet).log2();
+    if bits < MIN_BITS {
+        return Err(format!(
+            "{} characters carry about {bits:.0} bits; at least {MIN_BITS:.0} are needed",
+            token.len()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(unix)]
@@ -157,7 +289,59 @@ mod tests {
         assert!(!again.created);
         assert_eq!(again.value, first.value);
         let short = dir.path().join("short");
-        std::fs::write(&short, "tiny").unwrap();
+        write_mode(&short, "tiny", 0o600);
         assert!(load(dir.path(), Some(&short)).is_err());
+    }
+
+    fn write_mode(path: &Path, text: &str, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn refusal(path: &Path) -> String {
+        format!("{:#}", read_checked(path).unwrap_err())
+    }
+
+    #[test]
+    fn a_token_file_others_can_read_or_that_is_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = "k3J9xQ2mZ7pL4vR8tW1yB6nC5hF0dS2a";
+        let open = dir.path().join("open");
+        write_mode(&open, good, 0o644);
+        assert!(
+            refusal(&open).contains("can be read by others (mode 644)"),
+            "{}",
+            refusal(&open)
+        );
+        let private = dir.path().join("private");
+        write_mode(&private, good, 0o600);
+        assert_eq!(read_checked(&private).unwrap(), good);
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&private, &link).unwrap();
+        assert!(
+            refusal(&link).contains("symbolic link"),
+            "{}",
+            refusal(&link)
+        );
+        let missing = dir.path().join("missing");
+        assert!(
+            refusal(&missing).contains("cannot read"),
+            "{}",
+            refusal(&missing)
+        );
+    }
+
+    #[test]
+    fn a_token_must_carry_128_bits() {
+        // 32 hex digits are 128 bits; 31 are not.
+        assert!(strong_enough("0123456789abcdef0123456789abcdef").is_ok());
+        assert!(strong_enough("0123456789abcdef0123456789abcde").is_err());
+        // 22 letters and digits are 131 bits.
+        assert!(strong_enough("k3J9xQ2mZ7pL4vR8tW1yB6").is_ok());
+        assert!(strong_enough("abc").is_err());
+        let repeated = "ab".repeat(40);
+        assert!(strong_enough(&repeated).unwrap_err().contains("only 2"));
+        assert!(strong_enough("k3J9xQ2mZ7pL 4vR8tW1yB6nC5hF").is_err());
     }
 }

@@ -10,6 +10,8 @@ use axum::Json;
 pub struct ApiError {
     status: StatusCode,
     message: String,
+    // The setting a 403 refused, as the body's `setting`.
+    setting: Option<String>,
 }
 
 impl ApiError {
@@ -17,6 +19,23 @@ impl ApiError {
         Self {
             status,
             message: message.into(),
+            setting: None,
+        }
+    }
+
+    /// Any status with a message (the request guard's 408, 413, 414, 421,
+    /// 431, and error responses made JSON after the fact).
+    pub fn with_status(status: StatusCode, message: impl Into<String>) -> Self {
+        Self::new(status, message)
+    }
+
+    /// 403: the request asks for more than the server allows; `setting`
+    /// names what would widen.
+    pub fn forbidden(widening: super::ceiling::Widening) -> Self {
+        Self {
+            status: StatusCode::FORBIDDEN,
+            message: widening.message,
+            setting: Some(widening.setting),
         }
     }
 
@@ -57,7 +76,10 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::warn!(status = %self.status, error = %self.message, "API request failed");
         }
-        let body = serde_json::json!({ "error": self.message });
+        let body = match self.setting {
+            Some(setting) => serde_json::json!({ "error": self.message, "setting": setting }),
+            None => serde_json::json!({ "error": self.message }),
+        };
         (self.status, Json(body)).into_response()
     }
 }

@@ -22,7 +22,7 @@ use pod::{
     PodHandle,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{broadcast, oneshot};
@@ -105,11 +105,29 @@ impl CreateBudget {
     }
 }
 
+/// What sessions the API starts get by default, and the most any session
+/// it starts or resumes may get: `pod serve`'s flags and config file.
+pub struct Allowed {
+    /// The model of sessions created without a profile.
+    pub model: ModelArgs,
+    /// The approval flags every session starts from (a request adds to
+    /// them; the ceiling decides whether that widens).
+    pub approval: ApprovalArgs,
+    /// The sandbox flags every session starts from.
+    pub sandbox: SandboxArgs,
+    /// The most a session may get.
+    pub ceiling: super::ceiling::Ceiling,
+    /// Paths besides pod's home and config directory that sessions'
+    /// commands and tools may not reach (the token file).
+    pub private: Vec<PathBuf>,
+}
+
 /// A call waiting for an answer from the API.
 #[derive(Debug, Clone, Serialize)]
 pub struct PendingApproval {
-    /// Its id in this server.
-    pub id: u64,
+    /// Its id: random, so an answer meant for a question asked before a
+    /// restart cannot land on a new one.
+    pub id: Uuid,
     /// The session whose turn waits (a subagent's question names the
     /// subagent in `request.subagent`).
     pub session_id: Uuid,
@@ -122,6 +140,33 @@ pub struct PendingApproval {
 struct Waiting {
     approval: PendingApproval,
     reply: oneshot::Sender<ApprovalDecision>,
+}
+
+/// What an answer says it answers: the session and the call, so it lands
+/// only on that question.
+#[derive(Debug, Default, Deserialize)]
+pub struct Binding {
+    /// The session that asked.
+    #[serde(default)]
+    pub session_id: Option<Uuid>,
+    /// The call asked about.
+    #[serde(default)]
+    pub call_id: Option<String>,
+}
+
+impl Binding {
+    /// What differs from `asked`, for the conflict's message.
+    fn mismatch(&self, asked: &PendingApproval) -> Option<String> {
+        if self.session_id.is_some_and(|id| id != asked.session_id) {
+            return Some(format!("session {}", asked.session_id));
+        }
+        match &self.call_id {
+            Some(call) if *call != asked.request.call_id => {
+                Some(format!("call {}", asked.request.call_id))
+            }
+            _ => None,
+        }
+    }
 }
 
 struct Live {
@@ -142,16 +187,16 @@ struct Live {
 #[derive(Default)]
 struct State {
     live: HashMap<Uuid, Live>,
-    approvals: BTreeMap<u64, Waiting>,
-    next_approval: u64,
+    // Oldest first; a handful at a time, so a list.
+    approvals: Vec<Waiting>,
 }
 
 /// The sessions this server runs.
 #[derive(Clone)]
 pub struct Runner {
     place: Place,
-    // The model of sessions the API creates without a profile.
-    defaults: Arc<ModelArgs>,
+    // What sessions get, and the most they may get.
+    allowed: Arc<Allowed>,
     // Short critical sections only (map updates), never held across an
     // await: a plain mutex.
     state: Arc<Mutex<State>>,
@@ -180,12 +225,11 @@ pub struct Delta {
 const DELTA_BUFFER: usize = 1024;
 
 impl Runner {
-    /// A runner for sessions in `place`; created sessions use `defaults`'
-    /// model unless they name a profile.
-    pub fn new(place: Place, defaults: ModelArgs) -> Self {
+    /// A runner for sessions in `place`, within what `allowed` allows.
+    pub fn new(place: Place, allowed: Allowed) -> Self {
         Self {
             place,
-            defaults: Arc::new(defaults),
+            allowed: Arc::new(allowed),
             state: Arc::default(),
             starting: Arc::default(),
             deltas: broadcast::channel(DELTA_BUFFER).0,
@@ -221,17 +265,24 @@ impl Runner {
                 workspace.display()
             )));
         }
-        let mut model = (*self.defaults).clone();
+        let allowed = &self.allowed;
+        allowed
+            .ceiling
+            .check_workspace(&workspace)
+            .map_err(ApiError::forbidden)?;
+        let mut model = allowed.model.clone();
         if request.profile.is_some() {
             model = ModelArgs {
                 profile: request.profile.clone(),
                 ..ModelArgs::default()
             };
         }
+        // The request's fields are laid over the server's; the ceiling
+        // below refuses whatever that widens.
         let approval = ApprovalArgs {
-            yes: request.yes,
-            allow: request.allow.clone(),
-            deny: request.deny.clone(),
+            yes: allowed.approval.yes || request.yes,
+            allow: [allowed.approval.allow.clone(), request.allow.clone()].concat(),
+            deny: [allowed.approval.deny.clone(), request.deny.clone()].concat(),
         };
         let sandbox = SandboxArgs {
             sandbox: match &request.sandbox {
@@ -239,9 +290,9 @@ impl Runner {
                     mode.parse()
                         .map_err(|e| ApiError::bad_request(format!("sandbox: {e}")))?,
                 ),
-                None => None,
+                None => allowed.sandbox.sandbox,
             },
-            network: request.network,
+            network: request.network.or(allowed.sandbox.network),
         };
         let budget = match &request.budget {
             Some(budget) => budget.args()?,
@@ -258,7 +309,12 @@ impl Runner {
             None,
         )
         .map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
+        allowed
+            .ceiling
+            .check(&settings)
+            .map_err(ApiError::forbidden)?;
         let mut config = settings.pod_config(&self.place, workspace, Durability::Turn);
+        config.private_paths.extend(allowed.private.iter().cloned());
         let servers = crate::mcp::configs(
             &settings.file,
             settings.choice.raw.mcp_servers.as_ref(),
@@ -339,24 +395,42 @@ impl Runner {
     /// The calls waiting for an answer, oldest first.
     pub fn approvals(&self) -> Vec<PendingApproval> {
         let state = self.state.lock();
-        state
-            .approvals
-            .values()
-            .map(|w| w.approval.clone())
-            .collect()
+        state.approvals.iter().map(|w| w.approval.clone()).collect()
     }
 
-    /// Answers approval `approval`.
-    pub fn answer(&self, approval: u64, decision: ApprovalDecision) -> Result<(), ApiError> {
-        let waiting = self.state.lock().approvals.remove(&approval);
-        match waiting {
-            Some(waiting) => waiting.reply.send(decision).map_err(|_| {
-                ApiError::conflict("the turn stopped waiting for this answer (cancelled)")
-            }),
-            None => Err(ApiError::not_found(format!(
-                "no pending approval {approval}: it was answered, withdrawn, or never asked"
-            ))),
-        }
+    /// Answers approval `approval`, if it still waits and is the question
+    /// `bound` names (when it names one): an answer meant for another
+    /// question, or for one no longer asked, is a conflict.
+    pub fn answer(
+        &self,
+        approval: Uuid,
+        bound: &Binding,
+        decision: ApprovalDecision,
+    ) -> Result<(), ApiError> {
+        let waiting = {
+            let mut state = self.state.lock();
+            let Some(at) = state
+                .approvals
+                .iter()
+                .position(|w| w.approval.id == approval)
+            else {
+                return Err(ApiError::conflict(format!(
+                    "approval {approval} is not waiting: it was answered, withdrawn, or asked \
+                     before this server restarted"
+                )));
+            };
+            let asked = &state.approvals[at].approval;
+            if let Some(mismatch) = bound.mismatch(asked) {
+                return Err(ApiError::conflict(format!(
+                    "approval {approval} is for {mismatch}; nothing was answered"
+                )));
+            }
+            state.approvals.remove(at)
+        };
+        waiting
+            .reply
+            .send(decision)
+            .map_err(|_| ApiError::conflict("the turn stopped waiting for this answer (cancelled)"))
     }
 
     /// Stops every session running here (their turns are cancelled; the
@@ -558,7 +632,7 @@ impl Runner {
         );
         let model = match recorded {
             Some(_) => &none.0,
-            None => &*self.defaults,
+            None => &self.allowed.model,
         };
         let settings = RunSettings::resolve(
             &Flags {
@@ -571,9 +645,30 @@ impl Runner {
             recorded.as_ref(),
         )
         .map_err(|e| ApiError::conflict(format!("cannot resume session {id}: {e:#}")))?;
-        settings.model.resume_at(loaded.assistant_items());
+        // A session recorded with more than this server allows (started by
+        // `pod run --yes`, say) is not run here with it.
         let workspace = loaded.header.workspace.clone();
+        let ceiling = &self.allowed.ceiling;
+        let canonical = workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.clone());
+        ceiling
+            .check_workspace(&canonical)
+            .and_then(|()| ceiling.check(&settings))
+            .map_err(|widening| {
+                ApiError::forbidden(super::ceiling::Widening {
+                    message: format!(
+                        "session {id} was started with more than this server allows: {}",
+                        widening.message
+                    ),
+                    ..widening
+                })
+            })?;
+        settings.model.resume_at(loaded.assistant_items());
         let mut config = settings.pod_config(&self.place, workspace, Durability::Turn);
+        config
+            .private_paths
+            .extend(self.allowed.private.iter().cloned());
         config.approver = Some(self.approver(id));
         // A Pod that just shut down may still hold the log for a moment.
         let mut tries = 0;
@@ -642,29 +737,21 @@ impl Approver for HttpApprover {
     ) -> ApprovalDecision {
         let session_id = (*self.session.lock()).unwrap_or_default();
         let (reply, answer) = oneshot::channel();
-        let id = {
-            let mut state = self.state.lock();
-            state.next_approval += 1;
-            let id = state.next_approval;
-            state.approvals.insert(
+        let id = Uuid::new_v4();
+        self.state.lock().approvals.push(Waiting {
+            approval: PendingApproval {
                 id,
-                Waiting {
-                    approval: PendingApproval {
-                        id,
-                        session_id,
-                        request,
-                        asked_at: Utc::now(),
-                    },
-                    reply,
-                },
-            );
-            id
-        };
+                session_id,
+                request,
+                asked_at: Utc::now(),
+            },
+            reply,
+        });
         tokio::select! {
             answer = answer => answer.unwrap_or(ApprovalDecision::Cancelled),
             _ = cancel.cancelled() => {
                 // Withdrawn: the API no longer lists it.
-                self.state.lock().approvals.remove(&id);
+                self.state.lock().approvals.retain(|w| w.approval.id != id);
                 ApprovalDecision::Cancelled
             }
         }

@@ -143,7 +143,7 @@ async fn watch_session(
             .into_iter()
             .filter(|a| a.session_id == id)
             .collect();
-        let ids: Vec<u64> = waiting.iter().map(|a| a.id).collect();
+        let ids: Vec<Uuid> = waiting.iter().map(|a| a.id).collect();
         if approvals.as_ref() != Some(&ids) {
             send(json_event("approvals", &json!({ "approvals": waiting }))).await?;
             approvals = Some(ids);
@@ -235,7 +235,7 @@ pub async fn all(State(app): State<AppState>) -> Events {
                 Err(err) => tracing::warn!(err = %format!("{err:#}"), "cannot list sessions"),
             }
             let waiting = app.runner.approvals();
-            let ids: Vec<u64> = waiting.iter().map(|a| a.id).collect();
+            let ids: Vec<Uuid> = waiting.iter().map(|a| a.id).collect();
             if approvals.as_ref() != Some(&ids) {
                 let event = json_event("approvals", &json!({ "approvals": waiting }));
                 if tx.send(event).await.is_err() {

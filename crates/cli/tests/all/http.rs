@@ -133,6 +133,10 @@ impl Drop for Server {
     }
 }
 
+fn uuid_nil() -> String {
+    "00000000-0000-0000-0000-000000000000".into()
+}
+
 /// One Server-Sent Event.
 #[derive(Debug, Clone)]
 pub struct Sse {
@@ -197,7 +201,7 @@ fn plan(status: &str) -> Value {
 
 /// A plan, a write that asks, the plan completed, an answer; then one more
 /// answer for a later prompt.
-fn writing_script() -> Value {
+pub fn writing_script() -> Value {
     json!({"steps": [
         {"text": "Planning.", "tool_calls": [{"name": "todo_write", "arguments": plan("in_progress")}]},
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.md", "content": "n\n"}}]},
@@ -207,7 +211,7 @@ fn writing_script() -> Value {
     ]})
 }
 
-fn is_record_text(event: &Sse, text: &str) -> bool {
+pub fn is_record_text(event: &Sse, text: &str) -> bool {
     event.event == "record" && event.data["record"]["item"]["text"] == text
 }
 
@@ -267,7 +271,7 @@ async fn a_session_created_over_http_asks_there_and_every_endpoint_answers() {
     assert_eq!(approval["request"]["tool"], "write_file");
     let listed = server.get("/approvals").await;
     assert_eq!(listed["approvals"][0]["id"], approval["id"]);
-    let approval_id = approval["id"].as_u64().unwrap();
+    let approval_id = approval["id"].as_str().unwrap();
     // Bad answers change nothing.
     let (status, body) = server
         .post(
@@ -284,11 +288,24 @@ async fn a_session_created_over_http_asks_there_and_every_endpoint_answers() {
         .await;
     assert_eq!(status, 400);
     assert!(!std::path::Path::new(&env.workspace().join("notes.md")).exists());
+    // An answer bound to another call or session lands nowhere.
+    for wrong in [
+        json!({"decision": "allow_once", "call_id": "call_other"}),
+        json!({"decision": "allow_once", "session_id": uuid_nil()}),
+    ] {
+        let (status, body) = server
+            .post(&format!("/approvals/{approval_id}"), &wrong.to_string())
+            .await;
+        assert_eq!(status, 409, "{body}");
+        assert!(!std::path::Path::new(&env.workspace().join("notes.md")).exists());
+    }
+    let bound = json!({
+        "decision": "allow_once",
+        "session_id": id,
+        "call_id": approval["request"]["call_id"],
+    });
     let (status, _) = server
-        .post(
-            &format!("/approvals/{approval_id}"),
-            r#"{"decision": "allow_once"}"#,
-        )
+        .post(&format!("/approvals/{approval_id}"), &bound.to_string())
         .await;
     assert_eq!(status, 200);
     let (status, body) = server
@@ -297,7 +314,7 @@ async fn a_session_created_over_http_asks_there_and_every_endpoint_answers() {
             r#"{"decision": "allow_once"}"#,
         )
         .await;
-    assert_eq!(status, 404, "answered already: {body}");
+    assert_eq!(status, 409, "answered already: {body}");
     events.until(|e| is_record_text(e, "Notes written.")).await;
     assert!(env.workspace().join("notes.md").exists());
     events
@@ -407,7 +424,7 @@ async fn a_watcher_that_reconnects_with_last_event_id_misses_nothing() {
     drop(first);
     // The write waits: answer it, then reconnect from record 3.
     let approvals = server.get("/approvals").await;
-    let approval_id = approvals["approvals"][0]["id"].as_u64().unwrap();
+    let approval_id = approvals["approvals"][0]["id"].as_str().unwrap();
     server
         .post(
             &format!("/approvals/{approval_id}"),
@@ -535,7 +552,7 @@ async fn a_fleet_session_run_by_the_server_asks_through_the_api() {
         .post(&format!("/sessions/{id}/notify"), r#"{"text": "carry on"}"#)
         .await;
     assert_eq!(status, 202);
-    let approval = asked.data["approvals"][0]["id"].as_u64().unwrap();
+    let approval = asked.data["approvals"][0]["id"].as_str().unwrap();
     let (status, _) = server
         .post(
             &format!("/approvals/{approval}"),
@@ -608,6 +625,19 @@ async fn wrong_methods_ids_and_queries_get_json_errors() {
             "{method} {path}: {body}"
         );
     }
+    // A well-formed answer to a question nobody asks (or one asked before
+    // a restart) is a conflict.
+    let (status, body) = server
+        .post(
+            "/approvals/8f9a4cd2-6f55-4b8e-9a51-2b6e1f0d3c77",
+            r#"{"decision": "allow_once"}"#,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("not waiting"),
+        "{body}"
+    );
 }
 
 /// Regression: an open event stream (a dashboard tab) kept `pod serve`

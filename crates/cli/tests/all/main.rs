@@ -24,4 +24,5 @@ mod sessions_show;
 mod store;
 mod subagents;
 mod terminal;
+mod trust;
 mod until_done;

@@ -479,3 +479,51 @@ fn run_until_a_tool_runs(
     }
     (child, lines, id)
 }
+
+#[test]
+fn a_server_gets_only_the_environment_its_config_names() {
+    let env = TestEnv::new();
+    let config = mcp_file(&env, json!({}));
+    let script = env.script(
+        "s.json",
+        &script(vec![call("everything__get-env", json!({})), say("Done.")]),
+    );
+    let out = env
+        .pod()
+        .env("OPENAI_API_KEY", "sk-pod-key-9001")
+        .env("POD_EXTRA_SETTING", "pod-only")
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("--mcp-config")
+        .arg(&config)
+        .arg("look at the environment")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = session_id(&ndjson(&out.stdout));
+    let (text, failed) = result_of(
+        env.show_json(&id)["history"].as_array().unwrap(),
+        "everything__get-env",
+    );
+    assert!(!failed, "{text}");
+    let seen: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(
+        seen["SECRET_TOKEN"], "hunter2",
+        "what its config names: {seen}"
+    );
+    assert!(
+        seen["PATH"].is_string() && seen["HOME"].is_string(),
+        "{seen}"
+    );
+    for withheld in [
+        "OPENAI_API_KEY",
+        "POD_EXTRA_SETTING",
+        "POD_HOME",
+        "XDG_CONFIG_HOME",
+    ] {
+        assert!(
+            seen.get(withheld).is_none(),
+            "{withheld} reached the server: {seen}"
+        );
+    }
+}

@@ -53,6 +53,10 @@ pub struct ConfigFile {
     /// ends, like `approval`.
     #[serde(default)]
     pub subagents: Option<toml::Value>,
+    /// The `[http]` table (`pod serve --http`'s workspace roots and
+    /// limits), kept as parsed for front ends, like `approval`.
+    #[serde(default)]
+    pub http: Option<toml::Value>,
 }
 
 impl ConfigFile {

@@ -181,7 +181,10 @@ function renderApprovals(approvals) {
     card.append(el("code", "", a.request.arguments), el("br"));
     const answer = (decision) => async () => {
       try {
-        await api("/approvals/" + a.id, { method: "POST", body: JSON.stringify({ decision }) });
+        // The session and call travel with the answer: it lands on this
+        // question only, never on another asked since.
+        const body = { decision, session_id: a.session_id, call_id: a.request.call_id };
+        await api("/approvals/" + a.id, { method: "POST", body: JSON.stringify(body) });
         card.remove();
       } catch (err) { $("s-message").textContent = err.message; }
     };

@@ -1,0 +1,86 @@
+//! `[http]` in the config file: where API clients may put workspaces, and
+//! the server's limits.
+//!
+//! ```toml
+//! [http]
+//! workspace_roots = ["/srv/agents"]   # default: the server's directory
+//! allowed_hosts = ["pod.internal:7700"]  # Host values a loopback server answers besides its own
+//! max_connections = 128
+//! header_timeout_secs = 10
+//! body_timeout_secs = 30
+//! max_body_bytes = 1048576
+//! ```
+
+use super::server::Limits;
+use crate::error::Failure;
+use anyhow::{bail, Result};
+use pod_providers::ConfigFile;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpTable {
+    #[serde(default)]
+    workspace_roots: Vec<PathBuf>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    max_connections: Option<usize>,
+    header_timeout_secs: Option<u64>,
+    body_timeout_secs: Option<u64>,
+    max_body_bytes: Option<usize>,
+}
+
+/// The `[http]` settings.
+#[derive(Debug, Default)]
+pub struct HttpConfig {
+    /// Workspace roots from the file (flags add to them).
+    pub workspace_roots: Vec<PathBuf>,
+    /// Extra `Host` values a loopback server answers.
+    pub allowed_hosts: Vec<String>,
+    /// Limits, the defaults where the file is silent.
+    pub limits: Limits,
+}
+
+/// Reads `[http]` from `file`.
+pub fn read(file: &ConfigFile) -> Result<HttpConfig> {
+    let Some(table) = &file.http else {
+        return Ok(HttpConfig::default());
+    };
+    let table: HttpTable = match table.clone().try_into() {
+        Ok(table) => table,
+        Err(err) => bail!(Failure::new(
+            format!("invalid [http] table in {}: {err}", file.path.display()),
+            "it takes workspace_roots, allowed_hosts, max_connections, header_timeout_secs, \
+             body_timeout_secs and max_body_bytes"
+        )),
+    };
+    let mut limits = Limits::default();
+    let positive = |name: &str, value: u64| -> Result<u64> {
+        if value == 0 {
+            bail!(Failure::new(
+                format!("[http] {name} in {} is 0", file.path.display()),
+                "give a number of at least 1"
+            ));
+        }
+        Ok(value)
+    };
+    if let Some(n) = table.max_connections {
+        limits.max_connections = positive("max_connections", n as u64)? as usize;
+    }
+    if let Some(secs) = table.header_timeout_secs {
+        limits.header_timeout = Duration::from_secs(positive("header_timeout_secs", secs)?);
+    }
+    if let Some(secs) = table.body_timeout_secs {
+        limits.body_timeout = Duration::from_secs(positive("body_timeout_secs", secs)?);
+    }
+    if let Some(bytes) = table.max_body_bytes {
+        limits.max_body = positive("max_body_bytes", bytes as u64)? as usize;
+    }
+    Ok(HttpConfig {
+        workspace_roots: table.workspace_roots,
+        allowed_hosts: table.allowed_hosts,
+        limits,
+    })
+}
