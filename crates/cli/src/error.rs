@@ -86,7 +86,8 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let style = Style::for_stderr();
-    let message = cause_chain(err).replace('\n', " ");
+    // Causes may quote a provider's or a server's answer: shown, not obeyed.
+    let message = crate::render::safe::line(&cause_chain(err).replace('\n', " ")).into_owned();
     let mut text = format!("{} {message}\n", style.red("error:"));
     if let Some(hint) = hint_for(err) {
         text.push_str(&format!("{} {hint}\n", style.bold("hint:")));

@@ -2,8 +2,17 @@
 //! can be tested with scripted answers. [`super::terminal`] runs it on the
 //! real stdin and stderr: one key answers on a terminal ([`Keys`]), a line
 //! elsewhere ([`Lines`]).
+//!
+//! The question shows what will happen, not only the tool's name: the
+//! lines an `edit_file` takes out and puts in, the start of what a
+//! `write_file` writes with its size, a `bash` command in full. All of it is
+//! the model's text, shown through [`crate::render::safe`].
 
+use crate::render::safe;
 use pod::{ApprovalDecision, ApprovalRequest};
+use pod_tools::workspace::bash::BashArgs;
+use pod_tools::workspace::edit_file::EditFileArgs;
+use pod_tools::workspace::write_file::WriteFileArgs;
 use std::io::{BufRead, Read, Write};
 
 /// Where answers come from.
@@ -73,6 +82,9 @@ pub fn ask(
             let _ = writeln!(output, "? {}", printable(&request.summary));
         }
     }
+    for line in details(request) {
+        let _ = writeln!(output, "{line}");
+    }
     loop {
         let _ = write!(
             output,
@@ -111,15 +123,82 @@ pub fn parse_answer(line: &str) -> Option<ApprovalDecision> {
 }
 
 /// The model wrote these arguments: control characters (newlines, escape
-/// sequences that could repaint the terminal) are shown escaped.
+/// sequences that could repaint the terminal) and bidirectional overrides
+/// are shown escaped.
 fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '\n' => " ⏎ ".to_string(),
-            c if c.is_control() => c.escape_default().to_string(),
-            c => c.to_string(),
-        })
-        .collect()
+    safe::line(text).into_owned()
+}
+
+/// Lines of a change shown before the rest is counted.
+const SHOWN_LINES: usize = 12;
+
+/// What the call will do, below the question: empty when the summary
+/// says it all (a one-line command) or the arguments do not parse (the
+/// tool will refuse them anyway).
+fn details(request: &ApprovalRequest) -> Vec<String> {
+    let arguments = &request.arguments;
+    match request.tool.as_str() {
+        pod_tools::EDIT_FILE => match serde_json::from_str::<EditFileArgs>(arguments) {
+            Ok(edit) => {
+                let mut lines = block("  - ", &edit.old_string);
+                lines.extend(block("  + ", &edit.new_string));
+                if edit.replace_all {
+                    lines.push("  (every occurrence)".into());
+                }
+                lines
+            }
+            Err(_) => Vec::new(),
+        },
+        pod_tools::WRITE_FILE => match serde_json::from_str::<WriteFileArgs>(arguments) {
+            Ok(write) => {
+                let count = write.content.lines().count();
+                let mut lines = vec![format!(
+                    "  ({}, {} bytes)",
+                    crate::render::plural(count, "line"),
+                    write.content.len()
+                )];
+                lines.extend(block("  │ ", &write.content));
+                lines
+            }
+            Err(_) => Vec::new(),
+        },
+        pod_tools::BASH => match serde_json::from_str::<BashArgs>(arguments) {
+            // A command longer than the summary's line is shown whole.
+            Ok(bash) if bash.command.contains('\n') || bash.command.chars().count() > 150 => {
+                block("  $ ", &bash.command)
+            }
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// At most `max` characters of `text`, ending in `…` when cut. Unlike
+/// `render::shorten`, escapes stay as they were made visible: the user sees
+/// what the command holds.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// `text`'s first [`SHOWN_LINES`] lines after `lead`, and a count of the
+/// rest.
+fn block(lead: &str, text: &str) -> Vec<String> {
+    let all: Vec<&str> = text.lines().collect();
+    let mut lines: Vec<String> = all
+        .iter()
+        .take(SHOWN_LINES)
+        .map(|line| format!("{lead}{}", cut(&printable(line), 200)))
+        .collect();
+    if all.len() > SHOWN_LINES {
+        lines.push(format!(
+            "{lead}… and {}",
+            crate::render::plural(all.len() - SHOWN_LINES, "more line")
+        ));
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -224,6 +303,47 @@ mod tests {
             shown.contains(r"echo hi\u{1b}[2J ⏎ rm -rf build"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn the_question_shows_what_the_call_will_do() {
+        let ask_about = |tool: &str, arguments: serde_json::Value| {
+            let mut output = Vec::new();
+            ask(
+                &request(tool, &arguments.to_string()),
+                &mut Lines("n\n".as_bytes()),
+                &mut output,
+            );
+            String::from_utf8(output).unwrap()
+        };
+        let edit = ask_about(
+            "edit_file",
+            serde_json::json!({"path": "e.txt", "old_string": "old one\nold two", "new_string": "new"}),
+        );
+        assert!(
+            edit.starts_with("? edit_file: e.txt\n  - old one\n  - old two\n  + new\n"),
+            "{edit}"
+        );
+        let content: String = (1..=20).map(|n| format!("line {n}\n")).collect();
+        let write = ask_about(
+            "write_file",
+            serde_json::json!({"path": "a.txt", "content": content}),
+        );
+        assert!(write.contains("(20 lines, 151 bytes)"), "{write}");
+        assert!(
+            write.contains("  │ line 12\n  │ … and 8 more lines\n"),
+            "{write}"
+        );
+        assert!(!write.contains("line 13"), "{write}");
+        let bash = ask_about(
+            "bash",
+            serde_json::json!({"command": "cd build &&\nrm -rf \u{1b}[2J out"}),
+        );
+        assert!(
+            bash.contains("  $ cd build &&\n  $ rm -rf \\u{1b}[2J out\n"),
+            "{bash}"
+        );
+        assert!(!bash.contains('\u{1b}'), "{bash}");
     }
 
     #[test]

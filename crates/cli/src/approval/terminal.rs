@@ -60,9 +60,11 @@ pub fn prompt_on_terminal(request: ApprovalRequest) -> oneshot::Receiver<Approva
             let mut stderr = std::io::stderr().lock();
             let decision = match RawMode::enter() {
                 // One key answers; the guard restores the terminal after.
-                Some(_raw) => {
-                    prompt::ask(&request, &mut prompt::Keys(std::io::stdin()), &mut stderr)
-                }
+                Some(_raw) => prompt::ask(
+                    &request,
+                    &mut prompt::Keys(Deliberate::new(std::io::stdin())),
+                    &mut stderr,
+                ),
                 None => prompt::ask(
                     &request,
                     &mut prompt::Lines(std::io::stdin().lock()),
@@ -76,6 +78,38 @@ pub fn prompt_on_terminal(request: ApprovalRequest) -> oneshot::Receiver<Approva
         tracing::warn!(%err, "cannot start the approval prompt");
     }
     answer
+}
+
+/// Stdin on a terminal, read only for keys pressed after the question was
+/// shown: what was typed before (a `y` meant for a shell, keys pressed
+/// while the agent worked) is discarded at the first read, so no answer is
+/// given by accident. Unknown keys then ask again ([`prompt::ask`]).
+pub struct Deliberate<R> {
+    input: R,
+    flushed: bool,
+}
+
+impl<R> Deliberate<R> {
+    /// Reads `input`, discarding pending input before the first read.
+    pub fn new(input: R) -> Self {
+        Self {
+            input,
+            flushed: false,
+        }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Deliberate<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !std::mem::replace(&mut self.flushed, true) {
+            // SAFETY: tcflush on fd 0 discards its unread input and touches
+            // no memory of ours; on a non-terminal it fails and does nothing.
+            unsafe {
+                libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH);
+            }
+        }
+        self.input.read(buf)
+    }
 }
 
 /// Stdin in non-canonical mode without echo while it lives, so a key is

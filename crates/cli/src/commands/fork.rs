@@ -23,7 +23,7 @@ pub async fn run(args: ForkArgs, place: super::Place) -> Result<Outcome> {
     let fork = session::load(store, id).await?;
     if args.json {
         let json =
-            serde_json::to_string_pretty(&fork.summary).context("cannot encode the session")?;
+            crate::render::safe::json(&fork.summary, true).context("cannot encode the session")?;
         crate::output::print(&format!("{json}\n"))?;
     } else {
         crate::output::print(&format!(

@@ -26,7 +26,7 @@ pub async fn run(args: SessionsArgs, place: super::Place) -> Result<Outcome> {
     summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
     let summaries = tree(summaries);
     if args.json {
-        let json = serde_json::to_string_pretty(&summaries).context("cannot encode sessions")?;
+        let json = crate::render::safe::json(&summaries, true).context("cannot encode sessions")?;
         crate::output::print(&format!("{json}\n"))?;
     } else if summaries.is_empty() {
         crate::output::print(&format!(
@@ -122,7 +122,7 @@ fn table(summaries: &[Summary], style: Style) -> String {
                 .format("%Y-%m-%d %H:%M"),
             crate::render::shorten(&s.model, 16),
             spent,
-            s.workspace.display()
+            render::safe::line(&s.workspace.display().to_string())
         ));
     }
     out

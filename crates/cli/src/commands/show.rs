@@ -37,7 +37,7 @@ pub async fn run(args: ShowArgs, place: super::Place) -> Result<Outcome> {
             children: &children,
             history: loaded.full_history(),
         };
-        let json = serde_json::to_string_pretty(&doc).context("cannot encode the session")?;
+        let json = crate::render::safe::json(&doc, true).context("cannot encode the session")?;
         crate::output::print(&format!("{json}\n"))?;
     } else {
         crate::output::print(&human(&loaded, &children, Style::for_stdout()))?;
@@ -104,6 +104,7 @@ async fn follow(
 
 fn print_json_record(seq: usize, record: &pod::log::LogRecord) -> Result<()> {
     let line = serde_json::json!({ "seq": seq, "record": record });
+    let line = crate::render::safe::json(&line, false).context("cannot encode a record")?;
     crate::output::print(&format!("{line}\n"))
 }
 
@@ -166,8 +167,11 @@ fn head_and_history(loaded: &Loaded, style: Style) -> String {
         s.id,
         style.bold(s.status.as_str())
     );
-    out.push_str(&format!("  model      {}\n", s.model));
-    out.push_str(&format!("  workspace  {}\n", s.workspace.display()));
+    out.push_str(&format!("  model      {}\n", render::safe::line(&s.model)));
+    out.push_str(&format!(
+        "  workspace  {}\n",
+        render::safe::line(&s.workspace.display().to_string())
+    ));
     // Sessions from before the sandbox existed record none.
     if let Some(sandbox) =
         crate::launch::Launch::from_header(&loaded.header).and_then(|launch| launch.sandbox)

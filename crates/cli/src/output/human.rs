@@ -3,7 +3,7 @@
 //! else was printed after it; elsewhere it is printed again in full.
 
 use super::{Finished, Output, Started};
-use crate::render::{self, plural};
+use crate::render::{self, plural, safe};
 use crate::style::Style;
 use anyhow::{Context, Result};
 use pod::PodEvent;
@@ -74,10 +74,10 @@ impl HumanOutput {
             TurnEndReason::MaxTokens => Some("the answer hit the output token limit".into()),
             TurnEndReason::Refusal => Some("the provider refused the answer".into()),
             TurnEndReason::Limit(limit) => Some(format!("stopped by {limit}")),
-            TurnEndReason::Aborted(why) => Some(format!("turn aborted: {why}")),
-            TurnEndReason::Paused(why) => Some(format!("turn paused: {why}")),
+            TurnEndReason::Aborted(why) => Some(format!("turn aborted: {}", safe::line(why))),
+            TurnEndReason::Paused(why) => Some(format!("turn paused: {}", safe::line(why))),
             TurnEndReason::Yielded(_) => Some("turn yielded".into()),
-            TurnEndReason::Rejected(why) => Some(format!("prompt rejected: {why}")),
+            TurnEndReason::Rejected(why) => Some(format!("prompt rejected: {}", safe::line(why))),
         };
         match note {
             Some(note) => self.lines(&self.style.yellow(&format!("({note})"))),
@@ -107,8 +107,10 @@ impl Output for HumanOutput {
         let was_reasoning = std::mem::take(&mut self.in_reasoning);
         match event {
             PodEvent::TurnStarted { .. } => Ok(()),
-            PodEvent::TextDelta { text } if was_reasoning => self.write(&format!("\n{text}")),
-            PodEvent::TextDelta { text } => self.write(text),
+            PodEvent::TextDelta { text } if was_reasoning => {
+                self.write(&format!("\n{}", safe::text(text)))
+            }
+            PodEvent::TextDelta { text } => self.write(&safe::text(text)),
             PodEvent::ReasoningDelta { text } => {
                 // Reasoning gets its own dim line, so it never runs into the answer.
                 self.in_reasoning = true;
@@ -117,7 +119,7 @@ impl Output for HumanOutput {
                     (false, true) => "thinking: ",
                     (false, false) => "\nthinking: ",
                 };
-                self.write(&s.dim(&format!("{lead}{text}")))
+                self.write(&s.dim(&format!("{lead}{}", safe::text(text))))
             }
             PodEvent::ToolCallStarted {
                 name, arguments, ..
@@ -130,7 +132,11 @@ impl Output for HumanOutput {
             } => {
                 if *is_error {
                     // Wide enough for a refusal and its advice (--yes, --allow TOOL).
-                    let line = format!("  ✗ {name}: {}", render::first_line(content, 240));
+                    let line = format!(
+                        "  ✗ {}: {}",
+                        safe::line(name),
+                        render::first_line(content, 240)
+                    );
                     self.lines(&s.red(&line))
                 } else if name == TODO_WRITE {
                     // The checklist that follows says it all.
@@ -185,7 +191,7 @@ impl Output for HumanOutput {
     }
 
     fn note(&mut self, text: &str) -> Result<()> {
-        self.lines(&self.style.yellow(text))
+        self.lines(&self.style.yellow(&safe::text(text)))
     }
 
     fn prompting(&mut self) -> Result<()> {
@@ -232,7 +238,7 @@ impl Output for HumanOutput {
                 s.yellow(&format!(
                     "{} not run ({}): allow tools with --yes or --allow TOOL",
                     plural(finished.not_run.len(), "tool call"),
-                    distinct(&finished.not_run).join(", ")
+                    safe::line(&distinct(&finished.not_run).join(", "))
                 ))
             ));
         }
@@ -296,7 +302,11 @@ fn subagent_line(event: &PodEvent, s: Style) -> Option<String> {
         path.push(description.as_str());
         event = inner;
     }
-    let lead = format!("{}│ {}", "  ".repeat(path.len() + 1), path.join(" › "));
+    let lead = format!(
+        "{}│ {}",
+        "  ".repeat(path.len() + 1),
+        safe::line(&path.join(" › "))
+    );
     let line = match event {
         PodEvent::TurnStarted { .. } => s.dim(&format!("{lead}: started")),
         PodEvent::ToolCallStarted {
@@ -308,7 +318,8 @@ fn subagent_line(event: &PodEvent, s: Style) -> Option<String> {
             is_error: true,
             ..
         } => s.red(&format!(
-            "{lead} ✗ {name}: {}",
+            "{lead} ✗ {}: {}",
+            safe::line(name),
             render::first_line(content, 160)
         )),
         PodEvent::TodosChanged { todos } => {
@@ -317,7 +328,10 @@ fn subagent_line(event: &PodEvent, s: Style) -> Option<String> {
         PodEvent::Compacted { .. } => s.cyan(&format!("{lead}: ⇣ compacted")),
         PodEvent::TurnEnded { reason, .. } => match reason {
             TurnEndReason::EndTurn => s.dim(&format!("{lead}: finished")),
-            reason => s.yellow(&format!("{lead}: ended ({reason:?})")),
+            reason => s.yellow(&format!(
+                "{lead}: ended ({})",
+                safe::line(&format!("{reason:?}"))
+            )),
         },
         PodEvent::Error { message } => s.red(&format!(
             "{lead}: error: {}",

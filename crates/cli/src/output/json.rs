@@ -32,10 +32,11 @@ impl JsonOutput {
     }
 
     fn line(&mut self, value: &impl Serialize) -> Result<()> {
+        let line = crate::render::safe::json(value, false).context("cannot encode an event")?;
         let mut out = self.out.lock();
-        serde_json::to_writer(&mut out, value).context("cannot encode an event")?;
         // A reader acts on each event as it comes: flush per line.
-        out.write_all(b"\n")
+        out.write_all(line.as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
             .and_then(|()| out.flush())
             .context("cannot write to stdout")
     }
@@ -57,7 +58,7 @@ impl Output for JsonOutput {
     fn note(&mut self, text: &str) -> Result<()> {
         // Notes are for people; stdout stays machine-readable. A closed
         // stderr loses them.
-        let _ = super::eprint(&format!("{text}\n"));
+        let _ = super::eprint(&format!("{}\n", crate::render::safe::text(text)));
         Ok(())
     }
 

@@ -139,8 +139,10 @@ fn item_lines(number: usize, item: &Item, style: Style) -> String {
     }
 }
 
-/// At most [`MAX_LINES`] lines, continuation lines aligned under the first.
+/// At most [`MAX_LINES`] lines, continuation lines aligned under the first,
+/// made safe for a terminal ([`super::safe`]).
 fn indent(text: &str) -> String {
+    let text = super::safe::text(text);
     let lines: Vec<&str> = text.trim_end().lines().collect();
     let mut out = lines
         .iter()

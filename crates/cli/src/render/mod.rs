@@ -3,6 +3,7 @@
 //! Everything here returns strings and does no IO, so it can be snapshot.
 
 pub mod history;
+pub mod safe;
 
 use crate::style::Style;
 use pod_tools::{render_todos, TodoItem, TodoStatus, TODO_WRITE};
@@ -13,6 +14,7 @@ use pod_tools::{render_todos, TodoItem, TodoStatus, TODO_WRITE};
 /// highlighted and completed items are dimmed.
 pub fn checklist(todos: &[TodoItem], style: Style) -> String {
     let plain = render_todos(todos);
+    let plain = safe::text(&plain);
     let mut lines = plain.lines();
     let mut out = String::new();
     if let Some(title) = lines.next() {
@@ -77,13 +79,13 @@ pub fn tool_call(name: &str, arguments: &str) -> String {
     if name == TODO_WRITE {
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) {
             if let Some(todos) = value.get("todos").and_then(|t| t.as_array()) {
-                return format!("{name}({})", plural(todos.len(), "item"));
+                return format!("{TODO_WRITE}({})", plural(todos.len(), "item"));
             }
         }
     }
     format!(
         "{}({})",
-        crate::mcp::display_name(name),
+        safe::line(&crate::mcp::display_name(name)),
         shorten(arguments.trim(), 60)
     )
 }
@@ -110,12 +112,15 @@ pub fn first_line(text: &str, max: usize) -> String {
     }
 }
 
-/// `text` cut to at most `max` characters, ending in `…` when cut.
+/// `text` cut to at most `max` characters, ending in `…` when cut, on one
+/// line: control characters become spaces, and what else would act on a
+/// terminal is shown escaped ([`safe`]).
 pub fn shorten(text: &str, max: usize) -> String {
     let flat: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
+    let flat = safe::line(&flat).into_owned();
     if flat.chars().count() <= max {
         return flat;
     }

@@ -140,3 +140,36 @@ fn ctrl_d_at_the_prompt_cancels_and_exits_130_with_the_resume_line() {
     );
     assert_eq!(sessions[0]["status"], "interrupted");
 }
+
+/// Regression: a key typed before the question showed answered it (`a`
+/// typed early granted "always"; the `y` of a shell command approved a
+/// write).
+#[test]
+fn keys_typed_before_the_question_answer_nothing() {
+    let env = TestEnv::new();
+    let script = write_hello(&env);
+    let mut command = env.pod_process();
+    command.args(["run", "--script"]).arg(&script).arg("Say hi");
+    let mut term = OnTerminal::spawn(command);
+    // Typed at once, long before pod asks anything.
+    term.press(b"ay");
+    term.wait_for("? write_file: hello.txt");
+    term.wait_for("  │ hi");
+    term.wait_for("allow?");
+    // The question still waits: a deliberate `n` answers it.
+    term.press(b"n");
+    let (code, screen) = term.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(!env.workspace().join("hello.txt").exists(), "{screen}");
+    assert!(screen.contains("› n"), "{screen}");
+    let id = env.sessions_json()[0]["id"].as_str().unwrap().to_string();
+    let history = env.show_json(&id)["history"].clone();
+    let result = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "tool_result")
+        .unwrap()
+        .clone();
+    assert_eq!(result["is_error"], true, "{result}");
+}

@@ -362,3 +362,81 @@ async fn a_sessions_commands_reach_neither_the_token_nor_other_logs_nor_the_keys
     // The port answers (network is on), but not without the token.
     assert!(result.contains("HTTP/1.1 401"), "{result}");
 }
+
+/// Bytes that act on a terminal: ESC, BEL, CSI (C1, as UTF-8), the
+/// right-to-left override (as UTF-8), a lone carriage return.
+fn acting_bytes(output: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(output);
+    let mut found = Vec::new();
+    for (name, needle) in [
+        ("ESC", "\u{1b}"),
+        ("BEL", "\u{7}"),
+        ("CSI", "\u{9b}"),
+        ("RLO", "\u{202e}"),
+        ("CR", "\r"),
+    ] {
+        if text.contains(needle) {
+            found.push(name.to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn a_models_escape_sequences_never_reach_the_terminal() {
+    let env = TestEnv::new();
+    let hostile = "Done\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}[H\u{9b}31m\u{202e}txt.exe\rover";
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            write_todos(&[json!({"id": "a", "content": hostile, "status": "in_progress"})]),
+            call(
+                "bash",
+                json!({"command": "printf 'out\\033]0;title\\007\\033[2J\\r'"}),
+            ),
+            call(&format!("no_such_tool{hostile}"), json!({})),
+            json!({"reasoning": hostile, "text": hostile}),
+        ]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--yes", "--script"])
+        .arg(&script)
+        .arg(format!("Task {hostile}"))
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let mut shown = out.stdout.clone();
+    shown.extend(&out.stderr);
+    assert!(
+        acting_bytes(&shown).is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&shown)
+    );
+    // What was acting is still there to read, as escapes.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\\u{1b}]0;pwned"));
+    let id = env.sessions_json()[0]["id"].as_str().unwrap().to_string();
+    for args in [
+        vec!["show", id.as_str()],
+        vec!["show", id.as_str(), "--json"],
+        vec!["show", id.as_str(), "--follow", "--json"],
+        vec!["sessions"],
+        vec!["sessions", "--json"],
+    ] {
+        let out = env.pod().args(&args).output().unwrap();
+        assert_success(&out);
+        let found = acting_bytes(&out.stdout);
+        assert!(found.is_empty(), "pod {args:?}: {found:?}");
+    }
+    // The JSON still holds the text as it was.
+    let json = env.show_json(&id);
+    let text = json["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item["text"].as_str())
+        .next_back()
+        .unwrap()
+        .to_string();
+    assert_eq!(text, hostile);
+}

@@ -3,10 +3,15 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+// Text from models, tools and files: control characters and bidirectional
+// overrides are shown as escapes (\u{1b}), so none reorders or hides what
+// is shown. Newlines and tabs stay.
+const ACTS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const shown = (text) => String(text).replace(ACTS, (c) => "\\u{" + c.charCodeAt(0).toString(16) + "}");
 const el = (tag, cls, text) => {
   const node = document.createElement(tag);
   if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
+  if (text !== undefined) node.textContent = shown(text);
   return node;
 };
 
@@ -186,7 +191,7 @@ function renderApprovals(approvals) {
         const body = { decision, session_id: a.session_id, call_id: a.request.call_id };
         await api("/approvals/" + a.id, { method: "POST", body: JSON.stringify(body) });
         card.remove();
-      } catch (err) { $("s-message").textContent = err.message; }
+      } catch (err) { $("s-message").textContent = shown(err.message); }
     };
     const allow = el("button", "allow", "Allow");
     allow.onclick = answer("allow_once");
@@ -244,7 +249,7 @@ function streamed(delta) {
     node.dataset.kind = delta.kind;
     box.append(node);
   }
-  node.textContent += delta.text;
+  node.textContent += shown(delta.text);
 }
 
 function clearStreamed() {
@@ -261,7 +266,7 @@ async function loadEarlier() {
   current.first = start;
   $("earlier").hidden = start === 0;
 }
-$("earlier").onclick = () => loadEarlier().catch((err) => { $("s-message").textContent = err.message; });
+$("earlier").onclick = () => loadEarlier().catch((err) => { $("s-message").textContent = shown(err.message); });
 
 async function openSession(id) {
   show("session-view");
@@ -272,7 +277,7 @@ async function openSession(id) {
   current = { id: s.id, first: Math.max(0, body.records - PAGE) };
   $("s-title").textContent = "Session " + s.id;
   const meta = () => [s.status, s.model, s.workspace, s.holder ? "held by " + s.holder : ""].filter(Boolean).join(" · ");
-  $("s-meta").textContent = meta();
+  $("s-meta").textContent = shown(meta());
   renderTodos(body.todos);
   renderApprovals(body.approvals);
   $("s-children-title").hidden = body.children.length === 0;
@@ -280,7 +285,7 @@ async function openSession(id) {
     const li = el("li");
     const a = el("a", "", c.id.slice(0, 8));
     a.href = "#/s/" + c.id;
-    li.append(a, " " + (c.parent ? c.parent.description : "") + " — " + c.status);
+    li.append(a, shown(" " + (c.parent ? c.parent.description : "") + " — " + c.status));
     return li;
   }));
   $("earlier").hidden = current.first === 0;
@@ -294,10 +299,10 @@ async function openSession(id) {
     const st = JSON.parse(e.data);
     s.holder = st.holder;
     if (st.holder) s.status = "running";
-    $("s-meta").textContent = meta();
+    $("s-meta").textContent = shown(meta());
     // Stopped or queued: the server knows how it ended (done, idle, ...).
     if (!st.live) clearStreamed();
-    if (!st.holder) api("/sessions/" + s.id).then((b) => { Object.assign(s, b.session); $("s-meta").textContent = meta(); }).catch(() => {});
+    if (!st.holder) api("/sessions/" + s.id).then((b) => { Object.assign(s, b.session); $("s-meta").textContent = shown(meta()); }).catch(() => {});
   });
 }
 
@@ -308,7 +313,7 @@ async function post(path, body, done) {
     $("s-message").textContent = done;
     return true;
   } catch (err) {
-    $("s-message").textContent = err.message;
+    $("s-message").textContent = shown(err.message);
     return false;
   }
 }
@@ -329,7 +334,7 @@ function route() {
   closeStreams();
   if (!token) return showLogin();
   const match = location.hash.match(/^#\/s\/([0-9a-f-]+)/);
-  if (match) openSession(match[1]).catch((err) => { $("s-message").textContent = err.message; });
+  if (match) openSession(match[1]).catch((err) => { $("s-message").textContent = shown(err.message); });
   else openList();
 }
 window.addEventListener("hashchange", route);
