@@ -60,11 +60,9 @@ pub fn prompt_on_terminal(request: ApprovalRequest) -> oneshot::Receiver<Approva
             let mut stderr = std::io::stderr().lock();
             let decision = match RawMode::enter() {
                 // One key answers; the guard restores the terminal after.
-                Some(_raw) => prompt::ask(
-                    &request,
-                    &mut prompt::Keys(Deliberate::new(std::io::stdin())),
-                    &mut stderr,
-                ),
+                Some(_raw) => {
+                    prompt::ask(&request, &mut prompt::Keys(std::io::stdin()), &mut stderr)
+                }
                 None => prompt::ask(
                     &request,
                     &mut prompt::Lines(std::io::stdin().lock()),
@@ -80,40 +78,12 @@ pub fn prompt_on_terminal(request: ApprovalRequest) -> oneshot::Receiver<Approva
     answer
 }
 
-/// Stdin on a terminal, read only for keys pressed after the question was
-/// shown: what was typed before (a `y` meant for a shell, keys pressed
-/// while the agent worked) is discarded at the first read, so no answer is
-/// given by accident. Unknown keys then ask again ([`prompt::ask`]).
-pub struct Deliberate<R> {
-    input: R,
-    flushed: bool,
-}
-
-impl<R> Deliberate<R> {
-    /// Reads `input`, discarding pending input before the first read.
-    pub fn new(input: R) -> Self {
-        Self {
-            input,
-            flushed: false,
-        }
-    }
-}
-
-impl<R: std::io::Read> std::io::Read for Deliberate<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if !std::mem::replace(&mut self.flushed, true) {
-            // SAFETY: tcflush on fd 0 discards its unread input and touches
-            // no memory of ours; on a non-terminal it fails and does nothing.
-            unsafe {
-                libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH);
-            }
-        }
-        self.input.read(buf)
-    }
-}
-
 /// Stdin in non-canonical mode without echo while it lives, so a key is
 /// read as soon as it is pressed; the previous settings come back on drop.
+/// Entering it discards whatever was typed and not yet read (`TCSAFLUSH`),
+/// before the question is shown: a key pressed earlier (a `y` meant for a
+/// shell, keys pressed while the agent worked) answers nothing, and a key
+/// pressed once the question shows is kept.
 /// Ctrl-C still raises SIGINT (`ISIG` stays on), which the drive loop
 /// handles; the prompt thread may then stay blocked in its read, so the
 /// drive loop calls [`restore_terminal`] before pod exits.
@@ -138,7 +108,7 @@ impl RawMode {
             raw.c_cc[libc::VMIN] = 1;
             raw.c_cc[libc::VTIME] = 0;
             *SAVED.lock().unwrap_or_else(|e| e.into_inner()) = Some(saved);
-            if libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &raw) != 0 {
+            if libc::tcsetattr(libc::STDIN_FILENO, libc::TCSAFLUSH, &raw) != 0 {
                 restore_terminal();
                 return None;
             }
