@@ -82,7 +82,7 @@ impl Model {
             )),
             Err(ConfigError::MissingScript) => bail!(Failure::new(
                 "--provider scripted needs --script FILE.json",
-                "README's \"Scripted model\" section describes the file; `pod demo` runs one"
+                "docs/guide.md's \"Scripted model\" section describes the file; `pod demo` runs one"
             )),
             Err(err) => return Err(err).context("cannot configure the model"),
         };
