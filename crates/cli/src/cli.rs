@@ -282,6 +282,19 @@ pub struct ModelArgs {
     pub model: Option<String>,
 }
 
+impl ModelArgs {
+    /// What they ask of the launcher.
+    pub fn flags(&self) -> pod_launch::ModelFlags {
+        pod_launch::ModelFlags {
+            profile: self.profile.clone(),
+            provider: self.provider.map(Into::into),
+            script: self.script.clone(),
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+        }
+    }
+}
+
 /// Provider kinds on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProviderKindArg {
@@ -294,6 +307,18 @@ pub enum ProviderKindArg {
     OpenaiResponses,
     /// The Anthropic Messages API.
     Anthropic,
+}
+
+impl From<ProviderKindArg> for pod_providers::ProviderKind {
+    fn from(kind: ProviderKindArg) -> Self {
+        use pod_providers::ProviderKind;
+        match kind {
+            ProviderKindArg::Scripted => ProviderKind::Scripted,
+            ProviderKindArg::Openai => ProviderKind::OpenAi,
+            ProviderKindArg::OpenaiResponses => ProviderKind::OpenAiResponses,
+            ProviderKindArg::Anthropic => ProviderKind::Anthropic,
+        }
+    }
 }
 
 /// How a session is driven: shared by `run` and `resume`.
@@ -332,6 +357,18 @@ pub struct BudgetArgs {
     pub max_run_tokens: Option<u64>,
 }
 
+impl BudgetArgs {
+    /// What they ask of the launcher.
+    pub fn flags(&self) -> pod_launch::BudgetFlags {
+        pod_launch::BudgetFlags {
+            max_requests: self.max_requests,
+            max_turns: self.max_turns,
+            max_run_requests: self.max_run_requests,
+            max_run_tokens: self.max_run_tokens,
+        }
+    }
+}
+
 /// Which tool calls run without asking: shared by `run`, `resume` and `acp`.
 ///
 /// Laid over the `[approval]` table of the config file, which is laid over
@@ -351,6 +388,17 @@ pub struct ApprovalArgs {
     pub deny: Vec<String>,
 }
 
+impl ApprovalArgs {
+    /// What they ask of the launcher.
+    pub fn flags(&self) -> pod::ApprovalFlags {
+        pod::ApprovalFlags {
+            yes: self.yes,
+            allow: self.allow.clone(),
+            deny: self.deny.clone(),
+        }
+    }
+}
+
 /// Where `bash` may write and whether it has the network: shared by `run`,
 /// `resume` and `acp`.
 ///
@@ -367,6 +415,16 @@ pub struct SandboxArgs {
     /// Whether commands may use the network under the sandbox.
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     pub network: Option<bool>,
+}
+
+impl SandboxArgs {
+    /// What they ask of the launcher.
+    pub fn flags(&self) -> pod_launch::SandboxFlags {
+        pod_launch::SandboxFlags {
+            mode: self.sandbox,
+            network: self.network,
+        }
+    }
 }
 
 fn parse_sandbox_mode(text: &str) -> Result<pod::SandboxMode, String> {
@@ -416,12 +474,21 @@ pub struct RunArgs {
     /// The directory the agent works in.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// The model.
+    /// How the session runs.
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub session: SessionArgs,
     /// How to drive it.
     #[command(flatten)]
     pub drive: DriveArgs,
+}
+
+/// How a session runs: the one argument group `run`, `resume`, `acp` and
+/// `submit` share, lowered to `pod_launch::Flags`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SessionArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// The limits of the run.
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -434,6 +501,20 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub mcp: McpArgs,
+}
+
+impl SessionArgs {
+    /// What they ask of the launcher.
+    pub fn flags(&self, until_done: bool) -> pod_launch::Flags {
+        pod_launch::Flags {
+            model: self.model.flags(),
+            budget: self.budget.flags(),
+            approval: self.approval.flags(),
+            sandbox: self.sandbox.flags(),
+            until_done,
+            mcp_config: self.mcp.mcp_config.clone(),
+        }
+    }
 }
 
 /// MCP servers to attach, besides the config file's `[mcp_servers]`.
@@ -458,24 +539,12 @@ pub struct ResumeArgs {
     /// The directory the agent works in (default: the session's).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// The model.
+    /// How the session runs (over what it recorded).
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub session: SessionArgs,
     /// How to drive it.
     #[command(flatten)]
     pub drive: DriveArgs,
-    /// The limits of the run.
-    #[command(flatten)]
-    pub budget: BudgetArgs,
-    /// Which tool calls run without asking.
-    #[command(flatten)]
-    pub approval: ApprovalArgs,
-
-    #[command(flatten)]
-    pub sandbox: SandboxArgs,
-
-    #[command(flatten)]
-    pub mcp: McpArgs,
 }
 
 /// `pod sessions`.

@@ -14,20 +14,17 @@
 //! is asked on stderr while the Pod waits. Ctrl-C during the question
 //! answers it `Cancelled` and cancels the turn.
 
-use crate::approval::terminal::{prompt_on_terminal, Ask};
+use crate::approval::terminal::{prompt_on_terminal, Ask, Asks};
 use crate::error::{is_broken_pipe, Outcome, EXIT_INTERRUPTED};
 use crate::output::{Finished, Output, Started, Stopped};
-use crate::session::{self, Progress};
 use anyhow::Result;
 use pod::{ApprovalDecision, PodEvent, PodHandle};
+use pod_launch::sessions::{self as session, Progress};
 use pod_worker::TurnEndReason;
 use std::collections::HashSet;
 use std::io::IsTerminal;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-use tokio::sync::{broadcast, mpsc, oneshot};
-
-/// Questions of the session's terminal approver; `None` when it has none.
-pub type Asks = Option<mpsc::Receiver<Ask>>;
+use tokio::sync::{broadcast, oneshot};
 
 /// A question on screen: the user's answer and where it goes.
 struct Asking {

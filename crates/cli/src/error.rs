@@ -133,6 +133,12 @@ fn hint_for(err: &anyhow::Error) -> Option<String> {
         if let Some(failure) = cause.downcast_ref::<Failure>() {
             return Some(failure.hint.clone());
         }
+        if let Some(hint) = cause
+            .downcast_ref::<pod_launch::LaunchError>()
+            .and_then(pod_launch::LaunchError::hint)
+        {
+            return Some(hint.to_string());
+        }
         if let Some(err) = cause.downcast_ref::<pod::PodError>() {
             return Some(pod_hint(err).to_string());
         }

@@ -5,23 +5,15 @@
 //! turns, logs or tools work inside.
 
 mod approval;
-mod budget;
 mod cli;
 mod commands;
 mod drive;
 mod error;
 mod http;
-mod launch;
-mod mcp;
-mod model;
 mod output;
 mod render;
-mod sandbox;
-mod session;
-mod settings;
 mod store;
 mod style;
-mod subagents;
 mod tracing_setup;
 
 use clap::Parser;

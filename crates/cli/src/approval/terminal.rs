@@ -17,6 +17,10 @@ pub struct Ask {
     pub reply: oneshot::Sender<ApprovalDecision>,
 }
 
+/// The drive loop's side: the questions to ask, or `None` when nobody can
+/// answer (not a terminal, `--json`).
+pub type Asks = Option<mpsc::Receiver<Ask>>;
+
 /// The Pod's side: sends each question to the drive loop.
 pub struct TerminalApprover {
     asks: mpsc::Sender<Ask>,

@@ -2,8 +2,8 @@
 
 use crate::cli::ForkArgs;
 use crate::error::{Failure, Outcome};
-use crate::session;
 use anyhow::{bail, Context, Result};
+use pod_launch::sessions as session;
 
 /// Forks a session and prints the new id.
 pub async fn run(args: ForkArgs, place: super::Place) -> Result<Outcome> {

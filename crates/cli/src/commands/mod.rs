@@ -39,6 +39,35 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
     }
 }
 
+/// A session `run` or `resume` started, and the questions its terminal
+/// approver asks (none when nobody can answer).
+pub struct Launched {
+    /// The session.
+    pub session: pod_launch::Session,
+    /// Its approver's questions.
+    pub asks: crate::approval::terminal::Asks,
+}
+
+/// Starts a planned session for `run` or `resume`: says on stderr what the
+/// user should know first (a sandbox that is not enforced, MCP servers that
+/// did not start), with the terminal approver when one can answer.
+pub async fn launch(plan: pod_launch::Plan, drive: &crate::cli::DriveArgs) -> Result<Launched> {
+    if let Some(warning) = plan.settings.sandbox_warning() {
+        let _ = crate::output::eprint(&format!("{warning}\n"));
+    }
+    let options = pod_launch::Options {
+        durability: drive.durability.into(),
+        ..Default::default()
+    };
+    let mut prepared = plan.prepare(options).await?;
+    for warning in &prepared.warnings {
+        let _ = crate::output::eprint(&format!("warning: {warning}\n"));
+    }
+    let asks = crate::approval::attach(&mut prepared.config, drive.json);
+    let session = prepared.start().await?;
+    Ok(Launched { session, asks })
+}
+
 /// Where a command finds sessions: pod's home (scratch directories, and
 /// the session logs of the file store) and the store of session logs.
 #[derive(Clone)]
@@ -52,6 +81,14 @@ pub struct Place {
 }
 
 impl Place {
+    /// The launcher for sessions here.
+    pub fn launcher(&self) -> pod_launch::Launcher {
+        pod_launch::Launcher::new(pod_launch::Place {
+            home: self.home.clone(),
+            store: self.store.clone(),
+        })
+    }
+
     async fn resolve(global: &GlobalArgs, lease_ttl: Option<std::time::Duration>) -> Result<Self> {
         let home = pod::PodHome::from_env()?;
         let (home, store, fleet) =

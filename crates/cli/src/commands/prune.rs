@@ -2,9 +2,9 @@
 
 use crate::cli::PruneArgs;
 use crate::error::Outcome;
-use crate::session::{self, Status};
 use anyhow::Result;
 use chrono::Utc;
+use pod_launch::sessions::{self as session, Status};
 use std::time::Duration;
 
 /// Deletes (or lists, with `--dry-run`) sessions older than the age given.

@@ -2,9 +2,9 @@
 
 use crate::cli::RmArgs;
 use crate::error::{Failure, Outcome};
-use crate::session;
 use anyhow::{bail, Result};
 use pod::SessionStore;
+use pod_launch::sessions as session;
 use std::io::IsTerminal;
 use uuid::Uuid;
 

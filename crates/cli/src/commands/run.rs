@@ -1,19 +1,16 @@
 //! `pod run`: a new session on a task.
 
-use crate::approval;
 use crate::cli::RunArgs;
 use crate::drive::{drive, FirstTurn};
 use crate::error::{Failure, Outcome};
 use crate::output::{self, Started};
-use crate::settings::{Flags, RunSettings};
 use anyhow::{bail, Context, Result};
-use pod::Pod;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Starts a session and drives it.
 pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
-    if args.budget.max_turns.is_some() && !args.drive.until_done {
+    if args.session.budget.max_turns.is_some() && !args.drive.until_done {
         // Continuations only happen in until-done mode (a resumed session
         // may have it recorded, so only `run` insists).
         use clap::CommandFactory;
@@ -26,53 +23,47 @@ pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
     }
     let workspace = workspace(args.workspace.as_deref())?;
     let task = task(args.task.as_deref(), args.task_file.as_deref())?;
-    let settings = RunSettings::resolve(
-        &Flags {
-            model: &args.model,
-            budget: &args.budget,
-            approval: &args.approval,
-            sandbox: &args.sandbox,
-            until_done: args.drive.until_done,
-        },
-        None,
-    )?;
-    if let Some(warning) = crate::sandbox::warning(&settings.sandbox) {
-        eprintln!("{warning}");
-    }
-    let mut config = settings.pod_config(&place, workspace, args.drive.durability.into());
-    let servers = crate::mcp::configs(
-        &settings.file,
-        settings.choice.raw.mcp_servers.as_ref(),
-        &args.mcp,
-        &[],
-    )?;
-    let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
-    let mut launch = settings.launch();
-    launch.mcp_servers = crate::mcp::recorded(&mcp);
-    config.launch = launch.to_json();
-    let asks = approval::attach(&mut config, args.drive.json);
-    let model_name = config.provider.model_name();
-    let handle = Pod::spawn(config)
-        .await
-        .context("cannot start the session")?;
-    let started = Started {
-        session_id: handle.session_id(),
-        log_path: place.store.log_location(handle.session_id()),
-        store: place.store.clone(),
-        resumed: false,
-        model: model_name,
-    };
-    let mut out = output::for_flags(args.drive.json);
-    let outcome = drive(
-        handle,
-        started,
+    let flags = args.session.flags(args.drive.until_done);
+    let plan = place.launcher().plan(&flags, workspace)?;
+    let session = super::launch(plan, &args.drive).await?;
+    drive_session(
+        session,
+        &place,
         FirstTurn::Prompt(task),
-        settings.until_done,
+        false,
+        args.drive.json,
+    )
+    .await
+}
+
+/// Drives a started session on `first`; its MCP servers stop at the end.
+pub async fn drive_session(
+    launched: super::Launched,
+    place: &super::Place,
+    first: FirstTurn,
+    resumed: bool,
+    json: bool,
+) -> Result<Outcome> {
+    let super::Launched { session, asks } = launched;
+    let id = session.handle.session_id();
+    let started = Started {
+        session_id: id,
+        log_path: place.store.log_location(id),
+        store: place.store.clone(),
+        resumed,
+        model: session.model.clone(),
+    };
+    let mut out = output::for_flags(json);
+    let outcome = drive(
+        session.handle,
+        started,
+        first,
+        session.until_done,
         out.as_mut(),
         asks,
     )
     .await;
-    mcp.shutdown().await;
+    session.mcp.shutdown().await;
     outcome
 }
 

@@ -10,16 +10,14 @@
 //! as orphans and resumes them from their logs.
 
 use super::Place;
-use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, RunArgs, SandboxArgs, ServeArgs};
+use crate::cli::{RunArgs, ServeArgs};
 use crate::error::{chain, Failure, Outcome};
-use crate::launch::Launch;
-use crate::model::Model;
-use crate::session;
-use crate::settings::{Flags, Resolved, RunSettings};
 use anyhow::{bail, Context, Result};
 use pod::log::{LogRecord, SessionHeader};
 use pod::CancellationToken;
-use pod::{Durability, Item, Pod, PodError, TurnEndReason};
+use pod::{Durability, Item, PodError, TurnEndReason};
+use pod_launch::sessions as session;
+use pod_launch::Model;
 use pod_store_pg::{Claimed, PgStore, SessionState};
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -43,45 +41,28 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
     let store = fleet(&place, "submit")?;
     let workspace = super::run::workspace(args.workspace.as_deref())?;
     let task = super::run::task(args.task.as_deref(), args.task_file.as_deref())?;
-    // Resolved without the API key: the worker that runs the session reads
-    // it from its own environment.
-    let settings = Resolved::resolve(
-        &Flags {
-            model: &args.model,
-            budget: &args.budget,
-            approval: &args.approval,
-            sandbox: &args.sandbox,
-            // A fleet runs every session until its plan is done.
-            until_done: true,
-        },
-        None,
-    )?;
-    let model_name = match Model::from_choice(&settings.choice) {
+    // A fleet runs every session until its plan is done. Resolved without
+    // the API key: the worker that runs the session reads it from its own
+    // environment.
+    let plan = place
+        .launcher()
+        .plan(&args.session.flags(true), workspace.clone())?;
+    let model_name = match Model::from_choice(&plan.settings.choice) {
         Ok(model) => model.provider.model_name(),
-        Err(err) if is_missing_key(&err) => settings
+        Err(err) if is_missing_key(&err) => plan
+            .settings
             .choice
             .raw
             .model
             .clone()
             .unwrap_or_else(|| "unknown".into()),
-        Err(err) => return Err(err),
+        Err(err) => return Err(err.into()),
     };
     let id = Uuid::new_v4();
     // The servers are started by the worker; their settings are recorded
     // here (the config file's and --mcp-config's, no env values).
-    let servers = crate::mcp::configs(
-        &settings.file,
-        settings.choice.raw.mcp_servers.as_ref(),
-        &args.mcp,
-        &[],
-    )?;
-    let mut launch = settings.launch();
-    launch.mcp_servers = servers
-        .iter()
-        .map(pod_mcp::ServerConfig::recorded)
-        .collect();
     let mut header = SessionHeader::new(id, model_name, workspace);
-    header.launch = launch.to_json();
+    header.launch = plan.record()?.to_json();
     store
         .submit(&header, &[LogRecord::Item(Item::user(task))])
         .await
@@ -205,7 +186,19 @@ async fn run_one(
     stop: CancellationToken,
 ) -> Result<String> {
     let id = claimed.id;
-    let (mut config, mcp) = match prepare(id, &place).await {
+    // Without the HTTP API nobody answers `ask` on a fleet worker: such
+    // calls are refused with a message saying so, and the recorded
+    // --yes/--allow decide the rest. With it, they wait for an answer there.
+    let options = pod_launch::Options {
+        durability: Durability::Turn,
+        approver: runner.as_ref().map(|runner| runner.approver(id)),
+        ..Default::default()
+    };
+    let prepared = match plan(id, &place).await {
+        Ok(plan) => plan.prepare(options).await.map_err(anyhow::Error::new),
+        Err(err) => Err(err),
+    };
+    let prepared = match prepared {
         Ok(prepared) => prepared,
         Err(err) => {
             // It cannot run here; idle, so that no worker claims it again
@@ -214,24 +207,24 @@ async fn run_one(
             return Err(err);
         }
     };
-    // With the HTTP API, its `ask` calls wait for an answer there.
-    if let Some(runner) = &runner {
-        config.approver = Some(runner.approver(id));
+    for warning in &prepared.warnings {
+        tracing::warn!(session = %id, %warning, "MCP server");
     }
-    let handle = match Pod::resume(id, config).await {
-        Ok(handle) => handle,
+    let launched = match prepared.start().await {
+        Ok(session) => session,
         Err(err) => {
             // A session that cannot be opened (a damaged log, say) must not
             // be claimed over and over; a database error may pass, so the
             // session stays for the next claim.
-            if !matches!(err, PodError::Store { .. }) {
+            if !matches!(err.pod_error(), Some(PodError::Store { .. })) {
                 // Still claimed if it failed before opening the log.
                 let _ = store.unclaim(id, SessionState::Idle).await;
                 let _ = store.set_state(id, SessionState::Idle).await;
             }
-            return Err(anyhow::Error::new(err).context(format!("cannot resume session {id}")));
+            return Err(err.into());
         }
     };
+    let (handle, mcp) = (launched.handle, launched.mcp);
     if let Some(runner) = &runner {
         runner.adopt(id, handle.clone());
     }
@@ -280,9 +273,9 @@ async fn run_one(
     }
 }
 
-/// The Pod config for a claimed session: its recorded settings, as `pod
-/// resume` would use them with no flags, in until-done mode.
-async fn prepare(id: Uuid, place: &Place) -> Result<(pod::PodConfig, pod_mcp::McpServers)> {
+/// A claimed session's plan: its recorded settings, as `pod resume` would
+/// use them with no flags, in until-done mode.
+async fn plan(id: Uuid, place: &Place) -> Result<pod_launch::Plan> {
     let loaded = session::load(place.store.as_ref(), id).await?;
     let workspace = loaded.header.workspace.clone();
     if !workspace.is_dir() {
@@ -292,51 +285,27 @@ async fn prepare(id: Uuid, place: &Place) -> Result<(pod::PodConfig, pod_mcp::Mc
             workspace.display()
         );
     }
-    let recorded = Launch::from_header(&loaded.header);
-    if recorded.is_none() {
+    if pod_launch::Launch::from_header(&loaded.header).is_none() {
         bail!("its log records no launch settings (it was not submitted with `pod submit`)");
     }
-    let none = (
-        ModelArgs::default(),
-        BudgetArgs::default(),
-        ApprovalArgs::default(),
-        SandboxArgs::default(),
-    );
-    let settings = RunSettings::resolve(
-        &Flags {
-            model: &none.0,
-            budget: &none.1,
-            approval: &none.2,
-            sandbox: &none.3,
-            until_done: true,
-        },
-        recorded.as_ref(),
-    )?;
-    settings.model.resume_at(loaded.assistant_items());
-    // Without the HTTP API nobody answers `ask` on a fleet worker: such
-    // calls are refused with a message saying so, and the recorded
-    // --yes/--allow decide the rest.
-    let mut config = settings.pod_config(place, workspace, Durability::Turn);
-    // The session's MCP servers, with what this worker's config file says
-    // of them (their env, say).
-    let had = recorded.as_ref().map_or(&[][..], |l| &l.mcp_servers[..]);
-    let servers = crate::mcp::configs(
-        &settings.file,
-        settings.choice.raw.mcp_servers.as_ref(),
-        &Default::default(),
-        had,
-    )?;
-    let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
-    Ok((config, mcp))
+    let flags = pod_launch::Flags {
+        until_done: true,
+        ..Default::default()
+    };
+    Ok(place
+        .launcher()
+        .plan_resume(id, &flags, Some(workspace))
+        .await?)
 }
 
-fn is_missing_key(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        matches!(
-            cause.downcast_ref::<pod_providers::ConfigError>(),
-            Some(pod_providers::ConfigError::MissingKey(_))
-        )
-    })
+fn is_missing_key(err: &pod_launch::LaunchError) -> bool {
+    matches!(
+        err,
+        pod_launch::LaunchError::Config {
+            source: pod_providers::ConfigError::MissingKey(_),
+            ..
+        }
+    )
 }
 
 fn reason(reason: &TurnEndReason) -> String {

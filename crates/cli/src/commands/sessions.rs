@@ -3,9 +3,9 @@
 use crate::cli::SessionsArgs;
 use crate::error::Outcome;
 use crate::render;
-use crate::session::{self, Summary};
 use crate::style::Style;
 use anyhow::{Context, Result};
+use pod_launch::sessions::{self as session, Summary};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 

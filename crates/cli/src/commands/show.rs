@@ -3,9 +3,9 @@
 use crate::cli::ShowArgs;
 use crate::error::Outcome;
 use crate::render;
-use crate::session::{self, Loaded, Summary};
 use crate::style::Style;
 use anyhow::{Context, Result};
+use pod_launch::sessions::{self as session, Loaded, Summary};
 use pod_llm::Item;
 use pod_tools::TodoItem;
 use serde::Serialize;
@@ -174,7 +174,7 @@ fn head_and_history(loaded: &Loaded, style: Style) -> String {
     ));
     // Sessions from before the sandbox existed record none.
     if let Some(sandbox) =
-        crate::launch::Launch::from_header(&loaded.header).and_then(|launch| launch.sandbox)
+        pod_launch::Launch::from_header(&loaded.header).and_then(|launch| launch.sandbox)
     {
         out.push_str(&format!("  sandbox    {}\n", sandbox.describe()));
     }

@@ -4,9 +4,9 @@
 use super::Place;
 use crate::cli::StoreCommand;
 use crate::error::{Failure, Outcome};
-use crate::session;
 use anyhow::{bail, Context, Result};
 use pod::{Durability, FileStore, PodHome, SessionStore};
+use pod_launch::sessions as session;
 use uuid::Uuid;
 
 /// Runs `pod store …`.

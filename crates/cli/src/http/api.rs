@@ -3,7 +3,6 @@
 use super::error::{parse, ApiError};
 use super::runner::{CreateSession, PendingApproval, Runner};
 use super::summaries::Summaries;
-use crate::session::Summary;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -11,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use pod::{ApprovalDecision, PodError, Store, TodoItem};
+use pod_launch::sessions::Summary;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
@@ -237,7 +237,7 @@ pub async fn resolve(app: &AppState, text: &str) -> Result<Uuid, ApiError> {
             Err(err) => Err(store_error(err)),
         };
     }
-    crate::session::resolve(app.store.as_ref(), text)
+    pod_launch::sessions::resolve(app.store.as_ref(), text)
         .await
         .map_err(|e| ApiError::not_found(format!("{e:#}")))
 }

@@ -8,8 +8,8 @@
 //! fields, so every way to widen is caught the same way: `yes`, an `allow`,
 //! a profile with a larger budget, a resumed session recorded with more.
 
-use crate::settings::Resolved;
 use pod::{ApprovalPolicy, SandboxMode, SandboxPolicy, ToolPolicy};
+use pod_launch::Resolved;
 use pod_worker::Budget;
 use std::path::{Path, PathBuf};
 

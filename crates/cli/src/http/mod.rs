@@ -93,16 +93,13 @@ pub async fn start(
     addr: SocketAddr,
     place: crate::commands::Place,
 ) -> Result<(Runner, Bound)> {
-    let server = crate::settings::Resolved::resolve(
-        &crate::settings::Flags {
-            model: &args.model,
-            budget: &Default::default(),
-            approval: &args.approval,
-            sandbox: &args.sandbox,
-            until_done: false,
-        },
-        None,
-    )?;
+    let flags = pod_launch::Flags {
+        model: args.model.flags(),
+        approval: args.approval.flags(),
+        sandbox: args.sandbox.flags(),
+        ..Default::default()
+    };
+    let server = pod_launch::Resolved::resolve(&flags, None)?;
     let http = config::read(&server.file)?;
     let mut roots = Vec::new();
     for root in args.workspace_root.iter().chain(&http.workspace_roots) {

@@ -13,13 +13,10 @@ use super::error::ApiError;
 use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, SandboxArgs};
 use crate::commands::Place;
 use crate::error::chain;
-use crate::launch::Launch;
-use crate::settings::{Flags, RunSettings};
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 use pod::{
-    ApprovalDecision, ApprovalRequest, Approver, CancellationToken, Durability, Pod, PodError,
-    PodHandle,
+    ApprovalDecision, ApprovalRequest, Approver, CancellationToken, Durability, PodError, PodHandle,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -195,6 +192,8 @@ struct State {
 #[derive(Clone)]
 pub struct Runner {
     place: Place,
+    // Starts and resumes its sessions.
+    launcher: pod_launch::Launcher,
     // What sessions get, and the most they may get.
     allowed: Arc<Allowed>,
     // Short critical sections only (map updates), never held across an
@@ -228,6 +227,7 @@ impl Runner {
     /// A runner for sessions in `place`, within what `allowed` allows.
     pub fn new(place: Place, allowed: Allowed) -> Self {
         Self {
+            launcher: place.launcher(),
             place,
             allowed: Arc::new(allowed),
             state: Arc::default(),
@@ -270,22 +270,22 @@ impl Runner {
             .ceiling
             .check_workspace(&workspace)
             .map_err(ApiError::forbidden)?;
-        let mut model = allowed.model.clone();
+        let mut model = allowed.model.flags();
         if request.profile.is_some() {
-            model = ModelArgs {
+            model = pod_launch::ModelFlags {
                 profile: request.profile.clone(),
-                ..ModelArgs::default()
+                ..Default::default()
             };
         }
         // The request's fields are laid over the server's; the ceiling
         // below refuses whatever that widens.
-        let approval = ApprovalArgs {
+        let approval = pod::ApprovalFlags {
             yes: allowed.approval.yes || request.yes,
             allow: [allowed.approval.allow.clone(), request.allow.clone()].concat(),
             deny: [allowed.approval.deny.clone(), request.deny.clone()].concat(),
         };
-        let sandbox = SandboxArgs {
-            sandbox: match &request.sandbox {
+        let sandbox = pod_launch::SandboxFlags {
+            mode: match &request.sandbox {
                 Some(mode) => Some(
                     mode.parse()
                         .map_err(|e| ApiError::bad_request(format!("sandbox: {e}")))?,
@@ -298,43 +298,44 @@ impl Runner {
             Some(budget) => budget.args()?,
             None => BudgetArgs::default(),
         };
-        let settings = RunSettings::resolve(
-            &Flags {
-                model: &model,
-                budget: &budget,
-                approval: &approval,
-                sandbox: &sandbox,
-                until_done: request.until_done,
-            },
-            None,
-        )
-        .map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
+        let flags = pod_launch::Flags {
+            model,
+            budget: budget.flags(),
+            approval,
+            sandbox,
+            until_done: request.until_done,
+            mcp_config: Vec::new(),
+        };
+        let plan = self
+            .launcher
+            .plan(&flags, workspace)
+            .map_err(|e| ApiError::bad_request(chain(&e)))?;
         allowed
             .ceiling
-            .check(&settings)
+            .check(&plan.settings)
             .map_err(ApiError::forbidden)?;
-        let mut config = settings.pod_config(&self.place, workspace, Durability::Turn);
-        config.private_paths.extend(allowed.private.iter().cloned());
-        let servers = crate::mcp::configs(
-            &settings.file,
-            settings.choice.raw.mcp_servers.as_ref(),
-            &Default::default(),
-            &[],
-        )
-        .map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
-        let mcp = crate::mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
-        let mut launch = settings.launch();
-        launch.mcp_servers = crate::mcp::recorded(&mcp);
-        config.launch = launch.to_json();
         let _start = self.starting.lock().await;
         let id_cell: Arc<Mutex<Option<Uuid>>> = Arc::default();
-        config.approver = Some(self.approver_for_new(&id_cell));
-        let handle = Pod::spawn(config)
+        let options = pod_launch::Options {
+            durability: Durability::Turn,
+            approver: Some(self.approver_for_new(&id_cell)),
+            private_paths: allowed.private.clone(),
+            ..Default::default()
+        };
+        let prepared = plan
+            .prepare(options)
             .await
-            .map_err(|e| ApiError::internal(format!("cannot start the session: {e}")))?;
-        let id = handle.session_id();
+            .map_err(|e| ApiError::bad_request(chain(&e)))?;
+        for warning in &prepared.warnings {
+            tracing::warn!(%warning, "MCP server");
+        }
+        let session = prepared
+            .start()
+            .await
+            .map_err(|e| ApiError::internal(chain(&e)))?;
+        let id = session.handle.session_id();
         *id_cell.lock() = Some(id);
-        self.go_live(id, handle, Some(mcp), request.task);
+        self.go_live(id, session.handle, Some(session.mcp), request.task);
         Ok(id)
     }
 
@@ -361,8 +362,8 @@ impl Runner {
             self.spawn_turn(id, handle, text);
             return Ok(());
         }
-        let handle = self.resume(id).await?;
-        self.go_live(id, handle, None, text);
+        let (handle, mcp) = self.resume(id).await?;
+        self.go_live(id, handle, Some(mcp), text);
         Ok(())
     }
 
@@ -607,7 +608,7 @@ impl Runner {
     }
 
     /// Resumes session `id` here with its recorded settings.
-    async fn resume(&self, id: Uuid) -> Result<PodHandle, ApiError> {
+    async fn resume(&self, id: Uuid) -> Result<(PodHandle, pod_mcp::McpServers), ApiError> {
         let store = self.place.store.as_ref();
         let stat = store.stat(id).await.map_err(not_found_or_internal)?;
         if let Some(holder) = stat.holder {
@@ -620,41 +621,34 @@ impl Runner {
                 "session {id} is queued for the fleet: a worker will run it"
             )));
         }
-        let loaded = crate::session::load(store, id)
+        let loaded = pod_launch::sessions::load(store, id)
             .await
-            .map_err(|e| ApiError::internal(format!("{e:#}")))?;
-        let recorded = Launch::from_header(&loaded.header);
-        let none = (
-            ModelArgs::default(),
-            BudgetArgs::default(),
-            ApprovalArgs::default(),
-            SandboxArgs::default(),
-        );
-        let model = match recorded {
-            Some(_) => &none.0,
-            None => &self.allowed.model,
-        };
-        let settings = RunSettings::resolve(
-            &Flags {
-                model,
-                budget: &none.1,
-                approval: &none.2,
-                sandbox: &none.3,
-                until_done: false,
+            .map_err(|e| ApiError::internal(chain(&e)))?;
+        // A session that recorded no model gets the server's.
+        let flags = match pod_launch::Launch::from_header(&loaded.header) {
+            Some(_) => pod_launch::Flags::default(),
+            None => pod_launch::Flags {
+                model: self.allowed.model.flags(),
+                ..Default::default()
             },
-            recorded.as_ref(),
-        )
-        .map_err(|e| ApiError::conflict(format!("cannot resume session {id}: {e:#}")))?;
+        };
+        let plan = self
+            .launcher
+            .plan_resume(id, &flags, None)
+            .await
+            .map_err(|e| {
+                ApiError::conflict(format!("cannot resume session {id}: {}", chain(&e)))
+            })?;
         // A session recorded with more than this server allows (started by
         // `pod run --yes`, say) is not run here with it.
-        let workspace = loaded.header.workspace.clone();
         let ceiling = &self.allowed.ceiling;
-        let canonical = workspace
+        let canonical = plan
+            .workspace
             .canonicalize()
-            .unwrap_or_else(|_| workspace.clone());
+            .unwrap_or_else(|_| plan.workspace.clone());
         ceiling
             .check_workspace(&canonical)
-            .and_then(|()| ceiling.check(&settings))
+            .and_then(|()| ceiling.check(&plan.settings))
             .map_err(|widening| {
                 ApiError::forbidden(super::ceiling::Widening {
                     message: format!(
@@ -664,33 +658,25 @@ impl Runner {
                     ..widening
                 })
             })?;
-        settings.model.resume_at(loaded.assistant_items());
-        let mut config = settings.pod_config(&self.place, workspace, Durability::Turn);
-        config
-            .private_paths
-            .extend(self.allowed.private.iter().cloned());
-        config.approver = Some(self.approver(id));
-        // A Pod that just shut down may still hold the log for a moment.
-        let mut tries = 0;
-        loop {
-            match Pod::resume(id, config.clone()).await {
-                Ok(handle) => return Ok(handle),
-                Err(PodError::SessionBusy { .. } | PodError::SessionLeased { .. })
-                    if tries < 20 =>
-                {
-                    tries += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-                Err(err @ (PodError::SessionBusy { .. } | PodError::SessionLeased { .. })) => {
-                    return Err(ApiError::conflict(format!("session {id} is busy: {err}")))
-                }
-                Err(err) => {
-                    return Err(ApiError::internal(format!(
-                        "cannot resume session {id}: {}",
-                        chain(&err)
-                    )))
-                }
-            }
+        let options = pod_launch::Options {
+            durability: Durability::Turn,
+            approver: Some(self.approver(id)),
+            private_paths: self.allowed.private.clone(),
+            // A Pod of this server that just shut down may still hold the
+            // log for a moment.
+            busy_wait: std::time::Duration::from_secs(1),
+        };
+        let prepared = plan.prepare(options).await.map_err(|e| {
+            ApiError::conflict(format!("cannot resume session {id}: {}", chain(&e)))
+        })?;
+        match prepared.start().await {
+            Ok(session) => Ok((session.handle, session.mcp)),
+            Err(err) => match err.pod_error() {
+                Some(PodError::SessionBusy { .. } | PodError::SessionLeased { .. }) => Err(
+                    ApiError::conflict(format!("session {id} is busy: {}", chain(&err))),
+                ),
+                _ => Err(ApiError::internal(chain(&err))),
+            },
         }
     }
 

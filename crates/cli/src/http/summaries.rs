@@ -2,9 +2,9 @@
 //! session's log changes: listing a thousand sessions every second must not
 //! replay a thousand logs every second.
 
-use crate::session::{self, Summary};
 use parking_lot::Mutex;
 use pod::{SessionStat, SessionStore, TodoItem};
+use pod_launch::sessions::{self as session, Summary};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

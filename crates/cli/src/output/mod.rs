@@ -6,9 +6,9 @@ mod json;
 pub use human::HumanOutput;
 pub use json::JsonOutput;
 
-use crate::session::Progress;
 use anyhow::Result;
 use pod::PodEvent;
+use pod_launch::sessions::Progress;
 use pod_worker::{Limit, TurnEndReason};
 use serde::Serialize;
 use uuid::Uuid;

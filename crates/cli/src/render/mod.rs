@@ -85,9 +85,19 @@ pub fn tool_call(name: &str, arguments: &str) -> String {
     }
     format!(
         "{}({})",
-        safe::line(&crate::mcp::display_name(name)),
+        safe::line(&display_name(name)),
         shorten(arguments.trim(), 60)
     )
+}
+
+/// A tool's name for people: an MCP tool's (SERVER__TOOL) as `SERVER › TOOL`.
+pub fn display_name(name: &str) -> String {
+    match name.split_once(pod_mcp::names::SEPARATOR) {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+            format!("{server} › {tool}")
+        }
+        _ => name.to_string(),
+    }
 }
 
 /// "1 line", "2 lines": a count and its noun, in the right number.

@@ -2,9 +2,9 @@
 //! (or over what a resumed session recorded), lowered to one raw provider
 //! config and resolved once (by pod-providers).
 
-use crate::cli::{ModelArgs, ProviderKindArg};
-use crate::error::Failure;
-use anyhow::{bail, Context, Result};
+use crate::error::LaunchError;
+use crate::flags::ModelFlags;
+use crate::record::Launch;
 use pod_llm::{Provider, Script, ScriptedProvider};
 use pod_providers::{
     build_provider, ConfigError, ConfigFile, ProviderConfig, ProviderKind, RawProviderConfig,
@@ -24,20 +24,22 @@ pub struct Choice {
 /// `--provider` (or `--script` alone) over nothing; otherwise over what the
 /// resumed session recorded, or else over the file's default profile.
 pub fn choose(
-    args: &ModelArgs,
+    args: &ModelFlags,
     file: &ConfigFile,
-    recorded: Option<&crate::launch::Launch>,
-) -> Result<Choice> {
+    recorded: Option<&Launch>,
+) -> Result<Choice, LaunchError> {
     let script = match &args.script {
-        Some(path) => Some(
-            std::path::absolute(path)
-                .with_context(|| format!("cannot resolve the script path {}", path.display()))?,
-        ),
+        Some(path) => Some(std::path::absolute(path).map_err(|err| {
+            LaunchError::settings(
+                format!("cannot resolve the script path {}: {err}", path.display()),
+                "give the script's path relative to the current directory, or absolute",
+            )
+        })?),
         None => None,
     };
     let flags = RawProviderConfig {
         kind: match (args.provider, &script) {
-            (Some(kind), _) => Some(kind.into()),
+            (Some(kind), _) => Some(kind),
             // A script alone says which model it is.
             (None, Some(_)) if args.profile.is_none() => Some(ProviderKind::Scripted),
             (None, _) => None,
@@ -48,11 +50,17 @@ pub fn choose(
         ..RawProviderConfig::default()
     };
     let fresh = args.provider.is_some() || (args.script.is_some() && args.profile.is_none());
+    let profile_of = |name: Option<&str>| {
+        file.profile(name).map_err(|source| LaunchError::Config {
+            context: "cannot read the profile".into(),
+            source,
+        })
+    };
     let (base, profile) = match (&args.profile, recorded) {
-        (Some(name), _) => (file.profile(Some(name))?, Some(name.clone())),
+        (Some(name), _) => (profile_of(Some(name))?, Some(name.clone())),
         (None, _) if fresh => (RawProviderConfig::default(), None),
         (None, Some(launch)) => (launch.provider.clone(), launch.profile.clone()),
-        (None, None) => (file.profile(None)?, file.default_profile.clone()),
+        (None, None) => (profile_of(None)?, file.default_profile.clone()),
     };
     Ok(Choice {
         raw: base.merge(flags),
@@ -72,24 +80,36 @@ pub struct Model {
 
 impl Model {
     /// Builds the providers the settings describe.
-    pub fn from_choice(choice: &Choice) -> Result<Self> {
-        let config = match choice.raw.resolve() {
-            Ok(config) => config,
-            Err(ConfigError::MissingKind) => bail!(Failure::new(
-                "no model chosen",
-                "pass --profile NAME (README: \"A real model\"), or --provider scripted --script \
-                 FILE.json, or set default_profile in the config file; `pod demo` needs none"
-            )),
-            Err(ConfigError::MissingScript) => bail!(Failure::new(
-                "--provider scripted needs --script FILE.json",
-                "docs/guide.md's \"Scripted model\" section describes the file; `pod demo` runs one"
-            )),
-            Err(err) => return Err(err).context("cannot configure the model"),
-        };
+    pub fn from_choice(choice: &Choice) -> Result<Self, LaunchError> {
+        let config =
+            match choice.raw.resolve() {
+                Ok(config) => config,
+                Err(ConfigError::MissingKind) => {
+                    return Err(LaunchError::settings(
+                        "no model chosen",
+                        "pass --profile NAME (README: \"A real model\"), or --provider scripted \
+                     --script FILE.json, or set default_profile in the config file; `pod demo` \
+                     needs none",
+                    ))
+                }
+                Err(ConfigError::MissingScript) => return Err(LaunchError::settings(
+                    "--provider scripted needs --script FILE.json",
+                    "docs/guide.md's \"Scripted model\" section describes the file; `pod demo` \
+                     runs one",
+                )),
+                Err(source) => {
+                    return Err(LaunchError::Config {
+                        context: "cannot configure the model".into(),
+                        source,
+                    })
+                }
+            };
         match &config {
-            ProviderConfig::Scripted { script } => Ok(Self::from_script(Script::load(script)?)),
+            ProviderConfig::Scripted { script } => Ok(Self::from_script(
+                Script::load(script).map_err(LaunchError::Script)?,
+            )),
             _ => Ok(Self {
-                provider: build_provider(&config)?,
+                provider: build_provider(&config).map_err(LaunchError::Provider)?,
                 compactor: None,
                 scripted: None,
             }),
@@ -119,35 +139,29 @@ impl Model {
 
 /// The config file (`$XDG_CONFIG_HOME/pod/config.toml`); empty when it does
 /// not exist, or when there is no config directory and no profile was named.
-pub fn config_file(args: &ModelArgs) -> Result<ConfigFile> {
-    let file = match ConfigFile::default_path() {
-        Some(path) => ConfigFile::load(&path)?,
-        None if args.profile.is_some() => bail!(Failure::new(
-            "cannot find the config file for --profile: neither XDG_CONFIG_HOME nor HOME is set",
-            "set XDG_CONFIG_HOME or HOME"
-        )),
-        None => ConfigFile::default(),
-    };
+pub fn config_file(args: &ModelFlags) -> Result<ConfigFile, LaunchError> {
+    let file =
+        match ConfigFile::default_path() {
+            Some(path) => ConfigFile::load(&path).map_err(|source| LaunchError::Config {
+                context: "cannot read the config file".into(),
+                source,
+            })?,
+            None if args.profile.is_some() => return Err(LaunchError::settings(
+                "cannot find the config file for --profile: neither XDG_CONFIG_HOME nor HOME is \
+                 set",
+                "set XDG_CONFIG_HOME or HOME",
+            )),
+            None => ConfigFile::default(),
+        };
     if let (Some(name), false) = (&args.profile, file.exists()) {
-        bail!(Failure::new(
+        return Err(LaunchError::settings(
             format!(
                 "--profile {name}: there is no config file at {}",
                 file.path.display()
             ),
             "create it with a [profiles.NAME] table (README: \"A real model\"); \
-             XDG_CONFIG_HOME moves it"
+             XDG_CONFIG_HOME moves it",
         ));
     }
     Ok(file)
-}
-
-impl From<ProviderKindArg> for ProviderKind {
-    fn from(kind: ProviderKindArg) -> Self {
-        match kind {
-            ProviderKindArg::Scripted => ProviderKind::Scripted,
-            ProviderKindArg::Openai => ProviderKind::OpenAi,
-            ProviderKindArg::OpenaiResponses => ProviderKind::OpenAiResponses,
-            ProviderKindArg::Anthropic => ProviderKind::Anthropic,
-        }
-    }
 }

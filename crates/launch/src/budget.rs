@@ -5,8 +5,8 @@
 //! profile's `budget` table, then (on resume) the budget the session
 //! recorded, then the flags.
 
-use crate::cli::BudgetArgs;
-use anyhow::{Context, Result};
+use crate::error::LaunchError;
+use crate::flags::BudgetFlags;
 use pod_worker::Budget;
 use serde::Deserialize;
 
@@ -31,19 +31,28 @@ pub struct BudgetTable {
 }
 
 impl BudgetTable {
-    /// Parses a table the config file kept as TOML; `what` names it in errors.
-    pub fn parse(value: Option<&toml::Value>, what: &str) -> Result<Self> {
+    /// Parses a table the config file (`file`) kept as TOML; `what` names it
+    /// in errors.
+    pub fn parse(
+        value: Option<&toml::Value>,
+        what: &str,
+        file: &pod_providers::ConfigFile,
+    ) -> Result<Self, LaunchError> {
         match value {
             Some(value) => value
                 .clone()
                 .try_into()
-                .with_context(|| format!("invalid {what} in the config file")),
+                .map_err(|source| LaunchError::Table {
+                    what: what.into(),
+                    path: file.path.display().to_string(),
+                    source: Box::new(source),
+                }),
             None => Ok(Self::default()),
         }
     }
 
     /// The flags as a table.
-    pub fn from_flags(args: &BudgetArgs) -> Self {
+    pub fn from_flags(args: &BudgetFlags) -> Self {
         Self {
             max_requests: args.max_requests,
             max_turns: args.max_turns,
@@ -54,9 +63,14 @@ impl BudgetTable {
     }
 
     /// `budget` with every limit this table sets replaced.
-    pub fn apply(&self, mut budget: Budget) -> Result<Budget> {
+    pub fn apply(&self, mut budget: Budget) -> Result<Budget, LaunchError> {
         if let Some(n) = self.max_requests {
-            anyhow::ensure!(n > 0, "max_requests must be at least 1");
+            if n == 0 {
+                return Err(LaunchError::settings(
+                    "max_requests must be at least 1",
+                    "set max_requests to 1 or more, or leave it out for the default (500)",
+                ));
+            }
             budget.requests_per_turn = n;
         }
         if let Some(n) = self.max_turns {
@@ -81,9 +95,9 @@ impl BudgetTable {
 pub fn session(
     file: &pod_providers::ConfigFile,
     profile: Option<&toml::Value>,
-) -> Result<pod::SessionBudget> {
-    let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table")?;
-    let profile = BudgetTable::parse(profile, "budget table of the profile")?;
+) -> Result<pod::SessionBudget, LaunchError> {
+    let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table", file)?;
+    let profile = BudgetTable::parse(profile, "budget table of the profile", file)?;
     Ok(pod::SessionBudget {
         requests: profile.max_session_requests.or(top.max_session_requests),
         tokens: profile.max_session_tokens.or(top.max_session_tokens),
@@ -96,13 +110,13 @@ pub fn resolve(
     file: &pod_providers::ConfigFile,
     profile: Option<&toml::Value>,
     recorded: Option<&Budget>,
-    flags: &BudgetArgs,
-) -> Result<Budget> {
+    flags: &BudgetFlags,
+) -> Result<Budget, LaunchError> {
     let base = match recorded {
         Some(budget) => budget.clone(),
         None => {
-            let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table")?;
-            let profile = BudgetTable::parse(profile, "budget table of the profile")?;
+            let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table", file)?;
+            let profile = BudgetTable::parse(profile, "budget table of the profile", file)?;
             profile.apply(top.apply(Budget::default())?)?
         }
     };
@@ -125,15 +139,21 @@ mod tests {
              [profiles.a]\nkind = \"openai\"\n[profiles.a.budget]\nmax_requests = 70\n",
         );
         let profile = file.profile(Some("a")).unwrap();
-        let budget = resolve(&file, profile.budget.as_ref(), None, &BudgetArgs::default()).unwrap();
+        let budget = resolve(
+            &file,
+            profile.budget.as_ref(),
+            None,
+            &BudgetFlags::default(),
+        )
+        .unwrap();
         assert_eq!(budget.requests_per_turn, 70);
         assert_eq!(budget.tokens, Some(1000));
         assert_eq!(budget.continuations, None);
 
-        let flags = BudgetArgs {
+        let flags = BudgetFlags {
             max_turns: Some(3),
             max_run_tokens: Some(5),
-            ..BudgetArgs::default()
+            ..BudgetFlags::default()
         };
         let budget = resolve(&file, profile.budget.as_ref(), None, &flags).unwrap();
         assert_eq!(budget.continuations, Some(3));
@@ -148,14 +168,15 @@ mod tests {
             requests_per_turn: 9,
             ..Budget::default()
         };
-        let budget = resolve(&file, None, Some(&recorded), &BudgetArgs::default()).unwrap();
+        let budget = resolve(&file, None, Some(&recorded), &BudgetFlags::default()).unwrap();
         assert_eq!(budget, recorded);
     }
 
     #[test]
     fn an_unknown_key_is_an_error() {
         let file = file("[budget]\nmax_request = 50\n");
-        let err = resolve(&file, None, None, &BudgetArgs::default()).unwrap_err();
-        assert!(format!("{err:#}").contains("max_request"), "{err:#}");
+        let err = resolve(&file, None, None, &BudgetFlags::default()).unwrap_err();
+        let chain = format!("{err}: {}", std::error::Error::source(&err).unwrap());
+        assert!(chain.contains("max_request"), "{chain}");
     }
 }

@@ -1,8 +1,8 @@
-//! A session as read from its log, without opening it: what `sessions`,
-//! `show`, `fork` and `resume` need to know. Reading never takes the
+//! A session as read from its log, without opening it: what listings,
+//! `show`, `fork`, a resume and the HTTP API need to know. Reading never takes the
 //! session's lock, so running sessions can be inspected too.
 
-use anyhow::{bail, Context, Result};
+use crate::error::LaunchError;
 use chrono::{DateTime, Utc};
 use pod::log::{LogRecord, SessionHeader};
 use pod::replay::{replay, unanswered_calls};
@@ -140,16 +140,19 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
 }
 
 /// Reads session `id` from `store`.
-pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded> {
+pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchError> {
     let location = store.log_location(id);
-    let contents = store.read(id).await?;
+    let contents = store
+        .read(id)
+        .await
+        .map_err(|err| LaunchError::pod(format!("cannot read session {id}"), err))?;
     let Some(header) = contents.header else {
-        bail!("{location}: the session log has no header");
+        return Err(LaunchError::NoHeader { location });
     };
     let stat = store
         .stat(id)
         .await
-        .with_context(|| format!("cannot stat {location}"))?;
+        .map_err(|err| LaunchError::pod(format!("cannot stat {location}"), err))?;
     let replayed = replay(&contents.records);
     let items = pod::fork_item_count(&contents.records);
     let stopped_by = match contents.records.last() {
@@ -166,7 +169,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded> {
         status_of(&replayed.history, &replayed.todos)
     };
     let (usage, _) = pod::ledger::session_usage(&contents.records);
-    let cost = crate::launch::Launch::from_header(&header)
+    let cost = crate::record::Launch::from_header(&header)
         .and_then(|launch| launch.provider.prices)
         .map(|prices| prices.cost(&usage));
     let summary = Summary {
@@ -234,26 +237,29 @@ pub fn status_of(history: &[Item], todos: &[TodoItem]) -> Status {
 }
 
 /// Finds the session `text` names: a full id, or a prefix of exactly one.
-pub async fn resolve(store: &dyn SessionStore, text: &str) -> Result<Uuid> {
+pub async fn resolve(store: &dyn SessionStore, text: &str) -> Result<Uuid, LaunchError> {
     let wanted = text.trim().to_ascii_lowercase();
     if wanted.is_empty() {
-        bail!(crate::error::Failure::new(
+        return Err(LaunchError::settings(
             "the session id is empty",
-            "run `pod sessions` to list sessions"
+            "run `pod sessions` to list sessions",
         ));
     }
-    let ids = store.list().await?;
+    let ids = store
+        .list()
+        .await
+        .map_err(|err| LaunchError::pod("cannot list the sessions", err))?;
     let matches: Vec<Uuid> = ids
         .into_iter()
         .filter(|id| id.to_string().starts_with(&wanted))
         .collect();
     match matches.as_slice() {
         [id] => Ok(*id),
-        [] => bail!(crate::error::Failure::new(
+        [] => Err(LaunchError::settings(
             format!("no session {text} in {}", store.location()),
-            "run `pod sessions` to list sessions (POD_HOME or --store selects another store)"
+            "run `pod sessions` to list sessions (POD_HOME or --store selects another store)",
         )),
-        many => bail!(crate::error::Failure::new(
+        many => Err(LaunchError::settings(
             format!("{text} names {} sessions", many.len()),
             format!(
                 "give more of the id: {}",
@@ -261,7 +267,7 @@ pub async fn resolve(store: &dyn SessionStore, text: &str) -> Result<Uuid> {
                     .map(|id| id.to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
-            )
+            ),
         )),
     }
 }

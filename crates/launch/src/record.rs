@@ -15,8 +15,8 @@
 //! - Budget flags override the recorded budget.
 //! - `--sandbox` and `--network` override the recorded sandbox.
 
-use crate::cli::ApprovalArgs;
 use pod::log::SessionHeader;
+use pod::ApprovalFlags;
 use pod_providers::RawProviderConfig;
 use pod_worker::Budget;
 use serde::{Deserialize, Serialize};
@@ -64,7 +64,7 @@ pub struct RecordedApproval {
 
 impl RecordedApproval {
     /// The flags as recorded.
-    pub fn from_args(args: &ApprovalArgs) -> Self {
+    pub fn from_args(args: &ApprovalFlags) -> Self {
         Self {
             yes: args.yes,
             allow: args.allow.clone(),
@@ -73,11 +73,11 @@ impl RecordedApproval {
     }
 
     /// The flags to apply on resume: those given, else the recorded ones.
-    pub fn or_given(&self, given: &ApprovalArgs) -> ApprovalArgs {
+    pub fn or_given(&self, given: &ApprovalFlags) -> ApprovalFlags {
         if given.yes || !given.allow.is_empty() || !given.deny.is_empty() {
             return given.clone();
         }
-        ApprovalArgs {
+        ApprovalFlags {
             yes: self.yes,
             allow: self.allow.clone(),
             deny: self.deny.clone(),
@@ -117,13 +117,13 @@ mod tests {
             allow: vec![],
             deny: vec!["bash".into()],
         };
-        let none = ApprovalArgs::default();
+        let none = ApprovalFlags::default();
         let applied = recorded.or_given(&none);
         assert!(applied.yes);
         assert_eq!(applied.deny, ["bash"]);
-        let given = ApprovalArgs {
+        let given = ApprovalFlags {
             allow: vec!["write_file".into()],
-            ..ApprovalArgs::default()
+            ..ApprovalFlags::default()
         };
         let applied = recorded.or_given(&given);
         assert!(!applied.yes);

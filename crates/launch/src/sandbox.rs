@@ -2,9 +2,8 @@
 //! the session's record (on resume), then the config file's `[sandbox]`
 //! table, then the default (workspace-write, network off).
 
-use crate::cli::SandboxArgs;
-use crate::error::Failure;
-use anyhow::{bail, Result};
+use crate::error::LaunchError;
+use crate::flags::SandboxFlags;
 use pod::{SandboxMode, SandboxPolicy};
 use pod_providers::ConfigFile;
 use serde::Deserialize;
@@ -21,38 +20,42 @@ struct SandboxTable {
 pub fn resolve(
     file: &ConfigFile,
     recorded: Option<SandboxPolicy>,
-    flags: &SandboxArgs,
-) -> Result<SandboxPolicy> {
+    flags: &SandboxFlags,
+) -> Result<SandboxPolicy, LaunchError> {
     let base = match recorded {
         Some(policy) => policy,
         None => from_file(file)?,
     };
     Ok(SandboxPolicy {
-        mode: flags.sandbox.unwrap_or(base.mode),
+        mode: flags.mode.unwrap_or(base.mode),
         network: flags.network.unwrap_or(base.network),
     })
 }
 
-fn from_file(file: &ConfigFile) -> Result<SandboxPolicy> {
+fn from_file(file: &ConfigFile) -> Result<SandboxPolicy, LaunchError> {
     let Some(table) = &file.sandbox else {
         return Ok(SandboxPolicy::default());
     };
     let where_ = || format!("the [sandbox] table of {}", file.path.display());
     let table: SandboxTable = match table.clone().try_into() {
         Ok(table) => table,
-        Err(err) => bail!(Failure::new(
-            format!("invalid {}: {err}", where_()),
-            "it takes mode = \"workspace-write\" | \"read-only\" | \"strict\" | \"off\" and \
-             network = true | false"
-        )),
+        Err(err) => {
+            return Err(LaunchError::settings(
+                format!("invalid {}: {err}", where_()),
+                "it takes mode = \"workspace-write\" | \"read-only\" | \"strict\" | \"off\" \
+                 and network = true | false",
+            ))
+        }
     };
     let mode = match table.mode {
         Some(name) => match name.parse::<SandboxMode>() {
             Ok(mode) => mode,
-            Err(err) => bail!(Failure::new(
-                format!("invalid {}: {err}", where_()),
-                "use one of workspace-write, read-only, strict, off"
-            )),
+            Err(err) => {
+                return Err(LaunchError::settings(
+                    format!("invalid {}: {err}", where_()),
+                    "use one of workspace-write, read-only, strict, off",
+                ))
+            }
         },
         None => SandboxMode::default(),
     };
@@ -80,7 +83,7 @@ mod tests {
     #[test]
     fn flags_win_over_the_record_which_wins_over_the_file() {
         let file = file("[sandbox]\nmode = \"strict\"\nnetwork = true\n");
-        let none = SandboxArgs::default();
+        let none = SandboxFlags::default();
         assert_eq!(
             resolve(&file, None, &none).unwrap(),
             SandboxPolicy {
@@ -93,8 +96,8 @@ mod tests {
             network: false,
         };
         assert_eq!(resolve(&file, Some(recorded), &none).unwrap(), recorded);
-        let flags = SandboxArgs {
-            sandbox: Some(SandboxMode::Off),
+        let flags = SandboxFlags {
+            mode: Some(SandboxMode::Off),
             network: None,
         };
         assert_eq!(
@@ -109,7 +112,7 @@ mod tests {
     #[test]
     fn the_default_is_workspace_write_without_network() {
         assert_eq!(
-            resolve(&file(""), None, &SandboxArgs::default()).unwrap(),
+            resolve(&file(""), None, &SandboxFlags::default()).unwrap(),
             SandboxPolicy::default()
         );
     }
@@ -119,7 +122,7 @@ mod tests {
         let err = resolve(
             &file("[sandbox]\nmode = \"tight\"\n"),
             None,
-            &SandboxArgs::default(),
+            &SandboxFlags::default(),
         )
         .unwrap_err();
         assert!(

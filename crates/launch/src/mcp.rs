@@ -3,8 +3,7 @@
 //! servers the session recorded), started before the Pod, their tools in its
 //! registry at `ask` unless the approval settings name them.
 
-use crate::cli::McpArgs;
-use anyhow::{Context, Result};
+use crate::error::LaunchError;
 use pod::{PodConfig, ToolPolicy};
 use pod_mcp::{McpServers, RecordedServer, ServerConfig};
 use pod_providers::ConfigFile;
@@ -16,9 +15,9 @@ use std::collections::BTreeMap;
 pub fn configs(
     file: &ConfigFile,
     profile: Option<&toml::Value>,
-    args: &McpArgs,
+    mcp_config: &[std::path::PathBuf],
     recorded: &[RecordedServer],
-) -> Result<Vec<ServerConfig>> {
+) -> Result<Vec<ServerConfig>, LaunchError> {
     let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
     for server in recorded {
         servers.insert(
@@ -31,19 +30,17 @@ pub fn configs(
         .flatten()
         .filter_map(|v| v.as_table())
     {
-        let tables = tables
-            .iter()
-            .map(|(name, value)| {
-                let json = serde_json::to_value(value).context("an [mcp_servers] table")?;
-                Ok((name.clone(), json))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        for server in pod_mcp::config::from_tables(tables, &file.path)? {
+        // TOML values always have a JSON form (dates become strings).
+        let tables = tables.iter().map(|(name, value)| {
+            let json = serde_json::to_value(value).unwrap_or(serde_json::Value::Null);
+            (name.clone(), json)
+        });
+        for server in pod_mcp::config::from_tables(tables, &file.path).map_err(LaunchError::Mcp)? {
             servers.insert(server.name.clone(), server);
         }
     }
-    for path in &args.mcp_config {
-        for server in pod_mcp::read_mcp_json(path)? {
+    for path in mcp_config {
+        for server in pod_mcp::read_mcp_json(path).map_err(LaunchError::Mcp)? {
             servers.insert(server.name.clone(), server);
         }
     }
@@ -53,17 +50,21 @@ pub fn configs(
 /// Starts `servers` in `config`'s workspace and adds their tools to its
 /// registry, each at `ask` unless the policy has an entry for it (or for
 /// its server, `SERVER__*`) — `--yes` allows them like every other ask. A
-/// server that fails to start is reported on stderr and left out.
-pub async fn attach(servers: Vec<ServerConfig>, config: &mut PodConfig, yes: bool) -> McpServers {
+/// server that fails to start is left out; the lines saying so are
+/// returned for the front end to show.
+pub async fn attach(
+    servers: Vec<ServerConfig>,
+    config: &mut PodConfig,
+    yes: bool,
+) -> (McpServers, Vec<String>) {
     if servers.is_empty() {
-        return McpServers::default();
+        return (McpServers::default(), Vec::new());
     }
     let (started, failures) = McpServers::start(servers, &config.workspace, &[]).await;
-    for failure in failures {
-        let _ = crate::output::eprint(&format!(
-            "warning: {failure}; the session goes on without its tools\n"
-        ));
-    }
+    let warnings = failures
+        .into_iter()
+        .map(|failure| format!("{failure}; the session goes on without its tools"))
+        .collect();
     // Per server, so that tools it adds later ask too; an entry for a tool
     // (or a broader pattern) the user wrote wins. A server's read-only
     // hints are a third party's claim: they never relax the policy.
@@ -78,20 +79,10 @@ pub async fn attach(servers: Vec<ServerConfig>, config: &mut PodConfig, yes: boo
         }
     }
     started.register(&mut config.tools);
-    started
+    (started, warnings)
 }
 
 /// What the session's header records of `servers`.
 pub fn recorded(servers: &McpServers) -> Vec<RecordedServer> {
     servers.servers().map(ServerConfig::recorded).collect()
-}
-
-/// Whether `name` is an MCP tool's (SERVER__TOOL); shown as `SERVER › TOOL`.
-pub fn display_name(name: &str) -> String {
-    match name.split_once(pod_mcp::names::SEPARATOR) {
-        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
-            format!("{server} › {tool}")
-        }
-        _ => name.to_string(),
-    }
 }

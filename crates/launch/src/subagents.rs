@@ -13,8 +13,8 @@
 //! subagent_model = "claude-haiku-4-5"   # same provider and key, another model
 //! ```
 
+use crate::error::LaunchError;
 use crate::model::{Choice, Model};
-use anyhow::{ensure, Context, Result};
 use pod::SubagentConfig;
 use pod_providers::ConfigFile;
 use serde::Deserialize;
@@ -30,12 +30,16 @@ struct SubagentTable {
 }
 
 /// The limits the config file sets (no model yet: see [`with_model`]).
-pub fn resolve(file: &ConfigFile) -> Result<SubagentConfig> {
+pub fn resolve(file: &ConfigFile) -> Result<SubagentConfig, LaunchError> {
     let table: SubagentTable = match &file.subagents {
         Some(value) => value
             .clone()
             .try_into()
-            .context("invalid [subagents] in the config file")?,
+            .map_err(|source| LaunchError::Table {
+                what: "[subagents] table".into(),
+                path: file.path.display().to_string(),
+                source: Box::new(source),
+            })?,
         None => SubagentTable::default(),
     };
     let mut config = SubagentConfig::default();
@@ -46,7 +50,12 @@ pub fn resolve(file: &ConfigFile) -> Result<SubagentConfig> {
         config.max_depth = depth;
     }
     if let Some(parallel) = table.max_parallel {
-        ensure!(parallel > 0, "[subagents] max_parallel must be at least 1");
+        if parallel == 0 {
+            return Err(LaunchError::settings(
+                "[subagents] max_parallel must be at least 1",
+                "set max_parallel to 1 or more, or enabled = false to offer no subagents",
+            ));
+        }
         config.max_parallel = parallel;
     }
     if let Some(per_run) = table.max_per_run {
@@ -57,7 +66,10 @@ pub fn resolve(file: &ConfigFile) -> Result<SubagentConfig> {
 
 /// `config` with the model the chosen profile names for subagents, built
 /// like the main one (same provider, key and settings).
-pub fn with_model(mut config: SubagentConfig, choice: &Choice) -> Result<SubagentConfig> {
+pub fn with_model(
+    mut config: SubagentConfig,
+    choice: &Choice,
+) -> Result<SubagentConfig, LaunchError> {
     if let Some(model) = &choice.raw.subagent_model {
         let mut raw = choice.raw.clone();
         raw.model = Some(model.clone());
@@ -65,8 +77,7 @@ pub fn with_model(mut config: SubagentConfig, choice: &Choice) -> Result<Subagen
         let child = Model::from_choice(&Choice {
             raw,
             profile: choice.profile.clone(),
-        })
-        .with_context(|| format!("cannot configure the subagents' model {model}"))?;
+        })?;
         config.provider = Some(child.provider);
     }
     Ok(config)
@@ -121,8 +132,9 @@ mod tests {
     #[test]
     fn bad_tables_are_refused_with_the_reason() {
         let err = resolve(&file("[subagents]\nmax_parallel = 0\n")).unwrap_err();
-        assert!(format!("{err:#}").contains("max_parallel must be at least 1"));
+        assert!(err.to_string().contains("max_parallel must be at least 1"));
         let err = resolve(&file("[subagents]\nparallel = 3\n")).unwrap_err();
-        assert!(format!("{err:#}").contains("unknown field"), "{err:#}");
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert!(cause.contains("unknown field"), "{cause}");
     }
 }

@@ -1,0 +1,65 @@
+//! What a front end asks for a session: the settings a person gave (flags,
+//! an API request's fields, an editor's session), before they are laid over
+//! the config file and a session's record. Parsing them is the front end's
+//! job; these types know no command line.
+
+use pod::{ApprovalFlags, SandboxMode};
+use pod_providers::ProviderKind;
+use std::path::PathBuf;
+
+/// Which model answers (`--profile`, `--provider`, `--script`,
+/// `--base-url`, `--model`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelFlags {
+    /// A profile of the config file.
+    pub profile: Option<String>,
+    /// The provider kind, over the profile's.
+    pub provider: Option<ProviderKind>,
+    /// The scripted model's script.
+    pub script: Option<PathBuf>,
+    /// An HTTP provider's base URL, over the profile's.
+    pub base_url: Option<String>,
+    /// The model id, over the profile's.
+    pub model: Option<String>,
+}
+
+/// The limits of a run (`--max-requests`, `--max-turns`,
+/// `--max-run-requests`, `--max-run-tokens`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BudgetFlags {
+    /// Model requests per turn.
+    pub max_requests: Option<u32>,
+    /// Continuations in until-done mode.
+    pub max_turns: Option<u32>,
+    /// Model requests in the run.
+    pub max_run_requests: Option<u64>,
+    /// Tokens in the run.
+    pub max_run_tokens: Option<u64>,
+}
+
+/// Where commands may write and whether they have the network
+/// (`--sandbox`, `--network`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxFlags {
+    /// The mode, over the record and the config file.
+    pub mode: Option<SandboxMode>,
+    /// The network switch.
+    pub network: Option<bool>,
+}
+
+/// Everything a front end may say about how a session runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Flags {
+    /// The model.
+    pub model: ModelFlags,
+    /// The run's limits.
+    pub budget: BudgetFlags,
+    /// `--yes`, `--allow TOOL`, `--deny TOOL`.
+    pub approval: ApprovalFlags,
+    /// The sandbox.
+    pub sandbox: SandboxFlags,
+    /// Keep going while todos are unfinished.
+    pub until_done: bool,
+    /// `--mcp-config` files (Claude Code / Cursor `mcpServers` JSON).
+    pub mcp_config: Vec<PathBuf>,
+}

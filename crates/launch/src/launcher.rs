@@ -1,0 +1,283 @@
+//! The launcher: one way to start or resume a session, for every front end.
+//!
+//! A front end says what it was asked ([`Flags`], a workspace, a session
+//! id). [`Launcher::plan`] and [`Launcher::plan_resume`] resolve that over
+//! the config file and the session's record once ([`Plan`]); between plan
+//! and start a front end may check what the session would get (the HTTP
+//! API's ceiling) or record it without running it (`pod submit`).
+//! [`Plan::prepare`] builds the model, starts the MCP servers, writes the
+//! [`PodConfig`] once and records the launch once ([`Prepared`]);
+//! [`Prepared::start`] starts the Pod ([`Session`]).
+
+use crate::error::LaunchError;
+use crate::flags::Flags;
+use crate::model::Model;
+use crate::record::Launch;
+use crate::settings::Resolved;
+use crate::{mcp, sessions, subagents};
+use pod::{Approver, Durability, Pod, PodConfig, PodError, PodHandle, PodHome, Store};
+use pod_mcp::{McpServers, RecordedServer};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Where sessions live: pod's home (every session's scratch directory, and
+/// the file store's logs) and the store of session logs.
+#[derive(Clone)]
+pub struct Place {
+    /// `POD_HOME` or its default.
+    pub home: PodHome,
+    /// The store the logs are in.
+    pub store: Store,
+}
+
+/// Starts and resumes sessions in one [`Place`].
+#[derive(Clone)]
+pub struct Launcher {
+    place: Place,
+}
+
+/// A session resolved, not yet started.
+pub struct Plan {
+    place: Place,
+    /// What it will run with.
+    pub settings: Resolved,
+    /// Its workspace.
+    pub workspace: PathBuf,
+    mcp_config: Vec<PathBuf>,
+    resume: Option<Resuming>,
+}
+
+/// What a resume carries over from the log.
+struct Resuming {
+    id: Uuid,
+    assistant_items: usize,
+    servers: Vec<RecordedServer>,
+}
+
+/// How the Pod runs beyond its settings: what only the front end knows.
+#[derive(Default)]
+pub struct Options {
+    /// When the log is fsynced.
+    pub durability: Durability,
+    /// Who answers `ask` (none: `ask` tools are refused, saying how to
+    /// allow them).
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Paths besides pod's home and config directory that the session's
+    /// commands and tools may not reach (a server's token file).
+    pub private_paths: Vec<PathBuf>,
+    /// How long a resume waits for a session another Pod of this process
+    /// is still closing (it holds the log a moment after its shutdown).
+    pub busy_wait: Duration,
+}
+
+/// A session ready to start: its config, written once, and its MCP servers
+/// (started; their tools are in the config's registry).
+pub struct Prepared {
+    /// The Pod's config. A front end may still wire itself in (an event
+    /// capacity, its approver) before [`Prepared::start`].
+    pub config: PodConfig,
+    /// The MCP servers; shut them down when the session ends.
+    pub mcp: McpServers,
+    /// Lines for the user: servers that did not start.
+    pub warnings: Vec<String>,
+    /// Until-done mode.
+    pub until_done: bool,
+    resume: Option<Uuid>,
+    busy_wait: Duration,
+}
+
+/// A started session.
+pub struct Session {
+    /// The Pod.
+    pub handle: PodHandle,
+    /// Its MCP servers; shut them down when the session ends.
+    pub mcp: McpServers,
+    /// Lines for the user (servers that did not start).
+    pub warnings: Vec<String>,
+    /// Until-done mode.
+    pub until_done: bool,
+    /// The model's name.
+    pub model: String,
+}
+
+impl Launcher {
+    /// A launcher for sessions in `place`.
+    pub fn new(place: Place) -> Self {
+        Self { place }
+    }
+
+    /// Where its sessions live.
+    pub fn place(&self) -> &Place {
+        &self.place
+    }
+
+    /// A new session in `workspace` (an existing directory), as `flags` ask.
+    pub fn plan(&self, flags: &Flags, workspace: PathBuf) -> Result<Plan, LaunchError> {
+        Ok(Plan {
+            place: self.place.clone(),
+            settings: Resolved::resolve(flags, None)?,
+            workspace,
+            mcp_config: flags.mcp_config.clone(),
+            resume: None,
+        })
+    }
+
+    /// Session `id` again, as it was started, with `flags` laid over its
+    /// record, in `workspace` or the one it recorded.
+    pub async fn plan_resume(
+        &self,
+        id: Uuid,
+        flags: &Flags,
+        workspace: Option<PathBuf>,
+    ) -> Result<Plan, LaunchError> {
+        let loaded = sessions::load(self.place.store.as_ref(), id).await?;
+        let workspace = workspace.unwrap_or_else(|| loaded.header.workspace.clone());
+        if !workspace.is_dir() {
+            return Err(LaunchError::settings(
+                format!("the session's workspace {} is gone", workspace.display()),
+                format!("pass another with `pod resume {id} --workspace DIR`, or `pod rm {id}`"),
+            ));
+        }
+        let recorded = Launch::from_header(&loaded.header);
+        let settings = Resolved::resolve(flags, recorded.as_ref())?;
+        Ok(Plan {
+            place: self.place.clone(),
+            settings,
+            workspace,
+            mcp_config: flags.mcp_config.clone(),
+            resume: Some(Resuming {
+                id,
+                assistant_items: loaded.assistant_items(),
+                servers: recorded.map(|l| l.mcp_servers).unwrap_or_default(),
+            }),
+        })
+    }
+}
+
+impl Plan {
+    /// The session this plan resumes, if it resumes one.
+    pub fn resuming(&self) -> Option<Uuid> {
+        self.resume.as_ref().map(|r| r.id)
+    }
+
+    /// What a new session would record, with the MCP servers its settings
+    /// name (not started): what `pod submit` queues for a worker.
+    pub fn record(&self) -> Result<Launch, LaunchError> {
+        let mut launch = self.settings.launch();
+        launch.mcp_servers = self
+            .servers()?
+            .iter()
+            .map(pod_mcp::ServerConfig::recorded)
+            .collect();
+        Ok(launch)
+    }
+
+    fn servers(&self) -> Result<Vec<pod_mcp::ServerConfig>, LaunchError> {
+        let recorded = self.resume.as_ref().map_or(&[][..], |r| &r.servers[..]);
+        mcp::configs(
+            &self.settings.file,
+            self.settings.choice.raw.mcp_servers.as_ref(),
+            &self.mcp_config,
+            recorded,
+        )
+    }
+
+    /// Builds the model, starts the MCP servers and writes the Pod's config.
+    pub async fn prepare(self, options: Options) -> Result<Prepared, LaunchError> {
+        let settings = &self.settings;
+        let model = Model::from_choice(&settings.choice)?;
+        let subagents = subagents::with_model(settings.subagents.clone(), &settings.choice)?;
+        if let Some(resume) = &self.resume {
+            // A scripted model goes on with the step after the last answered.
+            model.resume_at(resume.assistant_items);
+        }
+        let servers = self.servers()?;
+        let mut config = PodConfig::new(
+            self.place.home.clone(),
+            self.workspace.clone(),
+            model.provider,
+        );
+        config.store = Some(self.place.store.clone());
+        config.durability = options.durability;
+        config.compact_provider = model.compactor;
+        config.until_done = settings.until_done;
+        config.budget = settings.budget.clone();
+        config.session_budget = settings.session_budget;
+        config.approval = settings.approval.clone();
+        config.sandbox = settings.sandbox;
+        config.subagents = subagents;
+        config.approver = options.approver;
+        // The config directory (profiles, approval and MCP settings) is
+        // pod's, like its home: out of reach of the agent's commands.
+        config.private_paths.extend(
+            settings
+                .file
+                .path
+                .parent()
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map(std::path::Path::to_path_buf),
+        );
+        config.private_paths.extend(options.private_paths);
+        let (started, warnings) =
+            mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
+        let mut launch = settings.launch();
+        launch.mcp_servers = mcp::recorded(&started);
+        config.launch = launch.to_json();
+        Ok(Prepared {
+            config,
+            mcp: started,
+            warnings,
+            until_done: settings.until_done,
+            resume: self.resume.map(|r| r.id),
+            busy_wait: options.busy_wait,
+        })
+    }
+}
+
+/// Between tries to resume a session that is still being closed.
+const BUSY_POLL: Duration = Duration::from_millis(50);
+
+impl Prepared {
+    /// Starts the Pod: a new session, or the planned one resumed from its
+    /// log. On failure the MCP servers are shut down.
+    pub async fn start(self) -> Result<Session, LaunchError> {
+        let model = self.config.provider.model_name();
+        let started = match self.resume {
+            None => Pod::spawn(self.config)
+                .await
+                .map_err(|err| LaunchError::pod("cannot start the session", err)),
+            Some(id) => resume(id, self.config, self.busy_wait)
+                .await
+                .map_err(|err| LaunchError::pod(format!("cannot resume session {id}"), err)),
+        };
+        match started {
+            Ok(handle) => Ok(Session {
+                handle,
+                mcp: self.mcp,
+                warnings: self.warnings,
+                until_done: self.until_done,
+                model,
+            }),
+            Err(err) => {
+                self.mcp.shutdown().await;
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Resumes `id`, waiting up to `wait` while another Pod still holds it.
+async fn resume(id: Uuid, config: PodConfig, wait: Duration) -> Result<PodHandle, PodError> {
+    let mut waited = Duration::ZERO;
+    loop {
+        match Pod::resume(id, config.clone()).await {
+            Err(PodError::SessionBusy { .. } | PodError::SessionLeased { .. }) if waited < wait => {
+                tokio::time::sleep(BUSY_POLL).await;
+                waited += BUSY_POLL;
+            }
+            result => return result,
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Everything a session runs with, resolved once from a front end's
+//! [`Flags`], the config file and (on resume) the session's [`Launch`]
+//! record, without building a provider: what can be decided, checked and
+//! recorded without an API key.
+
+use crate::approval;
+use crate::budget;
+use crate::error::LaunchError;
+use crate::flags::Flags;
+use crate::model::{self, Choice};
+use crate::record::{Launch, RecordedApproval};
+use crate::sandbox;
+use pod::{ApprovalFlags, ApprovalPolicy, SandboxPolicy};
+use pod_worker::Budget;
+
+/// A session's settings but its model's providers.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The config file read.
+    pub file: pod_providers::ConfigFile,
+    /// The model settings.
+    pub choice: Choice,
+    /// The approval flags in force (given, or recorded).
+    pub approval_flags: ApprovalFlags,
+    /// The policy they give.
+    pub approval: ApprovalPolicy,
+    /// Until-done mode.
+    pub until_done: bool,
+    /// The run's limits.
+    pub budget: Budget,
+    /// The session's caps (from the config file).
+    pub session_budget: pod::SessionBudget,
+    /// The sandbox `bash` runs in.
+    pub sandbox: SandboxPolicy,
+    /// Subagents' limits (their model is built with the providers).
+    pub subagents: pod::SubagentConfig,
+}
+
+impl Resolved {
+    /// Resolves `flags` over `recorded` and the config file.
+    pub fn resolve(flags: &Flags, recorded: Option<&Launch>) -> Result<Self, LaunchError> {
+        let file = model::config_file(&flags.model)?;
+        let choice = model::choose(&flags.model, &file, recorded)?;
+        let approval_flags = match recorded {
+            Some(launch) => launch.approval.or_given(&flags.approval),
+            None => flags.approval.clone(),
+        };
+        let sandbox = sandbox::resolve(&file, recorded.and_then(|l| l.sandbox), &flags.sandbox)?;
+        let approval = approval::policy(&file, &approval_flags, sandbox.is_enforced())?;
+        let session_budget = budget::session(&file, choice.raw.budget.as_ref())?;
+        let subagents = crate::subagents::resolve(&file)?;
+        let budget = budget::resolve(
+            &file,
+            choice.raw.budget.as_ref(),
+            recorded.map(|launch| &launch.budget),
+            &flags.budget,
+        )?;
+        Ok(Self {
+            file,
+            choice,
+            approval_flags,
+            approval,
+            until_done: flags.until_done || recorded.is_some_and(|launch| launch.until_done),
+            budget,
+            session_budget,
+            sandbox,
+            subagents,
+        })
+    }
+
+    /// What a new session records of these settings (its MCP servers are
+    /// added once they are known).
+    pub fn launch(&self) -> Launch {
+        let mut provider = self.choice.raw.clone();
+        provider.budget = None;
+        Launch {
+            profile: self.choice.profile.clone(),
+            provider,
+            approval: RecordedApproval::from_args(&self.approval_flags),
+            until_done: self.until_done,
+            budget: self.budget.clone(),
+            sandbox: Some(self.sandbox),
+            mcp_servers: Vec::new(),
+        }
+    }
+
+    /// The line a front end shows at start when the sandbox is asked for but
+    /// the kernel cannot enforce it; `None` when all is as asked.
+    pub fn sandbox_warning(&self) -> Option<String> {
+        sandbox::warning(&self.sandbox)
+    }
+}
