@@ -139,6 +139,12 @@ fn hint_for(err: &anyhow::Error) -> Option<String> {
         {
             return Some(hint.to_string());
         }
+        if let Some(hint) = cause
+            .downcast_ref::<pod_http::ServeError>()
+            .and_then(pod_http::ServeError::hint)
+        {
+            return Some(hint.to_string());
+        }
         if let Some(err) = cause.downcast_ref::<pod::PodError>() {
             return Some(pod_hint(err).to_string());
         }

@@ -9,7 +9,6 @@ mod cli;
 mod commands;
 mod drive;
 mod error;
-mod http;
 mod output;
 mod render;
 mod store;

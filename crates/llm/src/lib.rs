@@ -19,12 +19,14 @@
 #![deny(missing_docs)]
 
 mod assemble;
+mod error_chain;
 mod item;
 mod provider;
 mod scripted;
 pub mod tokens;
 
 pub use assemble::{AssembledResponse, ResponseAssembler};
+pub use error_chain::error_chain;
 pub use item::{
     validate_history, HistoryError, Item, ItemKind, Reasoning, SystemKind, ToolCall, Usage,
     ITEM_FORMAT_VERSION,

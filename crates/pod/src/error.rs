@@ -92,19 +92,3 @@ pub enum PodError {
     #[error("cannot find a home for sessions: set POD_HOME")]
     NoHome,
 }
-
-/// An error and its causes on one line, each said once: for events and
-/// logs, which carry text, not the error.
-pub(crate) fn chain(err: &dyn std::error::Error) -> String {
-    let mut line = err.to_string();
-    let mut cause = err.source();
-    while let Some(next) = cause {
-        let text = next.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        cause = next.source();
-    }
-    line
-}

@@ -430,7 +430,7 @@ impl PodActor {
                     tracing::error!(%err, "log append failed; rebuilding the pod from its log");
                     if let Err(err) = self.rebuild_from_log().await {
                         self.emit(PodEvent::Error {
-                            message: crate::error::chain(&err),
+                            message: pod_llm::error_chain(&err),
                         });
                     }
                 }
@@ -453,7 +453,7 @@ impl PodActor {
         if self.config.durability != Durability::Never {
             if let Err(err) = self.log.sync().await {
                 self.emit(PodEvent::Error {
-                    message: crate::error::chain(&err),
+                    message: pod_llm::error_chain(&err),
                 });
             }
         }
@@ -466,7 +466,7 @@ impl PodActor {
                         "turn ended"
                     ),
                     // The caller gets the error and reports it.
-                    Err(err) => tracing::info!(err = %crate::error::chain(err), "turn failed"),
+                    Err(err) => tracing::info!(err = %pod_llm::error_chain(err), "turn failed"),
                 }
                 match &result {
                     Ok(outcome) => self.emit(PodEvent::TurnEnded {
@@ -475,7 +475,7 @@ impl PodActor {
                         requests: outcome.requests,
                     }),
                     Err(err) => self.emit(PodEvent::Error {
-                        message: crate::error::chain(&err),
+                        message: pod_llm::error_chain(&err),
                     }),
                 }
                 let _ = reply.send(result);

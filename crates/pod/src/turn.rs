@@ -165,7 +165,7 @@ impl TurnParts {
             Err(err) => {
                 // The compaction interceptor learns of it from the next
                 // request, whose context is still too large.
-                let reason = crate::error::chain(&err);
+                let reason = pod_llm::error_chain(&err);
                 tracing::warn!(%reason, "compaction failed");
                 setup.events.send(PodEvent::CompactionFailed {
                     reason: reason.clone(),

@@ -94,7 +94,9 @@ impl<'a> SsePost<'a> {
                     self.timeouts.request
                 )))
             }
-            Ok(Err(err)) => return Err(ProviderError::Transport(scrub(error_chain(&err)))),
+            Ok(Err(err)) => {
+                return Err(ProviderError::Transport(scrub(pod_llm::error_chain(&err))))
+            }
             Ok(Ok(response)) => response,
         };
         let status = response.status();
@@ -198,19 +200,6 @@ async fn read_capped(response: reqwest::Response, idle: Duration) -> Vec<u8> {
     body
 }
 
-/// The error and its causes, joined: reqwest's own message alone ("error
-/// sending request") does not say what went wrong.
-pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 struct BodyState<S> {
     body: S,
     decoder: SseDecoder,
@@ -271,7 +260,7 @@ where
                         Err(err) => ProviderError::Malformed(err.to_string()),
                     }
                 }
-                Some(Some(Err(err))) => ProviderError::Transport(error_chain(&err)),
+                Some(Some(Err(err))) => ProviderError::Transport(pod_llm::error_chain(&err)),
                 Some(None) => {
                     state.ended = true;
                     state.ready.extend(state.decoder.finish());

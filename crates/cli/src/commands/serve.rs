@@ -82,7 +82,16 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
     spawn_signal_watch(stop.clone());
     let (runner, http) = match args.http {
         Some(addr) => {
-            let (runner, bound) = crate::http::start(&args, addr, place.clone()).await?;
+            let options = pod_http::ServeOptions {
+                addr,
+                token_file: args.token_file.clone(),
+                workspace_roots: args.workspace_root.clone(),
+                model: args.model.flags(),
+                approval: args.approval.flags(),
+                sandbox: args.sandbox.flags(),
+            };
+            let (runner, bound) = pod_http::start(options, place.launcher()).await?;
+            crate::output::print(&format!("{}\n", bound.banner().join("\n")))?;
             let http = tokio::spawn(bound.serve(runner.clone(), stop.clone()));
             (Some(runner), Some(http))
         }
@@ -93,13 +102,13 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
             let outcome = work(&args, &place, runner, stop.clone()).await;
             stop.cancel();
             if let Some(http) = http {
-                http.await.context("the HTTP server's task failed")??;
+                http.await.context("the HTTP server's task failed")?;
             }
             outcome
         }
         (None, Some(http)) => {
             // The file store has no queue: the server runs what the API starts.
-            http.await.context("the HTTP server's task failed")??;
+            http.await.context("the HTTP server's task failed")?;
             Ok(Outcome::Done)
         }
         (None, None) => {
@@ -115,7 +124,7 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
 async fn work(
     args: &ServeArgs,
     place: &Place,
-    runner: Option<crate::http::Runner>,
+    runner: Option<pod_http::Runner>,
     stop: CancellationToken,
 ) -> Result<Outcome> {
     let store = fleet(place, "serve")?;
@@ -182,7 +191,7 @@ async fn run_one(
     claimed: Claimed,
     place: Place,
     store: PgStore,
-    runner: Option<crate::http::Runner>,
+    runner: Option<pod_http::Runner>,
     stop: CancellationToken,
 ) -> Result<String> {
     let id = claimed.id;

@@ -5,6 +5,7 @@
 use parking_lot::Mutex;
 use pod::{SessionStat, SessionStore, TodoItem};
 use pod_launch::sessions::{self as session, Summary};
+use pod_launch::LaunchError;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,8 +41,11 @@ const RUNNING_TTL: Duration = Duration::from_secs(1);
 
 impl Summaries {
     /// Session `id`'s summary and todos.
-    pub async fn get(&self, store: &dyn SessionStore, id: Uuid) -> anyhow::Result<Entry> {
-        let stat = store.stat(id).await?;
+    pub async fn get(&self, store: &dyn SessionStore, id: Uuid) -> Result<Entry, LaunchError> {
+        let stat = store
+            .stat(id)
+            .await
+            .map_err(|err| LaunchError::pod(format!("cannot stat session {id}"), err))?;
         if let Some(cached) = self.entries.lock().get(&id) {
             let fresh = stat.holder.is_none() || cached.at.elapsed() < RUNNING_TTL;
             if cached.stat == stat && fresh {
@@ -65,14 +69,17 @@ impl Summaries {
 
     /// Every session's, most recently updated first; a damaged log is left
     /// out (and logged).
-    pub async fn all(&self, store: &dyn SessionStore) -> anyhow::Result<Vec<Entry>> {
-        let ids = store.list().await?;
+    pub async fn all(&self, store: &dyn SessionStore) -> Result<Vec<Entry>, LaunchError> {
+        let ids = store
+            .list()
+            .await
+            .map_err(|err| LaunchError::pod("cannot list the sessions", err))?;
         let mut entries = Vec::with_capacity(ids.len());
         for id in ids {
             match self.get(store, id).await {
                 Ok(entry) => entries.push(entry),
                 Err(err) => {
-                    tracing::warn!(session = %id, err = %format!("{err:#}"), "session left out")
+                    tracing::warn!(session = %id, err = %pod_llm::error_chain(&err), "session left out")
                 }
             }
         }

@@ -7,8 +7,7 @@
 //! its URL's fragment, which browsers never send.
 
 use super::error::ApiError;
-use crate::error::Failure;
-use anyhow::{bail, Context, Result};
+use crate::failure::ServeError;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -31,7 +30,7 @@ pub struct Token {
 /// Reads `--token-file`, or the home's token (made when missing). Either
 /// file is checked first ([`read_checked`]): a token others can read, or a
 /// guessable one, is refused with what to do.
-pub fn load(home: &Path, given: Option<&Path>) -> Result<Token> {
+pub fn load(home: &Path, given: Option<&Path>) -> Result<Token, ServeError> {
     if let Some(path) = given {
         return Ok(Token {
             value: read_checked(path)?.into(),
@@ -49,9 +48,15 @@ pub fn load(home: &Path, given: Option<&Path>) -> Result<Token> {
             })
         }
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+        Err(err) => {
+            return Err(ServeError::io(
+                format!("cannot read {}", path.display()),
+                err,
+            ))
+        }
     }
-    std::fs::create_dir_all(home).with_context(|| format!("cannot create {}", home.display()))?;
+    std::fs::create_dir_all(home)
+        .map_err(|err| ServeError::io(format!("cannot create {}", home.display()), err))?;
     // Two v4 uuids: 244 random bits from the OS generator.
     let value = format!(
         "{}{}",
@@ -75,70 +80,70 @@ const HOW: &str = "make one with: (umask 077; head -c 32 /dev/urandom | base64 >
 /// Reads a token file after checking it is a regular file (not a symlink)
 /// owned by this user and closed to everyone else, and that its token is
 /// strong enough.
-pub fn read_checked(path: &Path) -> Result<String> {
+pub fn read_checked(path: &Path) -> Result<String, ServeError> {
     let shown = path.display();
     let meta = std::fs::symlink_metadata(path)
-        .with_context(|| format!("cannot read the token file {shown}"))?;
+        .map_err(|err| ServeError::io(format!("cannot read the token file {shown}"), err))?;
     if meta.file_type().is_symlink() {
-        bail!(Failure::new(
+        return Err(ServeError::refused(
             format!("the token file {shown} is a symbolic link"),
-            "name the file itself, so what it points to cannot be swapped"
+            "name the file itself, so what it points to cannot be swapped",
         ));
     }
     if !meta.is_file() {
-        bail!(Failure::new(
+        return Err(ServeError::refused(
             format!("the token file {shown} is not a regular file"),
-            HOW
+            HOW,
         ));
     }
     check_owner_and_mode(path, &meta)?;
     let value = read_no_follow(path)?;
     let value = value.trim();
     if let Err(why) = strong_enough(value) {
-        bail!(Failure::new(
+        return Err(ServeError::refused(
             format!("the token in {shown} is too easy to guess: {why}"),
-            HOW
+            HOW,
         ));
     }
     Ok(value.to_string())
 }
 
 #[cfg(unix)]
-fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
+fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<(), ServeError> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me {
-        bail!(Failure::new(
+        return Err(ServeError::refused(
             format!(
                 "the token file {} belongs to uid {}, not to this user (uid {me})",
                 path.display(),
                 meta.uid()
             ),
-            "use a token file of your own"
+            "use a token file of your own",
         ));
     }
     let mode = meta.mode() & 0o777;
     if mode & 0o077 != 0 {
-        bail!(Failure::new(
+        return Err(ServeError::refused(
             format!(
                 "the token file {} can be read by others (mode {mode:o})",
                 path.display()
             ),
-            format!("chmod 600 {}", path.display())
+            format!("chmod 600 {}", path.display()),
         ));
     }
     Ok(())
 }
 
 #[cfg(not(unix))]
-fn check_owner_and_mode(_path: &Path, _meta: &std::fs::Metadata) -> Result<()> {
+fn check_owner_and_mode(_path: &Path, _meta: &std::fs::Metadata) -> Result<(), ServeError> {
     Ok(())
 }
 
 /// Reads the file without following a symlink swapped in since the check.
 #[cfg(unix)]
-fn read_no_follow(path: &Path) -> Result<String> {
+fn read_no_follow(path: &Path) -> Result<String, ServeError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let mut text = String::new();
@@ -147,14 +152,23 @@ fn read_no_follow(path: &Path) -> Result<String> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .and_then(|mut file| file.read_to_string(&mut text))
-        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+        .map_err(|err| {
+            ServeError::io(
+                format!("cannot read the token file {}", path.display()),
+                err,
+            )
+        })?;
     Ok(text)
 }
 
 #[cfg(not(unix))]
-fn read_no_follow(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the token file {}", path.display()))
+fn read_no_follow(path: &Path) -> Result<String, ServeError> {
+    std::fs::read_to_string(path).map_err(|err| {
+        ServeError::io(
+            format!("cannot read the token file {}", path.display()),
+            err,
+        )
+    })
 }
 
 /// Whether `token` can carry [`MIN_BITS`]: printable ASCII without spaces
@@ -203,7 +217,7 @@ fn strong_enough(token: &str) -> Result<(), String> {
 }
 
 #[cfg(unix)]
-fn write_private(path: &Path, value: &str) -> Result<()> {
+fn write_private(path: &Path, value: &str) -> Result<(), ServeError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
@@ -211,15 +225,16 @@ fn write_private(path: &Path, value: &str) -> Result<()> {
         .create_new(true)
         .mode(0o600)
         .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
+        .map_err(|err| ServeError::io(format!("cannot create {}", path.display()), err))?;
     file.write_all(value.as_bytes())
         .and_then(|()| file.sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))
+        .map_err(|err| ServeError::io(format!("cannot write {}", path.display()), err))
 }
 
 #[cfg(not(unix))]
-fn write_private(path: &Path, value: &str) -> Result<()> {
-    std::fs::write(path, value).with_context(|| format!("cannot write {}", path.display()))
+fn write_private(path: &Path, value: &str) -> Result<(), ServeError> {
+    std::fs::write(path, value)
+        .map_err(|err| ServeError::io(format!("cannot write {}", path.display()), err))
 }
 
 /// Refuses a request without the token (401, JSON).
@@ -300,7 +315,11 @@ mod tests {
     }
 
     fn refusal(path: &Path) -> String {
-        format!("{:#}", read_checked(path).unwrap_err())
+        let err = read_checked(path).unwrap_err();
+        match std::error::Error::source(&err) {
+            Some(cause) => format!("{err}: {cause}"),
+            None => err.to_string(),
+        }
     }
 
     #[test]

@@ -10,14 +10,13 @@
 //! process holds, or one queued for the fleet, is refused (409).
 
 use super::error::ApiError;
-use crate::cli::{ApprovalArgs, BudgetArgs, ModelArgs, SandboxArgs};
-use crate::commands::Place;
-use crate::error::chain;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 use pod::{
     ApprovalDecision, ApprovalRequest, Approver, CancellationToken, Durability, PodError, PodHandle,
 };
+use pod_launch::{BudgetFlags, Launcher, ModelFlags, SandboxFlags};
+use pod_llm::error_chain as chain;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -83,7 +82,7 @@ pub struct CreateBudget {
 
 impl CreateBudget {
     /// The flags it stands for; zero is refused where the flag refuses it.
-    fn args(&self) -> Result<BudgetArgs, ApiError> {
+    fn flags(&self) -> Result<BudgetFlags, ApiError> {
         let positive = |name: &str, zero: bool| match zero {
             true => Err(ApiError::bad_request(format!(
                 "budget.{name} must be at least 1"
@@ -93,7 +92,7 @@ impl CreateBudget {
         positive("max_requests", self.max_requests == Some(0))?;
         positive("max_run_requests", self.max_run_requests == Some(0))?;
         positive("max_run_tokens", self.max_run_tokens == Some(0))?;
-        Ok(BudgetArgs {
+        Ok(BudgetFlags {
             max_requests: self.max_requests,
             max_turns: self.max_turns,
             max_run_requests: self.max_run_requests,
@@ -106,12 +105,12 @@ impl CreateBudget {
 /// it starts or resumes may get: `pod serve`'s flags and config file.
 pub struct Allowed {
     /// The model of sessions created without a profile.
-    pub model: ModelArgs,
+    pub model: ModelFlags,
     /// The approval flags every session starts from (a request adds to
     /// them; the ceiling decides whether that widens).
-    pub approval: ApprovalArgs,
+    pub approval: pod::ApprovalFlags,
     /// The sandbox flags every session starts from.
-    pub sandbox: SandboxArgs,
+    pub sandbox: SandboxFlags,
     /// The most a session may get.
     pub ceiling: super::ceiling::Ceiling,
     /// Paths besides pod's home and config directory that sessions'
@@ -191,9 +190,8 @@ struct State {
 /// The sessions this server runs.
 #[derive(Clone)]
 pub struct Runner {
-    place: Place,
-    // Starts and resumes its sessions.
-    launcher: pod_launch::Launcher,
+    // Starts and resumes its sessions, in its place.
+    launcher: Launcher,
     // What sessions get, and the most they may get.
     allowed: Arc<Allowed>,
     // Short critical sections only (map updates), never held across an
@@ -224,11 +222,11 @@ pub struct Delta {
 const DELTA_BUFFER: usize = 1024;
 
 impl Runner {
-    /// A runner for sessions in `place`, within what `allowed` allows.
-    pub fn new(place: Place, allowed: Allowed) -> Self {
+    /// A runner for the sessions `launcher` starts, within what `allowed`
+    /// allows.
+    pub fn new(launcher: Launcher, allowed: Allowed) -> Self {
         Self {
-            launcher: place.launcher(),
-            place,
+            launcher,
             allowed: Arc::new(allowed),
             state: Arc::default(),
             starting: Arc::default(),
@@ -270,9 +268,9 @@ impl Runner {
             .ceiling
             .check_workspace(&workspace)
             .map_err(ApiError::forbidden)?;
-        let mut model = allowed.model.flags();
+        let mut model = allowed.model.clone();
         if request.profile.is_some() {
-            model = pod_launch::ModelFlags {
+            model = ModelFlags {
                 profile: request.profile.clone(),
                 ..Default::default()
             };
@@ -284,23 +282,23 @@ impl Runner {
             allow: [allowed.approval.allow.clone(), request.allow.clone()].concat(),
             deny: [allowed.approval.deny.clone(), request.deny.clone()].concat(),
         };
-        let sandbox = pod_launch::SandboxFlags {
+        let sandbox = SandboxFlags {
             mode: match &request.sandbox {
                 Some(mode) => Some(
                     mode.parse()
                         .map_err(|e| ApiError::bad_request(format!("sandbox: {e}")))?,
                 ),
-                None => allowed.sandbox.sandbox,
+                None => allowed.sandbox.mode,
             },
             network: request.network.or(allowed.sandbox.network),
         };
         let budget = match &request.budget {
-            Some(budget) => budget.args()?,
-            None => BudgetArgs::default(),
+            Some(budget) => budget.flags()?,
+            None => BudgetFlags::default(),
         };
         let flags = pod_launch::Flags {
             model,
-            budget: budget.flags(),
+            budget,
             approval,
             sandbox,
             until_done: request.until_done,
@@ -609,7 +607,7 @@ impl Runner {
 
     /// Resumes session `id` here with its recorded settings.
     async fn resume(&self, id: Uuid) -> Result<(PodHandle, pod_mcp::McpServers), ApiError> {
-        let store = self.place.store.as_ref();
+        let store = self.launcher.place().store.as_ref();
         let stat = store.stat(id).await.map_err(not_found_or_internal)?;
         if let Some(holder) = stat.holder {
             return Err(ApiError::conflict(format!(
@@ -628,7 +626,7 @@ impl Runner {
         let flags = match pod_launch::Launch::from_header(&loaded.header) {
             Some(_) => pod_launch::Flags::default(),
             None => pod_launch::Flags {
-                model: self.allowed.model.flags(),
+                model: self.allowed.model.clone(),
                 ..Default::default()
             },
         };

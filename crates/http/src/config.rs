@@ -12,8 +12,7 @@
 //! ```
 
 use super::server::Limits;
-use crate::error::Failure;
-use anyhow::{bail, Result};
+use crate::failure::ServeError;
 use pod_providers::ConfigFile;
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -44,24 +43,25 @@ pub struct HttpConfig {
 }
 
 /// Reads `[http]` from `file`.
-pub fn read(file: &ConfigFile) -> Result<HttpConfig> {
+pub fn read(file: &ConfigFile) -> Result<HttpConfig, ServeError> {
     let Some(table) = &file.http else {
         return Ok(HttpConfig::default());
     };
-    let table: HttpTable = match table.clone().try_into() {
-        Ok(table) => table,
-        Err(err) => bail!(Failure::new(
-            format!("invalid [http] table in {}: {err}", file.path.display()),
-            "it takes workspace_roots, allowed_hosts, max_connections, header_timeout_secs, \
-             body_timeout_secs and max_body_bytes"
-        )),
-    };
+    let table: HttpTable =
+        match table.clone().try_into() {
+            Ok(table) => table,
+            Err(err) => return Err(ServeError::refused(
+                format!("invalid [http] table in {}: {err}", file.path.display()),
+                "it takes workspace_roots, allowed_hosts, max_connections, header_timeout_secs, \
+                 body_timeout_secs and max_body_bytes",
+            )),
+        };
     let mut limits = Limits::default();
-    let positive = |name: &str, value: u64| -> Result<u64> {
+    let positive = |name: &str, value: u64| -> Result<u64, ServeError> {
         if value == 0 {
-            bail!(Failure::new(
+            return Err(ServeError::refused(
                 format!("[http] {name} in {} is 0", file.path.display()),
-                "give a number of at least 1"
+                "give a number of at least 1",
             ));
         }
         Ok(value)

@@ -1,0 +1,250 @@
+//! pod's HTTP API and live web dashboard (`pod serve --http ADDR`): the
+//! sessions of a store listed, created, prompted, cancelled and watched
+//! over HTTP, their approvals answered, by the operator and their scripts.
+//!
+//! Every `/api` request needs the bearer token ([`auth`]). The API lists,
+//! creates and reads sessions (history page by page), sends prompts,
+//! notifications and cancels to the sessions this server runs ([`Runner`]),
+//! lists and answers their approvals, and streams events (Server-Sent
+//! Events). The dashboard is three static files in this crate (no build
+//! step); it talks to the same API. No secret (API keys, the token) is ever
+//! served.
+//!
+//! A client gets at most what the server was started with ([`ceiling`]);
+//! connections are bounded in number, time and size, and a loopback
+//! server answers only for its own names. Sessions start through
+//! `pod-launch`, like every front end's.
+//!
+//! It must not know the command line or the terminal: the `pod` binary
+//! parses `pod serve`'s flags into [`ServeOptions`] and prints
+//! [`Bound::banner`].
+
+#![deny(missing_docs)]
+
+mod api;
+mod assets;
+pub mod auth;
+pub mod ceiling;
+pub mod config;
+mod error;
+mod failure;
+mod guard;
+pub mod runner;
+mod server;
+mod sse;
+mod summaries;
+
+use axum::routing::{get, post};
+use axum::Router;
+use pod::CancellationToken;
+use pod_launch::Launcher;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use failure::ServeError;
+pub use runner::Runner;
+
+/// How `pod serve --http` was started.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where to listen (port 0 picks one).
+    pub addr: SocketAddr,
+    /// The token's file (else `POD_HOME/http-token`, made when missing).
+    pub token_file: Option<PathBuf>,
+    /// Where API clients may put workspaces (with `[http] workspace_roots`;
+    /// none: the directory the server runs in).
+    pub workspace_roots: Vec<PathBuf>,
+    /// The model of sessions created without a profile.
+    pub model: pod_launch::ModelFlags,
+    /// The approval flags sessions start from, and the most they may get.
+    pub approval: pod::ApprovalFlags,
+    /// The sandbox sessions start from, and the widest allowed.
+    pub sandbox: pod_launch::SandboxFlags,
+}
+
+/// A bound listener with its token, ready to serve: binding first means a
+/// taken port or a refused address fails `pod serve` at once, before any
+/// worker starts.
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    token: auth::Token,
+    launcher: Launcher,
+    guard: guard::Guard,
+}
+
+/// Resolves what the server allows (its flags and config file: the
+/// defaults of the sessions it creates and the most any may get), checks
+/// the token and binds the address. The runner also takes the questions of
+/// sessions a fleet worker of this process runs.
+pub async fn start(
+    options: ServeOptions,
+    launcher: Launcher,
+) -> Result<(Runner, Bound), ServeError> {
+    let flags = pod_launch::Flags {
+        model: options.model.clone(),
+        approval: options.approval.clone(),
+        sandbox: options.sandbox,
+        ..Default::default()
+    };
+    let server = pod_launch::Resolved::resolve(&flags, None).map_err(ServeError::Settings)?;
+    let http = config::read(&server.file)?;
+    let mut roots = Vec::new();
+    for root in options.workspace_roots.iter().chain(&http.workspace_roots) {
+        roots.push(root.canonicalize().map_err(|err| {
+            ServeError::io(
+                format!("workspace root {} is not a directory here", root.display()),
+                err,
+            )
+        })?);
+    }
+    if roots.is_empty() {
+        roots.push(std::env::current_dir().map_err(|err| {
+            ServeError::io("no working directory for the default workspace root", err)
+        })?);
+    }
+    // Sessions' commands must not read the token file, wherever it is.
+    let private: Vec<PathBuf> = options.token_file.iter().cloned().collect();
+    let mut all_private = private.clone();
+    all_private.push(launcher.place().home.path().to_path_buf());
+    all_private.extend(server.file.path.parent().map(std::path::Path::to_path_buf));
+    let allowed = runner::Allowed {
+        model: options.model,
+        approval: options.approval,
+        sandbox: options.sandbox,
+        ceiling: ceiling::Ceiling::new(&server, roots, &all_private),
+        private,
+    };
+    let bound = bind(options.addr, options.token_file, launcher.clone(), &http).await?;
+    Ok((Runner::new(launcher, allowed), bound))
+}
+
+/// Checks the address, loads (or makes) and checks the token, and binds
+/// `addr`.
+async fn bind(
+    addr: SocketAddr,
+    token_file: Option<PathBuf>,
+    launcher: Launcher,
+    http: &config::HttpConfig,
+) -> Result<Bound, ServeError> {
+    if !addr.ip().is_loopback() && token_file.is_none() {
+        return Err(ServeError::refused(
+            format!(
+                "refusing to serve {addr} without --token-file: it is reachable from other \
+                 machines"
+            ),
+            "make a token of at least 128 random bits in a file only you can read \
+             ((umask 077; head -c 32 /dev/urandom | base64 > FILE)) and pass --token-file FILE, \
+             or bind 127.0.0.1",
+        ));
+    }
+    let token = auth::load(launcher.place().home.path(), token_file.as_deref())?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|err| ServeError::io(format!("cannot listen on {addr}"), err))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|err| ServeError::io("no local address", err))?;
+    // A loopback server answers only for its own names (a page of another
+    // site that rebinds its name to 127.0.0.1 is refused); a public one
+    // for the names the operator lists, or any.
+    let hosts = match (bound.ip().is_loopback(), http.allowed_hosts.is_empty()) {
+        (true, _) => Some(guard::Guard::loopback_hosts(bound, &http.allowed_hosts)),
+        (false, true) => None,
+        (false, false) => Some(
+            http.allowed_hosts
+                .iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
+        ),
+    };
+    Ok(Bound {
+        listener,
+        token,
+        launcher,
+        guard: guard::Guard {
+            limits: http.limits.clone(),
+            hosts,
+        },
+    })
+}
+
+impl Bound {
+    /// What the server says when it starts: the API's address, the token
+    /// (the first time only) or where it is kept, and the dashboard's URL.
+    pub fn banner(&self) -> Vec<String> {
+        let bound = match self.listener.local_addr() {
+            Ok(addr) => addr.to_string(),
+            Err(_) => "?".into(),
+        };
+        let mut lines = vec![format!("pod serve: HTTP API on http://{bound}/api")];
+        match self.token.created {
+            // Printed once: later starts say where it is kept.
+            true => lines.push(format!(
+                "token (kept in {}, shown only now): {}",
+                self.token.path.display(),
+                self.token.value
+            )),
+            false => lines.push(format!("token in {}", self.token.path.display())),
+        }
+        lines.push(format!("dashboard: http://{bound}/#token=TOKEN"));
+        lines
+    }
+
+    /// Serves until `stop` fires; then every event stream ends, and the
+    /// sessions running here are shut down.
+    pub async fn serve(self, runner: Runner, stop: CancellationToken) {
+        let Bound {
+            listener,
+            token,
+            launcher,
+            guard,
+        } = self;
+        let state = api::AppState {
+            runner: runner.clone(),
+            store: launcher.place().store.clone(),
+            summaries: Default::default(),
+            server: format!(
+                "{} ({})",
+                pod::SessionStore::location(launcher.place().store.as_ref()),
+                std::process::id()
+            ),
+            stop: stop.clone(),
+        };
+        let limits = guard.limits.clone();
+        let app = router(state, Arc::clone(&token.value), guard);
+        // Open event streams end when `stop` fires (see `sse`), so the
+        // graceful shutdown does not wait for watchers to leave.
+        server::serve(listener, app, stop, limits).await;
+        runner.shutdown().await;
+    }
+}
+
+fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router {
+    let api = Router::new()
+        .route("/sessions", get(api::list).post(api::create))
+        .route("/sessions/{id}", get(api::get))
+        .route("/sessions/{id}/history", get(api::history))
+        .route("/sessions/{id}/events", get(sse::session))
+        .route("/sessions/{id}/prompt", post(api::prompt))
+        .route("/sessions/{id}/notify", post(api::notify))
+        .route("/sessions/{id}/cancel", post(api::cancel))
+        .route("/approvals", get(api::approvals))
+        .route("/approvals/{id}", post(api::answer))
+        .route("/events", get(sse::all))
+        .fallback(|| async { error::ApiError::not_found("no such API endpoint") })
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::method_not_allowed("this endpoint does not take that method")
+        })
+        .layer(axum::middleware::from_fn_with_state(token, auth::require))
+        .with_state(state);
+    Router::new()
+        .nest("/api", api)
+        .route("/", get(assets::index))
+        .route("/assets/{file}", get(assets::file))
+        .fallback(|| async { error::ApiError::not_found("no such page") })
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::check,
+        ))
+}
