@@ -112,7 +112,7 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     ///
     /// Each editor session is a Pod in the editor's project directory; its
     /// todo list shows as the editor's plan. Takes the model flags of `run`.
-    Acp(crate::commands::acp::AcpArgs),
+    Acp(AcpArgs),
     /// Delete sessions.
     ///
     /// Asks first on a terminal; --yes skips the question (and is needed
@@ -196,7 +196,7 @@ pub struct ServeArgs {
     pub workers: u32,
     /// How long a lease lasts unless renewed (renewed every third of it):
     /// a dead worker's sessions move on this long after it died.
-    #[arg(long, value_name = "AGE", value_parser = crate::commands::prune::parse_age)]
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
     pub lease_ttl: Option<std::time::Duration>,
     /// Exit once every fleet session is idle (none queued, none running).
     #[arg(long)]
@@ -228,6 +228,16 @@ pub struct ServeArgs {
     pub sandbox: SandboxArgs,
 }
 
+/// `pod acp`.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// How every session runs (the model, limits of each prompt's run,
+    /// which calls run without asking the editor, the sandbox, MCP servers
+    /// besides the config file's and the editor's own).
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
 /// `pod rm`.
 #[derive(Debug, Args)]
 pub struct RmArgs {
@@ -243,7 +253,7 @@ pub struct RmArgs {
 #[derive(Debug, Args)]
 pub struct PruneArgs {
     /// Age since the last update: a number and a unit (s, m, h, d, w), e.g. 30d.
-    #[arg(long, value_name = "AGE", value_parser = crate::commands::prune::parse_age)]
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
     pub older_than: std::time::Duration,
     /// Only list the sessions that would be deleted.
     #[arg(long)]
@@ -584,4 +594,44 @@ pub struct ForkArgs {
     /// Print the new session as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Parses an age such as `30d`, `12h`, `90m`, `45s` or `2w`.
+pub fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("{text:?} has no unit: use s, m, h, d or w (e.g. 30d)"))?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} does not start with a number (e.g. 30d)"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        "w" => 604_800,
+        other => return Err(format!("unknown unit {other:?}: use s, m, h, d or w")),
+    };
+    number
+        .checked_mul(seconds)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn ages_take_a_number_and_a_unit() {
+        assert_eq!(parse_age("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        assert_eq!(parse_age("12h"), Ok(Duration::from_secs(12 * 3_600)));
+        assert_eq!(parse_age("0s"), Ok(Duration::ZERO));
+        assert!(parse_age("30").unwrap_err().contains("no unit"));
+        assert!(parse_age("d").unwrap_err().contains("number"));
+        assert!(parse_age("3y").unwrap_err().contains("unknown unit"));
+    }
 }

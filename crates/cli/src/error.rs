@@ -18,18 +18,6 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// report a process a closed pipe killed).
 pub const EXIT_OUTPUT_CLOSED: u8 = 141;
 
-/// An error and its causes on one line: `what failed: because: because`.
-pub fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut cause = err.source();
-    while let Some(next) = cause {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        cause = next.source();
-    }
-    text
-}
-
 /// How a command ended when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -106,22 +94,9 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// The error and its causes on one line, each said once: a cause whose text
-/// an outer message already includes (`#[error("…: {0}")]` with a source)
-/// is not repeated.
+/// The error and its causes on one line, each said once.
 fn cause_chain(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
+    pod_llm::error_chain(err.as_ref())
 }
 
 fn hint_for(err: &anyhow::Error) -> Option<String> {

@@ -11,7 +11,6 @@
 //! max_body_bytes = 1048576
 //! ```
 
-use super::server::Limits;
 use crate::failure::ServeError;
 use pod_providers::ConfigFile;
 use serde::Deserialize;
@@ -83,4 +82,38 @@ pub fn read(file: &ConfigFile) -> Result<HttpConfig, ServeError> {
         allowed_hosts: table.allowed_hosts,
         limits,
     })
+}
+
+/// The server's limits (`[http]` in the config file; these defaults
+/// otherwise).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once. Each holds a file descriptor and a
+    /// little memory; a dashboard holds two or three (page loads and its
+    /// event streams).
+    pub max_connections: usize,
+    /// Time to send a request's headers, from the connection's start or
+    /// the end of its previous response.
+    pub header_timeout: Duration,
+    /// Time to send a request's body.
+    pub body_timeout: Duration,
+    /// Largest body (a task or a prompt is text; a megabyte is a book).
+    pub max_body: usize,
+    /// Longest request target (path and query).
+    pub max_uri: usize,
+    /// Largest request head (all header lines).
+    pub max_headers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 128,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_body: 1024 * 1024,
+            max_uri: 8 * 1024,
+            max_headers: 32 * 1024,
+        }
+    }
 }

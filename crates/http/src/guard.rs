@@ -4,8 +4,8 @@
 //! (DNS rebinding), the headers that keep the dashboard out of other
 //! pages' frames, and a JSON body on every error, whoever produced it.
 
+use super::config::Limits;
 use super::error::ApiError;
-use super::server::Limits;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderValue};

@@ -14,6 +14,7 @@
 //! - On stop, no new connection is accepted and open ones finish their
 //!   request (event streams end on their own) for at most [`DRAIN`].
 
+use super::config::Limits;
 use super::guard;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -39,40 +40,6 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// limits (URI and headers, answered in JSON) are far below it, so only a
 /// head this large gets the parser's bare 431.
 const PARSER_BUFFER: usize = 1024 * 1024;
-
-/// The server's limits (`[http]` in the config file; these defaults
-/// otherwise).
-#[derive(Debug, Clone)]
-pub struct Limits {
-    /// Connections served at once. Each holds a file descriptor and a
-    /// little memory; a dashboard holds two or three (page loads and its
-    /// event streams).
-    pub max_connections: usize,
-    /// Time to send a request's headers, from the connection's start or
-    /// the end of its previous response.
-    pub header_timeout: Duration,
-    /// Time to send a request's body.
-    pub body_timeout: Duration,
-    /// Largest body (a task or a prompt is text; a megabyte is a book).
-    pub max_body: usize,
-    /// Longest request target (path and query).
-    pub max_uri: usize,
-    /// Largest request head (all header lines).
-    pub max_headers: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_connections: 128,
-            header_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(30),
-            max_body: 1024 * 1024,
-            max_uri: 8 * 1024,
-            max_headers: 32 * 1024,
-        }
-    }
-}
 
 /// Serves `app` on `listener` until `stop` fires.
 pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, limits: Limits) {

@@ -2,24 +2,13 @@
 //! Zed drives Pods. The protocol lives in pod-acp; this module gives it a
 //! factory that starts each session through the launcher.
 
-use crate::cli::SessionArgs;
+use crate::cli::AcpArgs;
 use crate::error::Outcome;
 use anyhow::{Context, Result};
-use clap::Args;
 use pod::PodConfig;
 use pod_acp::{FactoryError, PodFactory};
 use std::path::Path;
 use uuid::Uuid;
-
-/// `pod acp`.
-#[derive(Debug, Args)]
-pub struct AcpArgs {
-    /// How every session runs (the model, limits of each prompt's run,
-    /// which calls run without asking the editor, the sandbox, MCP servers
-    /// besides the config file's and the editor's own).
-    #[command(flatten)]
-    pub session: SessionArgs,
-}
 
 /// Serves ACP on stdin/stdout until stdin closes.
 pub async fn run(args: AcpArgs, place: super::Place) -> Result<Outcome> {

@@ -1,0 +1,195 @@
+//! A fleet worker: claims queued sessions from the PostgreSQL store (and
+//! the sessions of workers whose leases ran out), resumes each through the
+//! launcher with its recorded settings in until-done mode, and runs it until
+//! its plan is done, it stops, or the worker stops; then it gives an
+//! unfinished session back to the queue.
+//!
+//! The store holds the lease, renews it and fences every append; the worker
+//! decides what to run and reports what it did ([`Report`]), for its front
+//! end to show. When the process also serves the HTTP API, the sessions the
+//! worker runs ask through it ([`Api`]).
+//!
+//! It must not know the command line or HTTP.
+
+#![deny(missing_docs)]
+
+mod run;
+
+use pod::{Approver, CancellationToken, PodHandle};
+use pod_launch::Launcher;
+use pod_store_pg::PgStore;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+pub use run::{Ended, RunError};
+
+/// How often an idle worker looks for work.
+const POLL: Duration = Duration::from_millis(250);
+
+/// Where a process's HTTP API takes the sessions its worker runs: their
+/// questions wait for an answer there, and notes and cancels reach them.
+pub trait Api: Send + Sync {
+    /// The approver of session `id`'s `ask` calls.
+    fn approver(&self, id: Uuid) -> Arc<dyn Approver>;
+    /// Session `id` runs here now, through `handle`.
+    fn adopt(&self, id: Uuid, handle: PodHandle);
+    /// The worker is done with session `id`.
+    fn release(&self, id: Uuid);
+}
+
+/// A fleet worker.
+pub struct Worker {
+    /// The fleet's store.
+    pub store: PgStore,
+    /// Starts the sessions it claims (in the same place as `store`).
+    pub launcher: Launcher,
+    /// Sessions it runs at once.
+    pub slots: u32,
+    /// Stop once every fleet session is idle (none queued, none running).
+    pub exit_when_idle: bool,
+    /// The process's HTTP API, if it serves one.
+    pub api: Option<Arc<dyn Api>>,
+}
+
+/// What the worker did, for its front end to show (one line each).
+#[derive(Debug)]
+pub enum Report {
+    /// It started.
+    Started {
+        /// The worker's name in the store.
+        owner: String,
+        /// The store.
+        location: String,
+        /// Sessions at once.
+        slots: u32,
+        /// Its leases' length.
+        lease_ttl: Duration,
+    },
+    /// It claimed a session.
+    Claimed {
+        /// The session.
+        id: Uuid,
+        /// Its previous worker died (its lease ran out).
+        orphaned: bool,
+    },
+    /// Claiming failed (the database, say); it tries again later.
+    ClaimFailed(String),
+    /// A session's run ended.
+    Finished {
+        /// The session.
+        id: Uuid,
+        /// How.
+        ended: Ended,
+    },
+    /// A session could not be run here, or its run failed.
+    Dropped {
+        /// The session.
+        id: Uuid,
+        /// Why.
+        error: RunError,
+    },
+    /// A session's task panicked or was cancelled.
+    TaskFailed(String),
+    /// Every fleet session is idle: it exits (`exit_when_idle`).
+    Idle,
+    /// It was told to stop.
+    Stopping,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Report::Started {
+                owner,
+                location,
+                slots,
+                lease_ttl,
+            } => write!(
+                f,
+                "pod serve: worker {owner} on {location}, {slots} at a time, leases of {}s",
+                lease_ttl.as_secs_f64()
+            ),
+            Report::Claimed { id, orphaned } => write!(
+                f,
+                "claimed {id} ({})",
+                if *orphaned {
+                    "its worker died"
+                } else {
+                    "queued"
+                }
+            ),
+            Report::ClaimFailed(error) => write!(f, "cannot claim: {error}"),
+            Report::Finished { id, ended } => write!(f, "finished {id}: {ended}"),
+            Report::Dropped { id, error } => {
+                write!(f, "dropped {id}: {}", pod_llm::error_chain(error))
+            }
+            Report::TaskFailed(error) => write!(f, "a session's task failed: {error}"),
+            Report::Idle => f.write_str("pod serve: the fleet is idle; exiting"),
+            Report::Stopping => {
+                f.write_str("pod serve: stopping; unfinished sessions go back to the queue")
+            }
+        }
+    }
+}
+
+impl Worker {
+    /// Claims and runs fleet sessions until `stop` (or, with
+    /// `exit_when_idle`, until the fleet has nothing left); `report` hears
+    /// what it does.
+    pub async fn run(self, stop: CancellationToken, mut report: impl FnMut(Report)) {
+        let store = &self.store;
+        report(Report::Started {
+            owner: store.owner().to_string(),
+            location: pod::SessionStore::location(store),
+            slots: self.slots,
+            lease_ttl: store.lease_ttl(),
+        });
+        let mut running: JoinSet<(Uuid, Result<Ended, RunError>)> = JoinSet::new();
+        loop {
+            while running.len() < self.slots as usize && !stop.is_cancelled() {
+                match store.claim().await {
+                    Ok(Some(claimed)) => {
+                        report(Report::Claimed {
+                            id: claimed.id,
+                            orphaned: claimed.orphaned,
+                        });
+                        let session = run::Claim {
+                            id: claimed.id,
+                            launcher: self.launcher.clone(),
+                            store: store.clone(),
+                            api: self.api.clone(),
+                            stop: stop.clone(),
+                        };
+                        running.spawn(async move { (session.id, session.run().await) });
+                    }
+                    Ok(None) => break,
+                    Err(err) => {
+                        report(Report::ClaimFailed(pod_llm::error_chain(&err)));
+                        break;
+                    }
+                }
+            }
+            if stop.is_cancelled() && running.is_empty() {
+                break;
+            }
+            if self.exit_when_idle
+                && running.is_empty()
+                && store.fleet_idle().await.unwrap_or(false)
+            {
+                report(Report::Idle);
+                break;
+            }
+            tokio::select! {
+                Some(joined) = running.join_next(), if !running.is_empty() => match joined {
+                    Ok((id, Ok(ended))) => report(Report::Finished { id, ended }),
+                    Ok((id, Err(error))) => report(Report::Dropped { id, error }),
+                    Err(err) => report(Report::TaskFailed(err.to_string())),
+                },
+                _ = tokio::time::sleep(POLL) => {}
+                _ = stop.cancelled(), if !stop.is_cancelled() => report(Report::Stopping),
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! One claimed session, run until its plan is done, it stops, or the
+//! worker stops.
+
+use crate::Api;
+use pod::{CancellationToken, Durability, PodError, TurnEndReason};
+use pod_launch::sessions::{self, Progress};
+use pod_launch::{LaunchError, Launcher};
+use pod_store_pg::{PgStore, SessionState};
+use std::path::PathBuf;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// A session this worker claimed.
+pub(crate) struct Claim {
+    pub id: Uuid,
+    pub launcher: Launcher,
+    pub store: PgStore,
+    pub api: Option<Arc<dyn Api>>,
+    pub stop: CancellationToken,
+}
+
+/// How a session's run on this worker ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// Its turn ended.
+    Ran {
+        /// Why.
+        reason: TurnEndReason,
+        /// The plan's progress.
+        progress: Progress,
+        /// Model requests of the run.
+        requests: u32,
+    },
+    /// The worker stopped with its plan unfinished: it is queued again.
+    Requeued {
+        /// The plan's progress.
+        progress: Progress,
+    },
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Ran {
+                reason,
+                progress,
+                requests,
+            } => write!(
+                f,
+                "{}, {}/{} todos done, {requests} requests",
+                format!("{reason:?}").to_lowercase(),
+                progress.completed,
+                progress.total
+            ),
+            Ended::Requeued { progress } => write!(
+                f,
+                "stopped with {}/{} todos done; queued again",
+                progress.completed, progress.total
+            ),
+        }
+    }
+}
+
+/// Why a session could not run here, or its run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Its workspace is not on this machine.
+    #[error(
+        "its workspace {0} is not reachable from this worker (workspaces must be on a filesystem \
+         every worker shares, at the same path)"
+    )]
+    Unreachable(PathBuf),
+    /// It was not queued by `pod submit`.
+    #[error("its log records no launch settings (it was not submitted with `pod submit`)")]
+    NoRecord,
+    /// Its settings, its model or its log.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// Another worker took it over.
+    #[error("another worker took it over (this worker's lease ran out)")]
+    LeaseLost,
+    /// The turn failed.
+    #[error("the turn failed")]
+    Turn(#[source] PodError),
+    /// Closing it failed.
+    #[error("cannot close the session")]
+    Close(#[source] PodError),
+    /// Giving it back to the queue failed.
+    #[error("cannot give the session back to the queue")]
+    Requeue(#[source] PodError),
+}
+
+impl Claim {
+    /// Runs the session; see [`Ended`].
+    pub async fn run(self) -> Result<Ended, RunError> {
+        let (id, store) = (self.id, &self.store);
+        // Without the HTTP API nobody answers `ask` on a fleet worker: such
+        // calls are refused with a message saying so, and the recorded
+        // --yes/--allow decide the rest. With it, they wait there.
+        let options = pod_launch::Options {
+            durability: Durability::Turn,
+            approver: self.api.as_ref().map(|api| api.approver(id)),
+            ..Default::default()
+        };
+        let prepared = match self.plan().await {
+            Ok(plan) => plan.prepare(options).await.map_err(RunError::from),
+            Err(err) => Err(err),
+        };
+        let prepared = match prepared {
+            Ok(prepared) => prepared,
+            Err(err) => {
+                // It cannot run here; idle, so that no worker claims it
+                // again and again. `pod show` and `pod resume` still reach it.
+                let _ = store.unclaim(id, SessionState::Idle).await;
+                return Err(err);
+            }
+        };
+        for warning in &prepared.warnings {
+            tracing::warn!(session = %id, %warning, "MCP server");
+        }
+        let session = match prepared.start().await {
+            Ok(session) => session,
+            Err(err) => {
+                // A session that cannot be opened (a damaged log, say) must
+                // not be claimed over and over; a database error may pass,
+                // so the session stays for the next claim.
+                if !matches!(err.pod_error(), Some(PodError::Store { .. })) {
+                    // Still claimed if it failed before opening the log.
+                    let _ = store.unclaim(id, SessionState::Idle).await;
+                    let _ = store.set_state(id, SessionState::Idle).await;
+                }
+                return Err(err.into());
+            }
+        };
+        let (handle, mcp) = (session.handle, session.mcp);
+        if let Some(api) = &self.api {
+            api.adopt(id, handle.clone());
+        }
+        let turn = handle.continue_turn();
+        tokio::pin!(turn);
+        let result = tokio::select! {
+            result = &mut turn => result,
+            _ = self.stop.cancelled() => {
+                let _ = handle.cancel().await;
+                turn.await
+            }
+        };
+        let todos = handle.get_todos().await.unwrap_or_default();
+        if let Some(api) = &self.api {
+            api.release(id);
+        }
+        let shutdown = handle.shutdown().await;
+        mcp.shutdown().await;
+        let progress = sessions::progress(&todos);
+        let unfinished = progress.completed < progress.total;
+        if self.stop.is_cancelled() && unfinished && shutdown.is_ok() {
+            store
+                .set_state(id, SessionState::Queued)
+                .await
+                .map_err(RunError::Requeue)?;
+            return Ok(Ended::Requeued { progress });
+        }
+        match (result, shutdown) {
+            (Err(PodError::LeaseLost { .. }), _) | (_, Err(PodError::LeaseLost { .. })) => {
+                Err(RunError::LeaseLost)
+            }
+            (Err(err), _) => Err(RunError::Turn(err)),
+            (Ok(_), Err(err)) => Err(RunError::Close(err)),
+            (Ok(outcome), Ok(())) => Ok(Ended::Ran {
+                reason: outcome.reason,
+                progress,
+                requests: outcome.requests,
+            }),
+        }
+    }
+
+    /// Its recorded settings, as `pod resume` would use them with no flags,
+    /// in until-done mode.
+    async fn plan(&self) -> Result<pod_launch::Plan, RunError> {
+        let store = self.launcher.place().store.clone();
+        let loaded = sessions::load(store.as_ref(), self.id).await?;
+        let workspace = loaded.header.workspace.clone();
+        if !workspace.is_dir() {
+            return Err(RunError::Unreachable(workspace));
+        }
+        if pod_launch::Launch::from_header(&loaded.header).is_none() {
+            return Err(RunError::NoRecord);
+        }
+        let flags = pod_launch::Flags {
+            until_done: true,
+            ..Default::default()
+        };
+        Ok(self
+            .launcher
+            .plan_resume(self.id, &flags, Some(workspace))
+            .await?)
+    }
+}
