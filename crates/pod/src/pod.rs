@@ -356,7 +356,7 @@ impl PodActor {
                 }
             }
             Command::GetHistory { reply } => {
-                let _ = reply.send(self.full_history().await);
+                let _ = reply.send(Self::full_history(self.store.clone(), self.log.session_id()).await);
             }
             Command::GetTodos { reply } => {
                 let _ = reply.send(self.todos.snapshot());
@@ -524,8 +524,11 @@ impl PodActor {
         Ok(())
     }
 
-    async fn full_history(&self) -> Result<Vec<Item>, PodError> {
-        let contents = self.store.read(self.log.session_id()).await?;
+    /// Every logged item. Takes the store, not `&self`: the actor (which
+    /// holds the interceptor stack, not `Sync`) is not shared across the
+    /// read.
+    async fn full_history(store: Store, id: Uuid) -> Result<Vec<Item>, PodError> {
+        let contents = store.read(id).await?;
         Ok(crate::replay::full_history(&contents.records))
     }
 

@@ -100,7 +100,7 @@ impl TurnParts {
             total.usage += outcome.usage;
             total.reason = outcome.reason.clone();
             if let TurnEndReason::Limit(limit) = &outcome.reason {
-                self.record_stop(limit.clone(), &meter).await?;
+                record_stop(&self.compaction.log, limit.clone(), &meter).await?;
             }
             if outcome.reason != TurnEndReason::Yielded(YieldReason::Compact) {
                 return Ok(total);
@@ -114,18 +114,6 @@ impl TurnParts {
                 return Ok(total);
             }
         }
-    }
-
-    /// Logs that a budget limit stopped the run, so `pod sessions` can say
-    /// so after the process is gone.
-    async fn record_stop(&self, limit: Limit, meter: &BudgetMeter) -> Result<(), PodError> {
-        let record = LogRecord::Stopped(StoppedRecord {
-            limit,
-            requests: meter.requests(),
-            tokens: meter.tokens(),
-            at: chrono::Utc::now(),
-        });
-        self.compaction.log.append(&record, true).await
     }
 
     async fn compact(&mut self, cancel: &CancellationToken) -> Result<CompactionReport, PodError> {
@@ -174,4 +162,16 @@ impl TurnParts {
             }
         }
     }
+}
+
+/// Logs that a budget limit stopped the run, so `pod sessions` can say so
+/// after the process is gone.
+async fn record_stop(log: &LogWriter, limit: Limit, meter: &BudgetMeter) -> Result<(), PodError> {
+    let record = LogRecord::Stopped(StoppedRecord {
+        limit,
+        requests: meter.requests(),
+        tokens: meter.tokens(),
+        at: chrono::Utc::now(),
+    });
+    log.append(&record, true).await
 }

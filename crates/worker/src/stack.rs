@@ -35,12 +35,6 @@ pub struct InterceptorStack {
     layers: Vec<Box<dyn Interceptor>>,
 }
 
-// SAFETY: a shared `&InterceptorStack` reaches no interceptor: every method
-// that touches one takes `&mut self`, and the `&self` methods only read the
-// vector's length. So sharing it between threads shares nothing that is not
-// `Sync` (the reasoning of `std::sync::Exclusive`), and owners such as the
-// Pod's actor can hold it across awaits.
-unsafe impl Sync for InterceptorStack {}
 
 impl InterceptorStack {
     /// An empty stack (it changes nothing).
