@@ -356,7 +356,8 @@ impl PodActor {
                 }
             }
             Command::GetHistory { reply } => {
-                let _ = reply.send(Self::full_history(self.store.clone(), self.log.session_id()).await);
+                let _ =
+                    reply.send(Self::full_history(self.store.clone(), self.log.session_id()).await);
             }
             Command::GetTodos { reply } => {
                 let _ = reply.send(self.todos.snapshot());

@@ -13,8 +13,7 @@ use crate::subagents::Subagents;
 use pod_llm::{Item, Provider};
 use pod_tools::{FileTracker, TodoStore};
 use pod_worker::{
-    BudgetMeter, Interceptor, InterceptorStack, Limit, RunStart, TurnEndReason, TurnOutcome,
-    Worker, YieldReason,
+    Compaction, CompactionOutcome, InterceptorStack, Limit, TurnEndReason, TurnOutcome, Worker,
 };
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -67,110 +66,120 @@ impl TurnParts {
         text: Option<String>,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, PodError> {
-        let mut prompt = text.map(Item::user);
         if let Some(subagents) = &self.subagents {
             subagents.begin_run();
         }
-        self.interceptor
-            .on_run_start(&RunStart {
-                history: self.worker.history(),
-                prompt: prompt.as_ref(),
-                cancel,
-            })
-            .await;
-        let mut total = TurnOutcome {
-            reason: TurnEndReason::EndTurn,
-            requests: 0,
-            usage: Default::default(),
+        // A yield to compact is done within the run: the compaction's
+        // outcome goes back to the turn and to the interceptors, and the run
+        // keeps its one budget.
+        let mut compaction = RunCompaction {
+            setup: &self.compaction,
         };
-        // One budget for the whole run, however many compactions split it.
-        let mut meter = BudgetMeter::new(self.worker.config().budget.clone());
-        loop {
-            let outcome = self
-                .worker
-                .run_turn_within(
-                    prompt.take(),
-                    &mut meter,
-                    &mut self.interceptor,
-                    &mut self.observer,
-                    cancel,
-                )
-                .await?;
-            total.requests += outcome.requests;
-            total.usage += outcome.usage;
-            total.reason = outcome.reason.clone();
-            if let TurnEndReason::Limit(limit) = &outcome.reason {
-                record_stop(&self.compaction.log, limit.clone(), &meter).await?;
-            }
-            if outcome.reason != TurnEndReason::Yielded(YieldReason::Compact) {
-                return Ok(total);
-            }
-            // The turn yielded before a request because the context is full:
-            // compact, then go on with the same turn. A failure is reported
-            // and the turn goes on uncompacted.
-            let _ = self.compact(cancel).await;
-            if cancel.is_cancelled() {
-                total.reason = TurnEndReason::Cancelled;
-                return Ok(total);
-            }
+        let outcome = self
+            .worker
+            .run(
+                text.map(Item::user),
+                &mut self.interceptor,
+                &mut self.observer,
+                Some(&mut compaction),
+                cancel,
+            )
+            .await?;
+        if let TurnEndReason::Limit(limit) = &outcome.reason {
+            record_stop(&self.compaction.log, limit.clone(), &outcome).await?;
         }
+        Ok(outcome)
     }
 
     async fn compact(&mut self, cancel: &CancellationToken) -> Result<CompactionReport, PodError> {
-        let setup = &self.compaction;
-        let compactor = Compactor {
-            provider: setup.provider.clone(),
-            config: &setup.config,
-            todos: &setup.todos,
-            files: setup.files.as_ref(),
-            log: &setup.log,
-            events: &setup.events,
-        };
-        match compactor.run(&mut self.worker, cancel).await {
-            Ok(report) => {
-                tracing::info!(
-                    tokens_before = report.tokens_before,
-                    tokens_after = report.tokens_after,
-                    "compacted"
-                );
-                setup.events.send(PodEvent::Compacted {
-                    tokens_before: report.tokens_before,
-                    tokens_after: report.tokens_after,
-                    summary_chars: report.summary_chars,
-                });
-                Ok(report)
+        compact(&self.compaction, &mut self.worker, cancel).await
+    }
+}
+
+/// The Pod's compaction, for a run to call when its context is full.
+struct RunCompaction<'a> {
+    setup: &'a CompactionSetup,
+}
+
+#[async_trait::async_trait]
+impl Compaction for RunCompaction<'_> {
+    async fn compact(
+        &mut self,
+        worker: &mut Worker,
+        cancel: &CancellationToken,
+    ) -> CompactionOutcome {
+        match compact(self.setup, worker, cancel).await {
+            Ok(report) => CompactionOutcome::Compacted {
+                tokens_before: report.tokens_before,
+                tokens_after: report.tokens_after,
+            },
+            Err(PodError::Compaction(CompactionError::NothingToCompact)) => {
+                CompactionOutcome::NothingToCompact
             }
-            Err(CompactionError::NothingToCompact) => {
-                // Everything is in the kept tail (an unanswered prompt is
-                // never summarised): the request goes out as it is.
-                tracing::debug!("nothing to compact before this request");
-                Err(PodError::Compaction(CompactionError::NothingToCompact))
-            }
-            Err(_) if cancel.is_cancelled() => {
-                // Cancelled by the user: not a failure of the compact model.
-                Err(PodError::Compaction(CompactionError::Cancelled))
-            }
-            Err(err) => {
-                // The compaction interceptor learns of it from the next
-                // request, whose context is still too large.
-                let reason = pod_llm::error_chain(&err);
-                tracing::warn!(%reason, "compaction failed");
-                setup.events.send(PodEvent::CompactionFailed {
-                    reason: reason.clone(),
-                });
-                Err(PodError::Compaction(err))
-            }
+            Err(PodError::Compaction(CompactionError::Cancelled)) => CompactionOutcome::Cancelled,
+            Err(err) => CompactionOutcome::Failed(pod_llm::error_chain(&err)),
+        }
+    }
+}
+
+/// Compacts `worker`'s history now: the summary and carried-over state
+/// are logged and the worker continues from them.
+async fn compact(
+    setup: &CompactionSetup,
+    worker: &mut Worker,
+    cancel: &CancellationToken,
+) -> Result<CompactionReport, PodError> {
+    let compactor = Compactor {
+        provider: setup.provider.clone(),
+        config: &setup.config,
+        todos: &setup.todos,
+        files: setup.files.as_ref(),
+        log: &setup.log,
+        events: &setup.events,
+    };
+    match compactor.run(worker, cancel).await {
+        Ok(report) => {
+            tracing::info!(
+                tokens_before = report.tokens_before,
+                tokens_after = report.tokens_after,
+                "compacted"
+            );
+            setup.events.send(PodEvent::Compacted {
+                tokens_before: report.tokens_before,
+                tokens_after: report.tokens_after,
+                summary_chars: report.summary_chars,
+            });
+            Ok(report)
+        }
+        Err(CompactionError::NothingToCompact) => {
+            // Everything is in the kept tail (an unanswered prompt is
+            // never summarised): the request goes out as it is.
+            tracing::debug!("nothing to compact before this request");
+            Err(PodError::Compaction(CompactionError::NothingToCompact))
+        }
+        Err(_) if cancel.is_cancelled() => {
+            // Cancelled by the user: not a failure of the compact model.
+            Err(PodError::Compaction(CompactionError::Cancelled))
+        }
+        Err(err) => {
+            // The run's interceptors are told (`on_compaction`).
+            let reason = pod_llm::error_chain(&err);
+            tracing::warn!(%reason, "compaction failed");
+            setup.events.send(PodEvent::CompactionFailed {
+                reason: reason.clone(),
+            });
+            Err(PodError::Compaction(err))
         }
     }
 }
 
 /// Logs that a budget limit stopped the run, so `pod sessions` can say so
 /// after the process is gone.
-async fn record_stop(log: &LogWriter, limit: Limit, meter: &BudgetMeter) -> Result<(), PodError> {
+async fn record_stop(log: &LogWriter, limit: Limit, run: &TurnOutcome) -> Result<(), PodError> {
     let record = LogRecord::Stopped(StoppedRecord {
         limit,
-        requests: meter.requests(),
-        tokens: meter.tokens(),
+        requests: u64::from(run.requests),
+        tokens: run.usage.prompt_tokens + run.usage.completion_tokens,
         at: chrono::Utc::now(),
     });
     log.append(&record, true).await

@@ -6,8 +6,9 @@ use crate::interceptor::{
     Interceptor, PostToolAction, PreToolAction, ToolCallInfo, ToolResultInfo,
 };
 use crate::observer::{TurnObserver, WorkerEvent};
+use crate::step::CallsStop;
 use crate::tool::{ToolContext, ToolOutput, ToolRegistry};
-use crate::worker::{CallsStop, Worker};
+use crate::worker::Worker;
 use futures_util::future::join_all;
 use futures_util::FutureExt;
 use pod_llm::{Item, ItemKind, ToolCall};

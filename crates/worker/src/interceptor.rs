@@ -27,6 +27,28 @@ pub enum YieldReason {
     Compact,
 }
 
+/// How a compaction asked for by [`PreRequestAction::Yield`] with
+/// [`YieldReason::Compact`] went; given to [`Interceptor::on_compaction`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompactionOutcome {
+    /// The history was compacted; estimated context tokens before and
+    /// after.
+    Compacted {
+        /// Before.
+        tokens_before: u64,
+        /// After.
+        tokens_after: u64,
+    },
+    /// Nothing could be summarised (everything is in the kept tail): the
+    /// request goes out as it is.
+    NothingToCompact,
+    /// The compaction failed (the compact model, say); the history is
+    /// unchanged and the request goes out as it is.
+    Failed(String),
+    /// The run was cancelled during it.
+    Cancelled,
+}
+
 /// What to do with a submitted prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PromptAction {
@@ -131,14 +153,14 @@ pub struct ToolResultInfo {
 
 /// Hooks into a run, called in this order:
 ///
-/// `on_run_start` once (by [`Worker::run_turn`](crate::Worker::run_turn), or
-/// by the caller that drives a run over several
-/// [`run_turn_within`](crate::Worker::run_turn_within) calls), then
-/// `on_prompt_submit` if there is a prompt, then for each request
-/// `pending_history_appends`, `pre_llm_request`, and for each tool call of
+/// `on_run_start` once per run, then `on_prompt_submit` if there is a
+/// prompt, then for each request `pending_history_appends`,
+/// `pre_llm_request` (and `on_compaction` after a compaction it yielded
+/// for, before the request is prepared again), and for each tool call of
 /// the response `pre_tool_call` and (after it ran) `post_tool_call`;
 /// `on_turn_end` when a response has no tool calls; `on_abort` when the
-/// turn is aborted or cancelled.
+/// turn is aborted or cancelled. The order is decided by
+/// [`Turn`](crate::Turn), the step machine.
 ///
 /// Every method has a do-nothing default. Several interceptors compose in an
 /// [`InterceptorStack`](crate::InterceptorStack).
@@ -164,6 +186,9 @@ pub trait Interceptor: Send {
     async fn pre_llm_request(&mut self, _request: &mut Arc<Vec<Item>>) -> PreRequestAction {
         PreRequestAction::Continue
     }
+
+    /// A compaction this run yielded for is over: how it went.
+    async fn on_compaction(&mut self, _outcome: &CompactionOutcome) {}
 
     /// A tool call is about to run.
     async fn pre_tool_call(&mut self, _call: &mut ToolCallInfo) -> PreToolAction {

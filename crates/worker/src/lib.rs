@@ -3,9 +3,12 @@
 //! A [`Worker`] owns a conversation's history and runs turns: it asks a
 //! [`Provider`](pod_llm::Provider) for the next step, runs the tool calls the
 //! model makes through a [`ToolRegistry`], and repeats until the model answers
-//! without calling tools. Upper layers steer it only through an
-//! [`Interceptor`] and watch it through a [`TurnObserver`], which is told of
-//! every committed item before the turn moves on.
+//! without calling tools. What to do next is decided by [`Turn`], a step
+//! machine without IO; the worker performs each [`Step`]. Upper layers steer
+//! it only through an [`Interceptor`] and watch it through a
+//! [`TurnObserver`], which is told of every committed item before the turn
+//! moves on; a [`Compaction`] lets a run compact its history when an
+//! interceptor asks.
 //!
 //! Whatever happens during a turn (a skipped, aborted, cancelled, unknown or
 //! panicking tool, malformed arguments, a provider error) every tool call in
@@ -20,6 +23,7 @@ mod execute;
 mod interceptor;
 mod observer;
 mod stack;
+mod step;
 mod tool;
 mod tool_state;
 mod worker;
@@ -29,11 +33,13 @@ pub use budget::{
 };
 pub use error::WorkerError;
 pub use interceptor::{
-    AbortReason, Interceptor, NoopInterceptor, PostToolAction, PreRequestAction, PreToolAction,
-    PromptAction, RunStart, ToolCallInfo, ToolResultInfo, TurnEndAction, YieldReason,
+    AbortReason, CompactionOutcome, Interceptor, NoopInterceptor, PostToolAction, PreRequestAction,
+    PreToolAction, PromptAction, RunStart, ToolCallInfo, ToolResultInfo, TurnEndAction,
+    YieldReason,
 };
 pub use observer::{NullObserver, PersistError, TurnObserver, WorkerEvent};
 pub use stack::InterceptorStack;
+pub use step::{Answer, CallsStop, Ending, Step, Turn};
 pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
 pub use tool_state::{CommittedCall, ToolState, ToolStates};
-pub use worker::{TurnEndReason, TurnOutcome, Worker, WorkerConfig};
+pub use worker::{Compaction, TurnEndReason, TurnOutcome, Worker, WorkerConfig};

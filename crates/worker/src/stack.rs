@@ -9,6 +9,7 @@
 //! | `on_prompt_submit` | each may edit the prompt in turn; the first `Cancel` stops there and the prompt is not committed; items of `ContinueWith` are committed after it, in stack order |
 //! | `pending_history_appends` | the items of all, concatenated in stack order |
 //! | `pre_llm_request` | each edits the request in turn (a later one sees the earlier edits); the first `Cancel`, `Yield` or `Stop` ends it there |
+//! | `on_compaction` | all are told |
 //! | `pre_tool_call` | each may edit the call in turn; the first `Skip`, `Abort` or `Pause` decides and later ones are not asked |
 //! | `post_tool_call` | all see the result in turn (each may edit it, and all keep their books); the first `Abort` wins |
 //! | `on_turn_end` | all are asked: any `Pause` pauses; else the messages of every `ContinueWithMessages` continue the turn, in stack order; else it finishes |
@@ -23,8 +24,8 @@
 //! they change is what the Pod judges and measures.
 
 use crate::interceptor::{
-    AbortReason, Interceptor, PostToolAction, PreRequestAction, PreToolAction, PromptAction,
-    RunStart, ToolCallInfo, ToolResultInfo, TurnEndAction,
+    AbortReason, CompactionOutcome, Interceptor, PostToolAction, PreRequestAction, PreToolAction,
+    PromptAction, RunStart, ToolCallInfo, ToolResultInfo, TurnEndAction,
 };
 use pod_llm::Item;
 
@@ -34,7 +35,6 @@ use pod_llm::Item;
 pub struct InterceptorStack {
     layers: Vec<Box<dyn Interceptor>>,
 }
-
 
 impl InterceptorStack {
     /// An empty stack (it changes nothing).
@@ -107,6 +107,12 @@ impl Interceptor for InterceptorStack {
             }
         }
         PreRequestAction::Continue
+    }
+
+    async fn on_compaction(&mut self, outcome: &CompactionOutcome) {
+        for layer in &mut self.layers {
+            layer.on_compaction(outcome).await;
+        }
     }
 
     async fn pre_tool_call(&mut self, call: &mut ToolCallInfo) -> PreToolAction {

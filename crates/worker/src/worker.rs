@@ -2,16 +2,15 @@
 
 use crate::budget::{Budget, BudgetMeter, Limit};
 use crate::error::WorkerError;
-use crate::interceptor::{
-    AbortReason, Interceptor, PreRequestAction, PromptAction, RunStart, TurnEndAction, YieldReason,
-};
+use crate::interceptor::{CompactionOutcome, Interceptor, PromptAction, RunStart, YieldReason};
 use crate::observer::{TurnObserver, WorkerEvent};
+use crate::step::{Answer, Step, Turn};
 use crate::tool::ToolRegistry;
 use crate::tool_state::ToolStates;
 use futures_util::StreamExt;
 use pod_llm::{
-    AssembledResponse, FinishReason, HistoryId, Item, ItemKind, Provider, ProviderRequest,
-    ResponseAssembler, Usage,
+    AssembledResponse, HistoryId, Item, ItemKind, Provider, ProviderRequest, ResponseAssembler,
+    Usage,
 };
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -73,7 +72,8 @@ pub enum TurnEndReason {
     /// An interceptor paused it; it can be continued with a new turn.
     Paused(String),
     /// `pre_llm_request` yielded before a request, for the caller to do what
-    /// the reason asks and continue the run.
+    /// the reason asks and continue the run (a run with a [`Compaction`]
+    /// compacts by itself and never ends so).
     Yielded(YieldReason),
     /// `on_prompt_submit` refused the prompt; nothing was committed.
     Rejected(String),
@@ -88,6 +88,19 @@ pub struct TurnOutcome {
     pub requests: u32,
     /// Tokens summed over the turn's requests.
     pub usage: Usage,
+}
+
+/// Compacts a worker's history within a run, when an interceptor yields
+/// for it ([`YieldReason::Compact`]); given to [`Worker::run`]. It replaces
+/// the history through [`Worker::set_history`] and says how it went.
+#[async_trait::async_trait]
+pub trait Compaction: Send {
+    /// Compacts `worker`'s history; gives up when `cancel` fires.
+    async fn compact(
+        &mut self,
+        worker: &mut Worker,
+        cancel: &CancellationToken,
+    ) -> CompactionOutcome;
 }
 
 /// Owns a conversation and runs its turns.
@@ -115,13 +128,6 @@ enum Streamed {
 enum StreamFailure {
     Start(pod_llm::ProviderError),
     Midway(pod_llm::ProviderError),
-}
-
-pub(crate) enum CallsStop {
-    Aborted(String),
-    Paused(String),
-    Limit(Limit),
-    Cancelled,
 }
 
 impl Worker {
@@ -176,7 +182,9 @@ impl Worker {
     }
 
     /// Runs one turn. With `prompt`, it is submitted first; without, the
-    /// model is asked to go on from the current history.
+    /// model is asked to go on from the current history. A yield to compact
+    /// ends the turn as [`TurnEndReason::Yielded`]; see [`Self::run`] for a
+    /// run that compacts.
     pub async fn run_turn(
         &mut self,
         prompt: Option<Item>,
@@ -184,7 +192,21 @@ impl Worker {
         observer: &mut dyn TurnObserver,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, WorkerError> {
-        let mut meter = BudgetMeter::new(self.config.budget.clone());
+        self.run(prompt, hooks, observer, None, cancel).await
+    }
+
+    /// Runs one run: `on_run_start`, then the steps [`Turn`] decides, on a
+    /// fresh budget. With `compaction`, a yield to compact compacts the
+    /// history within the run (the interceptors are told how it went) and
+    /// the turn goes on.
+    pub async fn run(
+        &mut self,
+        prompt: Option<Item>,
+        hooks: &mut dyn Interceptor,
+        observer: &mut dyn TurnObserver,
+        mut compaction: Option<&mut dyn Compaction>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, WorkerError> {
         hooks
             .on_run_start(&RunStart {
                 history: &self.history,
@@ -192,179 +214,148 @@ impl Worker {
                 cancel,
             })
             .await;
-        self.run_turn_within(prompt, &mut meter, hooks, observer, cancel)
-            .await
+        let interrupted = self.open_calls();
+        if !interrupted.is_empty() {
+            tracing::info!(
+                calls = interrupted.len(),
+                "running the calls a crash interrupted"
+            );
+        }
+        let mut turn = Turn::new(
+            self.config.budget.clone(),
+            prompt,
+            interrupted,
+            compaction.is_some(),
+        );
+        // Where this turn's items begin, for `on_turn_end`: moved to the
+        // end of the history again when a compaction replaces it.
+        let mut start = self.history.len();
+        // The request `pre_llm_request` prepared, until it is sent.
+        let mut prepared: Option<Arc<Vec<Item>>> = None;
+        loop {
+            match turn.next(cancel.is_cancelled()) {
+                Step::RunCalls(calls) => {
+                    let stop = self
+                        .run_tool_calls(calls, hooks, observer, turn.meter(), cancel)
+                        .await?;
+                    turn.calls_ran(stop);
+                }
+                Step::Submit(mut prompt) => {
+                    let decision = match hooks.on_prompt_submit(&mut prompt).await {
+                        PromptAction::Continue => Ok(Vec::new()),
+                        PromptAction::ContinueWith(items) => Ok(items),
+                        PromptAction::Cancel(reason) => Err(reason),
+                    };
+                    turn.submitted(prompt, decision);
+                }
+                Step::Commit(items) => self.commit_all(items, observer).await?,
+                Step::Prepare => {
+                    let appends = hooks.pending_history_appends(&self.history).await;
+                    self.commit_all(appends, observer).await?;
+                    // Shared with the history; an interceptor's edit copies it.
+                    let mut request = Arc::clone(&self.history);
+                    let action = hooks.pre_llm_request(&mut request).await;
+                    prepared = Some(request);
+                    turn.prepared(action);
+                }
+                Step::Send => {
+                    let request = prepared.take().unwrap_or_else(|| Arc::clone(&self.history));
+                    match self
+                        .send(request, turn.requests(), turn.meter(), observer, cancel)
+                        .await?
+                    {
+                        Some(answer) => turn.answered(answer),
+                        None => turn.cancelled(),
+                    }
+                }
+                Step::EndOfAnswer => {
+                    let committed = self.history.get(start..).unwrap_or_default();
+                    let action = hooks.on_turn_end(committed).await;
+                    turn.turn_ended(action);
+                }
+                Step::Compact => {
+                    let outcome = match compaction.as_deref_mut() {
+                        Some(compaction) => compaction.compact(self, cancel).await,
+                        None => CompactionOutcome::Failed("no compaction for this run".into()),
+                    };
+                    hooks.on_compaction(&outcome).await;
+                    start = self.history.len();
+                    turn.compacted(&outcome);
+                }
+                Step::Done(ending) => {
+                    if let Some(abort) = &ending.abort {
+                        hooks.on_abort(abort).await;
+                    }
+                    return Ok(turn.outcome(ending.reason));
+                }
+            }
+        }
     }
 
-    /// Like [`run_turn`](Self::run_turn), spending from `meter`: for a caller
-    /// that continues one run over several calls (after a yield) and keeps
-    /// one budget for all of them. The caller calls
-    /// [`Interceptor::on_run_start`] once, before the first call.
-    pub async fn run_turn_within(
+    /// Sends request number `number` and commits the answer; `None` when
+    /// the run was cancelled while it streamed (what had arrived of its
+    /// text is committed).
+    async fn send(
         &mut self,
-        prompt: Option<Item>,
-        meter: &mut BudgetMeter,
-        hooks: &mut dyn Interceptor,
+        items: Arc<Vec<Item>>,
+        number: u32,
+        meter: &BudgetMeter,
         observer: &mut dyn TurnObserver,
         cancel: &CancellationToken,
-    ) -> Result<TurnOutcome, WorkerError> {
-        let start = self.history.len();
-        let mut outcome = TurnOutcome {
-            reason: TurnEndReason::EndTurn,
-            requests: 0,
-            usage: Usage::default(),
+    ) -> Result<Option<Answer>, WorkerError> {
+        tracing::debug!(
+            request = number,
+            items = items.len(),
+            run_requests = meter.requests(),
+            "model request"
+        );
+        observer.on_event(WorkerEvent::RequestStarted { number });
+        if self.tools.refresh() {
+            tracing::info!(tools = self.tools.names().len(), "the tool set changed");
+        }
+        // An interceptor's edit is a copy: the request is then not the
+        // committed history.
+        let history_id = Arc::ptr_eq(&items, &self.history).then_some(self.history_id);
+        let request = ProviderRequest {
+            system_prompt: self.config.system_prompt.clone(),
+            history: items,
+            tools: self.tools.specs(),
+            cache_key: self.config.cache_key.clone(),
+            history_id,
         };
-        // Calls a crash interrupted come first: history is valid only once
-        // each has its result, and the model asked for them before anything
-        // that follows.
-        let open = self.open_calls();
-        if !open.is_empty() {
-            tracing::info!(calls = open.len(), "running the calls a crash interrupted");
-            if let Some(stop) = self
-                .run_tool_calls(open, hooks, observer, meter, cancel)
-                .await?
-            {
-                outcome.reason = stopped(stop, hooks).await;
-                return Ok(outcome);
+        let response = match self.stream_with_retries(request, observer, cancel).await? {
+            Streamed::Complete(response) => response,
+            Streamed::Cancelled(partial_text) => {
+                if !partial_text.is_empty() {
+                    let item = assistant_item(partial_text, None, Vec::new(), None);
+                    self.commit(item, observer).await?;
+                }
+                return Ok(None);
             }
+        };
+        if let Some(usage) = response.usage {
+            observer.on_event(WorkerEvent::Usage(usage));
         }
-        if let Some(mut prompt) = prompt {
-            match hooks.on_prompt_submit(&mut prompt).await {
-                PromptAction::Continue => self.commit(prompt, observer).await?,
-                PromptAction::Cancel(reason) => {
-                    outcome.reason = TurnEndReason::Rejected(reason);
-                    return Ok(outcome);
-                }
-                PromptAction::ContinueWith(items) => {
-                    self.commit(prompt, observer).await?;
-                    self.commit_all(items, observer).await?;
-                }
-            }
-        }
-        loop {
-            if cancel.is_cancelled() {
-                hooks.on_abort(&AbortReason::Cancelled).await;
-                outcome.reason = TurnEndReason::Cancelled;
-                return Ok(outcome);
-            }
-            if let Some(limit) = meter.before_request() {
-                tracing::info!(%limit, "budget limit reached");
-                outcome.reason = TurnEndReason::Limit(limit);
-                return Ok(outcome);
-            }
-            let appends = hooks.pending_history_appends(&self.history).await;
-            self.commit_all(appends, observer).await?;
-            // Shared with the history; an interceptor's edit copies it.
-            let mut request_items = Arc::clone(&self.history);
-            match hooks.pre_llm_request(&mut request_items).await {
-                PreRequestAction::Continue => {}
-                PreRequestAction::Cancel(reason) => {
-                    hooks
-                        .on_abort(&AbortReason::Interceptor(reason.clone()))
-                        .await;
-                    outcome.reason = TurnEndReason::Aborted(reason);
-                    return Ok(outcome);
-                }
-                PreRequestAction::Yield(reason) => {
-                    outcome.reason = TurnEndReason::Yielded(reason);
-                    return Ok(outcome);
-                }
-                PreRequestAction::Stop(limit) => {
-                    tracing::info!(%limit, "an interceptor's budget is spent");
-                    outcome.reason = TurnEndReason::Limit(limit);
-                    return Ok(outcome);
-                }
-            }
-            outcome.requests += 1;
-            meter.request_sent();
-            tracing::debug!(
-                request = outcome.requests,
-                items = request_items.len(),
-                run_requests = meter.requests(),
-                "model request"
-            );
-            observer.on_event(WorkerEvent::RequestStarted {
-                number: outcome.requests,
-            });
-            if self.tools.refresh() {
-                tracing::info!(tools = self.tools.names().len(), "the tool set changed");
-            }
-            // An interceptor's edit is a copy: the request is then not the
-            // committed history.
-            let history_id = Arc::ptr_eq(&request_items, &self.history).then_some(self.history_id);
-            let request = ProviderRequest {
-                system_prompt: self.config.system_prompt.clone(),
-                history: request_items,
-                tools: self.tools.specs(),
-                cache_key: self.config.cache_key.clone(),
-                history_id,
-            };
-            let response = match self.stream_with_retries(request, observer, cancel).await? {
-                Streamed::Complete(response) => response,
-                Streamed::Cancelled(partial_text) => {
-                    if !partial_text.is_empty() {
-                        let item = assistant_item(partial_text, None, Vec::new(), None);
-                        self.commit(item, observer).await?;
-                    }
-                    hooks.on_abort(&AbortReason::Cancelled).await;
-                    outcome.reason = TurnEndReason::Cancelled;
-                    return Ok(outcome);
-                }
-            };
-            if let Some(usage) = response.usage {
-                outcome.usage += usage;
-                meter.spent_tokens(usage.prompt_tokens + usage.completion_tokens);
-                observer.on_event(WorkerEvent::Usage(usage));
-            }
-            let calls = self.unique_call_ids(response.tool_calls);
-            let finish = response.finish;
-            tracing::debug!(
-                text_chars = response.text.len(),
-                tool_calls = calls.len(),
-                ?finish,
-                usage = ?response.usage,
-                "model response"
-            );
-            let item = assistant_item(
-                response.text,
-                response.reasoning,
-                calls.clone(),
-                response.usage,
-            );
-            self.commit(item, observer).await?;
-
-            if calls.is_empty() {
-                match hooks.on_turn_end(&self.history[start..]).await {
-                    TurnEndAction::Finish => {
-                        outcome.reason = match finish {
-                            Some(FinishReason::Length) => TurnEndReason::MaxTokens,
-                            Some(FinishReason::Refusal) => TurnEndReason::Refusal,
-                            _ => TurnEndReason::EndTurn,
-                        };
-                        return Ok(outcome);
-                    }
-                    TurnEndAction::ContinueWithMessages(items) => {
-                        if let Err(limit) = meter.continuation() {
-                            outcome.reason = TurnEndReason::Limit(limit);
-                            return Ok(outcome);
-                        }
-                        self.commit_all(items, observer).await?;
-                        continue;
-                    }
-                    TurnEndAction::Pause => {
-                        outcome.reason = TurnEndReason::Paused("paused at turn end".into());
-                        return Ok(outcome);
-                    }
-                }
-            }
-            if let Some(stop) = self
-                .run_tool_calls(calls, hooks, observer, meter, cancel)
-                .await?
-            {
-                outcome.reason = stopped(stop, hooks).await;
-                return Ok(outcome);
-            }
-        }
+        let calls = self.unique_call_ids(response.tool_calls);
+        tracing::debug!(
+            text_chars = response.text.len(),
+            tool_calls = calls.len(),
+            finish = ?response.finish,
+            usage = ?response.usage,
+            "model response"
+        );
+        let item = assistant_item(
+            response.text,
+            response.reasoning,
+            calls.clone(),
+            response.usage,
+        );
+        self.commit(item, observer).await?;
+        Ok(Some(Answer {
+            calls,
+            finish: response.finish,
+            usage: response.usage,
+        }))
     }
 
     /// The calls of the last answer that have no result: after a resume,
@@ -519,25 +510,6 @@ impl Worker {
             self.commit(item, observer).await?;
         }
         Ok(())
-    }
-}
-
-/// How a turn ends when its tool calls stopped it; tells the hooks of an
-/// abort.
-async fn stopped(stop: CallsStop, hooks: &mut dyn Interceptor) -> TurnEndReason {
-    match stop {
-        CallsStop::Aborted(reason) => {
-            hooks
-                .on_abort(&AbortReason::Interceptor(reason.clone()))
-                .await;
-            TurnEndReason::Aborted(reason)
-        }
-        CallsStop::Paused(reason) => TurnEndReason::Paused(reason),
-        CallsStop::Limit(limit) => TurnEndReason::Limit(limit),
-        CallsStop::Cancelled => {
-            hooks.on_abort(&AbortReason::Cancelled).await;
-            TurnEndReason::Cancelled
-        }
     }
 }
 

@@ -1,17 +1,19 @@
 //! Automatic compaction: before a request whose context would pass the
-//! threshold, yield the turn with [`YieldReason::Compact`]; the Pod
-//! compacts and continues the run. The failure count and back-off live
-//! here: after a yield, the next request shows whether the compaction
-//! worked (the context is below the threshold again). A failure lets that
-//! request go out as it is; after [`MAX_COMPACTION_FAILURES`] in a row,
-//! automatic compaction waits for the next prompt, so a broken compact
-//! model cannot cause a retry storm. A prompt that cannot fit the context
-//! window at all is refused before anything is committed.
+//! threshold, yield with [`YieldReason::Compact`]; the run compacts and
+//! prepares the request again. The failure count and back-off live here,
+//! fed by how each compaction went (`on_compaction`): a failure, or nothing
+//! to summarise, lets the request go out as it is; after
+//! [`MAX_COMPACTION_FAILURES`] in a row, automatic compaction waits for the
+//! next prompt, so a broken compact model cannot cause a retry storm. A
+//! prompt that cannot fit the context window at all is refused before
+//! anything is committed.
 
 use async_trait::async_trait;
 use pod_llm::tokens::estimate_item_tokens;
 use pod_llm::{Item, ItemKind};
-use pod_worker::{Interceptor, PreRequestAction, PromptAction, RunStart, YieldReason};
+use pod_worker::{
+    CompactionOutcome, Interceptor, PreRequestAction, PromptAction, RunStart, YieldReason,
+};
 
 /// Automatic compaction stops after this many failures in a row, until the
 /// next prompt.
@@ -33,9 +35,9 @@ pub struct CompactionTrigger {
 pub struct AutoCompact {
     trigger: CompactionTrigger,
     failures: u32,
-    // Whether the last answer was a yield to compact: the next request
-    // tells how it went.
-    yielded: bool,
+    // The compaction just done did not help (it failed, or had nothing to
+    // summarise): the request goes out as it is instead of yielding again.
+    let_through: bool,
 }
 
 impl AutoCompact {
@@ -44,7 +46,7 @@ impl AutoCompact {
         Self {
             trigger,
             failures: 0,
-            yielded: false,
+            let_through: false,
         }
     }
 }
@@ -52,7 +54,7 @@ impl AutoCompact {
 #[async_trait]
 impl Interceptor for AutoCompact {
     async fn on_run_start(&mut self, run: &RunStart<'_>) {
-        self.yielded = false;
+        self.let_through = false;
         if run.prompt.is_some() {
             self.failures = 0;
         }
@@ -74,11 +76,21 @@ impl Interceptor for AutoCompact {
         &mut self,
         request: &mut std::sync::Arc<Vec<Item>>,
     ) -> PreRequestAction {
+        if std::mem::take(&mut self.let_through) {
+            return PreRequestAction::Continue;
+        }
         let over = context_estimate(request, self.trigger.overhead) > self.trigger.limit;
-        if std::mem::take(&mut self.yielded) {
-            if over {
-                // The compaction failed, or there was nothing it could
-                // summarise: this request goes out as it is.
+        if over && self.failures < MAX_COMPACTION_FAILURES {
+            return PreRequestAction::Yield(YieldReason::Compact);
+        }
+        PreRequestAction::Continue
+    }
+
+    async fn on_compaction(&mut self, outcome: &CompactionOutcome) {
+        match outcome {
+            CompactionOutcome::Compacted { .. } => self.failures = 0,
+            CompactionOutcome::NothingToCompact | CompactionOutcome::Failed(_) => {
+                self.let_through = true;
                 self.failures += 1;
                 if self.failures == MAX_COMPACTION_FAILURES {
                     tracing::warn!(
@@ -86,16 +98,9 @@ impl Interceptor for AutoCompact {
                          {MAX_COMPACTION_FAILURES} failures in a row"
                     );
                 }
-            } else {
-                self.failures = 0;
             }
-            return PreRequestAction::Continue;
+            CompactionOutcome::Cancelled => {}
         }
-        if over && self.failures < MAX_COMPACTION_FAILURES {
-            self.yielded = true;
-            return PreRequestAction::Yield(YieldReason::Compact);
-        }
-        PreRequestAction::Continue
     }
 }
 
@@ -150,71 +155,71 @@ mod tests {
             .await;
     }
 
+    async fn ask(compact: &mut AutoCompact, items: Vec<Item>) -> PreRequestAction {
+        compact
+            .pre_llm_request(&mut std::sync::Arc::new(items))
+            .await
+    }
+
+    fn failed() -> CompactionOutcome {
+        CompactionOutcome::Failed("the compact model is down".into())
+    }
+
     #[tokio::test]
-    async fn yields_past_the_threshold_and_learns_the_outcome_from_the_next_request() {
+    async fn yields_past_the_threshold_and_hears_how_the_compaction_went() {
         let mut compact = AutoCompact::new(trigger());
         start(&mut compact, true).await;
+        assert_eq!(ask(&mut compact, small()).await, PreRequestAction::Continue);
         assert_eq!(
-            compact
-                .pre_llm_request(&mut std::sync::Arc::new(small()))
-                .await,
-            PreRequestAction::Continue
-        );
-        assert_eq!(
-            compact
-                .pre_llm_request(&mut std::sync::Arc::new(big()))
-                .await,
+            ask(&mut compact, big()).await,
             PreRequestAction::Yield(YieldReason::Compact)
         );
-        // It worked: the context is small again.
-        assert_eq!(
-            compact
-                .pre_llm_request(&mut std::sync::Arc::new(small()))
-                .await,
-            PreRequestAction::Continue
-        );
+        compact
+            .on_compaction(&CompactionOutcome::Compacted {
+                tokens_before: 900,
+                tokens_after: 50,
+            })
+            .await;
         assert_eq!(compact.failures, 0);
+        assert_eq!(ask(&mut compact, small()).await, PreRequestAction::Continue);
+        // A failure lets the request go out as it is, once.
+        assert_eq!(
+            ask(&mut compact, big()).await,
+            PreRequestAction::Yield(YieldReason::Compact)
+        );
+        compact.on_compaction(&failed()).await;
+        assert_eq!(compact.failures, 1);
+        assert_eq!(ask(&mut compact, big()).await, PreRequestAction::Continue);
+        assert_eq!(
+            ask(&mut compact, big()).await,
+            PreRequestAction::Yield(YieldReason::Compact)
+        );
     }
 
     #[tokio::test]
     async fn backs_off_after_repeated_failures_until_the_next_prompt() {
         let mut compact = AutoCompact::new(trigger());
         start(&mut compact, true).await;
-        for _ in 0..MAX_COMPACTION_FAILURES {
+        for outcome in [failed(), CompactionOutcome::NothingToCompact, failed()] {
             assert_eq!(
-                compact
-                    .pre_llm_request(&mut std::sync::Arc::new(big()))
-                    .await,
+                ask(&mut compact, big()).await,
                 PreRequestAction::Yield(YieldReason::Compact)
             );
-            // Still too big: the compaction failed, the request goes out.
-            assert_eq!(
-                compact
-                    .pre_llm_request(&mut std::sync::Arc::new(big()))
-                    .await,
-                PreRequestAction::Continue
-            );
+            compact.on_compaction(&outcome).await;
+            assert_eq!(ask(&mut compact, big()).await, PreRequestAction::Continue);
         }
+        assert_eq!(compact.failures, MAX_COMPACTION_FAILURES);
         assert_eq!(
-            compact
-                .pre_llm_request(&mut std::sync::Arc::new(big()))
-                .await,
+            ask(&mut compact, big()).await,
             PreRequestAction::Continue,
             "paused"
         );
         // A continue does not re-enable it; a prompt does.
         start(&mut compact, false).await;
-        assert_eq!(
-            compact
-                .pre_llm_request(&mut std::sync::Arc::new(big()))
-                .await,
-            PreRequestAction::Continue
-        );
+        assert_eq!(ask(&mut compact, big()).await, PreRequestAction::Continue);
         start(&mut compact, true).await;
         assert_eq!(
-            compact
-                .pre_llm_request(&mut std::sync::Arc::new(big()))
-                .await,
+            ask(&mut compact, big()).await,
             PreRequestAction::Yield(YieldReason::Compact)
         );
     }
