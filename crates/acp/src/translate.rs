@@ -44,7 +44,8 @@ pub fn stop_reason(reason: &TurnEndReason) -> StopReason {
         TurnEndReason::EndTurn
         | TurnEndReason::Aborted(_)
         | TurnEndReason::Paused(_)
-        | TurnEndReason::Yielded(_) => StopReason::EndTurn,
+        | TurnEndReason::Yielded(_)
+        | TurnEndReason::Stalled => StopReason::EndTurn,
         TurnEndReason::MaxTokens => StopReason::MaxTokens,
         TurnEndReason::Refusal | TurnEndReason::Rejected(_) => StopReason::Refusal,
         // Every budget limit: the client may prompt again to go on, with a
@@ -96,10 +97,7 @@ pub fn tool_title(name: &str, input: &Value) -> String {
         return format!("Subagent: {}", one_line(description, 80));
     }
     if name == TODO_WRITE {
-        let count = input
-            .get("todos")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
+        let count = pod_tools::items_in_call(&input.to_string()).unwrap_or(0);
         let noun = if count == 1 { "item" } else { "items" };
         return format!("Update plan ({count} {noun})");
     }

@@ -237,10 +237,16 @@ fn stop_of(reason: &TurnEndReason, until_done: bool, todos: Progress) -> Option<
             limit: Some(limit.clone()),
             message: format!("stopped by {limit}"),
         }),
-        _ if until_done && todos.completed < todos.total => Some(Stopped {
+        TurnEndReason::Stalled => Some(Stopped {
             limit: None,
             message: "stopped: the model ended its turn without progress on the unfinished plan"
                 .into(),
+        }),
+        // An until-done run that ended otherwise (the output limit, a
+        // refusal) with work left is stopped too.
+        _ if until_done && todos.unfinished() => Some(Stopped {
+            limit: None,
+            message: "stopped with the plan unfinished".into(),
         }),
         _ => None,
     }
@@ -349,7 +355,7 @@ mod tests {
     }
 
     #[test]
-    fn a_limit_always_stops_and_until_done_stops_on_an_unfinished_plan() {
+    fn a_limit_or_a_stall_stops_and_until_done_stops_on_an_unfinished_plan() {
         let limit = TurnEndReason::Limit(Limit::TurnRequests(5));
         let stopped = stop_of(&limit, false, progress(3, 3)).unwrap();
         assert_eq!(stopped.limit, Some(Limit::TurnRequests(5)));
@@ -357,7 +363,9 @@ mod tests {
             stopped.message,
             "stopped by the per-turn budget of 5 model requests"
         );
-        assert!(stop_of(&TurnEndReason::EndTurn, true, progress(2, 3)).is_some());
+        let stalled = stop_of(&TurnEndReason::Stalled, true, progress(2, 3)).unwrap();
+        assert!(stalled.message.contains("without progress"), "{stalled:?}");
+        assert!(stop_of(&TurnEndReason::MaxTokens, true, progress(2, 3)).is_some());
         assert!(stop_of(&TurnEndReason::EndTurn, true, progress(3, 3)).is_none());
         assert!(stop_of(&TurnEndReason::EndTurn, false, progress(2, 3)).is_none());
     }

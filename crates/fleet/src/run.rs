@@ -152,7 +152,7 @@ impl Claim {
         let shutdown = handle.shutdown().await;
         mcp.shutdown().await;
         let progress = sessions::progress(&todos);
-        let unfinished = progress.completed < progress.total;
+        let unfinished = progress.unfinished();
         if self.stop.is_cancelled() && unfinished && shutdown.is_ok() {
             store
                 .set_state(id, SessionState::Queued)

@@ -55,6 +55,13 @@ pub struct Progress {
     pub total: usize,
 }
 
+impl Progress {
+    /// Whether work remains.
+    pub fn unfinished(&self) -> bool {
+        self.completed < self.total
+    }
+}
+
 /// The session a fork started from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ForkedFrom {

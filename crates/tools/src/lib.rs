@@ -31,8 +31,8 @@ pub mod workspace;
 
 pub use sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 pub use todo::{
-    parse_todo_write, render_progress, render_todos, TodoError, TodoItem, TodoState, TodoStatus,
-    TodoStore, TodoWriteTool, TODO_WRITE,
+    has_unfinished, items_in_call, parse_todo_write, render_progress, render_todos, TodoError,
+    TodoItem, TodoState, TodoStatus, TodoStore, TodoWriteTool, TODO_WRITE,
 };
 pub use workspace::{
     FileMeta, FileStamp, FileTracker, Limits, Workspace, BASH, EDIT_FILE, GLOB, GREP, LIST_DIR,

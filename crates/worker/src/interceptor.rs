@@ -111,6 +111,9 @@ pub enum TurnEndAction {
     ContinueWithMessages(Vec<Item>),
     /// End the turn as paused.
     Pause,
+    /// End the turn as [`Stalled`](crate::TurnEndReason::Stalled): it
+    /// makes no progress toward its goal.
+    Stall,
 }
 
 /// Why a turn was aborted or cancelled.

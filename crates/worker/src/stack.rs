@@ -12,7 +12,7 @@
 //! | `on_compaction` | all are told |
 //! | `pre_tool_call` | each may edit the call in turn; the first `Skip`, `Abort` or `Pause` decides and later ones are not asked |
 //! | `post_tool_call` | all see the result in turn (each may edit it, and all keep their books); the first `Abort` wins |
-//! | `on_turn_end` | all are asked: any `Pause` pauses; else the messages of every `ContinueWithMessages` continue the turn, in stack order; else it finishes |
+//! | `on_turn_end` | all are asked: any `Pause` pauses; else any `Stall` ends it as stalled; else the messages of every `ContinueWithMessages` continue the turn, in stack order; else it finishes |
 //! | `on_abort` | all are told |
 //!
 //! Order matters where a hook stops early or edits. Take a user interceptor
@@ -137,21 +137,23 @@ impl Interceptor for InterceptorStack {
     }
 
     async fn on_turn_end(&mut self, turn: &[Item]) -> TurnEndAction {
-        let mut pause = false;
+        let (mut pause, mut stall) = (false, false);
         let mut messages: Option<Vec<Item>> = None;
         for layer in &mut self.layers {
             match layer.on_turn_end(turn).await {
                 TurnEndAction::Finish => {}
                 TurnEndAction::Pause => pause = true,
+                TurnEndAction::Stall => stall = true,
                 TurnEndAction::ContinueWithMessages(items) => {
                     messages.get_or_insert_with(Vec::new).extend(items)
                 }
             }
         }
-        match (pause, messages) {
-            (true, _) => TurnEndAction::Pause,
-            (false, Some(items)) => TurnEndAction::ContinueWithMessages(items),
-            (false, None) => TurnEndAction::Finish,
+        match (pause, stall, messages) {
+            (true, _, _) => TurnEndAction::Pause,
+            (false, true, _) => TurnEndAction::Stall,
+            (false, false, Some(items)) => TurnEndAction::ContinueWithMessages(items),
+            (false, false, None) => TurnEndAction::Finish,
         }
     }
 

@@ -280,6 +280,7 @@ impl Turn {
             TurnEndAction::Pause => State::Done(Ending::quiet(TurnEndReason::Paused(
                 "paused at turn end".into(),
             ))),
+            TurnEndAction::Stall => State::Done(Ending::quiet(TurnEndReason::Stalled)),
         };
     }
 

@@ -252,6 +252,14 @@ fn turn_end_continues_pauses_or_stops_at_the_continuation_budget() {
         done(turn.next(false)).reason,
         TurnEndReason::Paused("paused at turn end".into())
     );
+
+    let mut turn = Turn::new(Budget::default(), None, Vec::new(), false);
+    request(&mut turn, answer(&[]));
+    turn.next(false);
+    turn.turn_ended(TurnEndAction::Stall);
+    let ending = done(turn.next(false));
+    assert_eq!(ending.reason, TurnEndReason::Stalled);
+    assert_eq!(ending.abort, None);
 }
 
 #[test]

@@ -67,6 +67,10 @@ pub enum TurnEndReason {
     Limit(Limit),
     /// Cancelled from outside.
     Cancelled,
+    /// An interceptor judged that the turn stopped making progress toward
+    /// its goal (until-done: a continuation answered without any tool call
+    /// while the plan is unfinished); continuing as it is would loop.
+    Stalled,
     /// An interceptor aborted it.
     Aborted(String),
     /// An interceptor paused it; it can be continued with a new turn.

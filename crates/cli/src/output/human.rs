@@ -77,6 +77,7 @@ impl HumanOutput {
             TurnEndReason::Aborted(why) => Some(format!("turn aborted: {}", safe::line(why))),
             TurnEndReason::Paused(why) => Some(format!("turn paused: {}", safe::line(why))),
             TurnEndReason::Yielded(_) => Some("turn yielded".into()),
+            TurnEndReason::Stalled => Some("no progress on the unfinished plan".into()),
             TurnEndReason::Rejected(why) => Some(format!("prompt rejected: {}", safe::line(why))),
         };
         match note {
@@ -246,11 +247,7 @@ impl Output for HumanOutput {
             text.push_str(&format!("\n  {}", s.yellow(&stopped.message)));
         }
         let failed = finished.reason.is_none();
-        if finished.interrupted
-            || failed
-            || finished.stopped.is_some()
-            || todos.completed < todos.total
-        {
+        if finished.interrupted || failed || finished.stopped.is_some() || todos.unfinished() {
             text.push_str(&format!(
                 "\n  continue with: pod resume {}",
                 finished.session_id

@@ -77,10 +77,8 @@ pub fn tool_call(name: &str, arguments: &str) -> String {
         }
     }
     if name == TODO_WRITE {
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) {
-            if let Some(todos) = value.get("todos").and_then(|t| t.as_array()) {
-                return format!("{TODO_WRITE}({})", plural(todos.len(), "item"));
-            }
+        if let Some(count) = pod_tools::items_in_call(arguments) {
+            return format!("{TODO_WRITE}({})", plural(count, "item"));
         }
     }
     format!(

@@ -218,7 +218,7 @@ impl Compactor<'_> {
 /// be read again before they are edited.
 pub fn carry_over_items(todos: &[TodoItem], reread: &[String]) -> Vec<Item> {
     let mut items = Vec::new();
-    if todos.iter().any(|t| t.status.is_unfinished()) {
+    if pod_tools::has_unfinished(todos) {
         items.push(Item::system(
             SystemKind::CarryOver,
             format!(

@@ -48,7 +48,7 @@ impl Interceptor for Reminders {
             return Vec::new();
         }
         let todos = self.todos.snapshot();
-        if !todos.iter().any(|t| t.status.is_unfinished()) {
+        if !pod_tools::has_unfinished(&todos) {
             return Vec::new();
         }
         vec![Item::system(SystemKind::Reminder, reminder_text(&todos))]

@@ -42,11 +42,13 @@ impl Interceptor for UntilDone {
 
     async fn on_turn_end(&mut self, _turn: &[Item]) -> TurnEndAction {
         let todos = self.todos.snapshot();
+        if !pod_tools::has_unfinished(&todos) {
+            return TurnEndAction::Finish;
+        }
         // A continuation answered without any tool call made no progress: the
         // model is done or blocked, and asking again would loop.
-        let stalled = self.continued && !self.tools_ran_since_continue;
-        if stalled || !todos.iter().any(|t| t.status.is_unfinished()) {
-            return TurnEndAction::Finish;
+        if self.continued && !self.tools_ran_since_continue {
+            return TurnEndAction::Stall;
         }
         self.continued = true;
         self.tools_ran_since_continue = false;
@@ -92,7 +94,7 @@ mod tests {
             TurnEndAction::ContinueWithMessages(_)
         ));
         // No tool call since the last continuation: stalled.
-        assert_eq!(until.on_turn_end(&[]).await, TurnEndAction::Finish);
+        assert_eq!(until.on_turn_end(&[]).await, TurnEndAction::Stall);
 
         let cancel = tokio_util::sync::CancellationToken::new();
         until

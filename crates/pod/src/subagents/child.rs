@@ -137,6 +137,7 @@ fn describe(reason: &TurnEndReason) -> String {
         TurnEndReason::Refusal => "the model refused".into(),
         TurnEndReason::Limit(limit) => format!("it was stopped by {limit}"),
         TurnEndReason::Cancelled => "it was cancelled".into(),
+        TurnEndReason::Stalled => "it made no progress on its unfinished plan".into(),
         TurnEndReason::Aborted(why) => format!("it was aborted ({why})"),
         TurnEndReason::Paused(why) => format!("it was paused ({why})"),
         TurnEndReason::Yielded(why) => format!("it yielded ({why:?})"),

@@ -264,6 +264,7 @@ async fn until_done_stops_at_max_continuations_and_when_the_model_stalls() {
     let pod = pod::Pod::spawn(config).await.expect("spawn");
     let outcome = pod.prompt("Work").await.expect("turn");
     assert_eq!(outcome.requests, 3);
+    assert_eq!(outcome.reason, TurnEndReason::Stalled, "a typed end");
     pod.shutdown().await.expect("shutdown");
 }
 

@@ -52,6 +52,21 @@ pub struct TodoItem {
     pub status: TodoStatus,
 }
 
+/// Whether work remains on `todos`: some item is not completed. The one
+/// definition every crate uses (until-done, reminders, compaction's
+/// carry-over, status, front ends).
+pub fn has_unfinished(todos: &[TodoItem]) -> bool {
+    todos.iter().any(|t| t.status.is_unfinished())
+}
+
+/// How many items the raw arguments of a `todo_write` call hold, for a
+/// front end's one-line title of the call (`None` when they do not parse;
+/// the tool itself says why to the model).
+pub fn items_in_call(arguments: &str) -> Option<usize> {
+    let value: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    value.get("todos")?.as_array().map(Vec::len)
+}
+
 /// The session's plan, shared between the `todo_write` tool, the interceptors
 /// that read it and the session owner. In a session its one writer is
 /// [`TodoState`], when a `todo_write` result is committed. The lock is held
@@ -72,7 +87,7 @@ impl TodoStore {
 
     /// Whether any item is not completed.
     pub fn has_unfinished(&self) -> bool {
-        self.0.lock().iter().any(|t| t.status.is_unfinished())
+        has_unfinished(&self.0.lock())
     }
 
     /// Replaces the list, returning the old one. Callers validate first; in
