@@ -79,8 +79,8 @@ pub enum PodError {
     #[error("turn failed: {0}")]
     Turn(#[from] pod_worker::WorkerError),
     /// A job's task crashed; the Pod rebuilt itself from its log.
-    #[error("the pod's turn crashed and was rebuilt from its log")]
-    Crashed(#[source] tokio::task::JoinError),
+    #[error("the pod's job crashed ({0}) and the pod was rebuilt from its log")]
+    Crashed(String),
     /// A job's task crashed and the Pod could not reload its log: it
     /// answers every later job with this.
     #[error("the pod lost its state and could not reload its log")]

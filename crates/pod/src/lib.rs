@@ -41,6 +41,7 @@ mod fork;
 mod handle;
 mod home;
 pub mod interceptors;
+mod job;
 pub mod ledger;
 pub mod log;
 mod observer;

@@ -7,7 +7,8 @@ use crate::log::LogRecord;
 use crate::store::LogWriter;
 use pod_llm::{Item, ItemKind, SystemKind};
 use pod_tools::{TodoStore, TODO_WRITE};
-use pod_worker::{PersistError, TurnObserver, WorkerEvent};
+use pod_worker::{PersistError, PersistKind, TurnObserver, WorkerEvent};
+use uuid::Uuid;
 
 /// Persists and announces a turn's items.
 pub struct PodObserver {
@@ -17,6 +18,9 @@ pub struct PodObserver {
     // already changed the list.
     todos: TodoStore,
     durability: Durability,
+    // The session and epoch of the lease the store fenced this Pod off
+    // from, when an append found it taken over.
+    fenced: Option<(Uuid, i64)>,
 }
 
 impl PodObserver {
@@ -27,7 +31,13 @@ impl PodObserver {
             events,
             todos,
             durability,
+            fenced: None,
         }
+    }
+
+    /// The lease this Pod lost, if an append found the session taken over.
+    pub fn fenced(&self) -> Option<(Uuid, i64)> {
+        self.fenced
     }
 
     fn emit(&self, event: PodEvent) {
@@ -44,10 +54,16 @@ impl TurnObserver for PodObserver {
             Durability::Turn => matches!(item.kind, ItemKind::ToolResult { .. }),
             Durability::Never => false,
         };
-        self.log
-            .append(&LogRecord::Item(item.clone()), sync)
-            .await
-            .map_err(PersistError::new)?;
+        if let Err(err) = self.log.append(&LogRecord::Item(item.clone()), sync).await {
+            let kind = match err {
+                crate::PodError::LeaseLost { id, epoch } => {
+                    self.fenced = Some((id, epoch));
+                    PersistKind::Fenced
+                }
+                _ => PersistKind::Failed,
+            };
+            return Err(PersistError::new(kind, err));
+        }
         if let ItemKind::System { kind, text } = &item.kind {
             match kind {
                 SystemKind::Reminder => {

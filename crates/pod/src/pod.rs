@@ -2,7 +2,6 @@
 //! reached only through a [`PodHandle`].
 
 use crate::approval::ApprovalGate;
-use crate::compact::CompactionReport;
 use crate::config::{Durability, PodConfig};
 use crate::error::PodError;
 use crate::events::{EventBus, PodEvent};
@@ -11,21 +10,22 @@ use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, NotificationQueue, Notifications, Reminders,
     SessionBudgetGuard, Spent, UntilDone,
 };
+use crate::job::{self, Answer, Done, Job};
 use crate::log::ParentLink;
 use crate::observer::PodObserver;
 use crate::session::{self, OpenSession};
 use crate::store::{LogWriter, Store};
 use crate::subagents::Lineage;
 use crate::tools::{SessionTools, ToolsFor};
-use crate::turn::{CompactionSetup, Job, JobResult, TurnParts};
+use crate::turn::{CompactionSetup, TurnParts};
 use pod_llm::tokens::estimate_request_tokens;
 use pod_llm::{Item, ProviderRequest};
 use pod_tools::TodoStore;
-use pod_worker::{InterceptorStack, TurnOutcome, Worker, WorkerConfig, WorkerError};
+use pod_worker::{InterceptorStack, Worker, WorkerConfig};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -111,37 +111,10 @@ fn tools_for(id: Uuid, lineage: Lineage, events: &EventBus) -> ToolsFor<'_> {
     }
 }
 
-type JobDone = (TurnParts, JobResult);
-
-/// Where a job's answer goes.
-pub(crate) enum JobReply {
-    Turn(oneshot::Sender<Result<TurnOutcome, PodError>>),
-    Compact(oneshot::Sender<Result<CompactionReport, PodError>>),
-}
-
-impl JobReply {
-    /// Answers the caller with an error.
-    fn fail(self, error: impl Fn() -> PodError) {
-        match self {
-            JobReply::Turn(reply) => {
-                let _ = reply.send(Err(error()));
-            }
-            JobReply::Compact(reply) => {
-                let _ = reply.send(Err(error()));
-            }
-        }
-    }
-}
-
+/// The job that runs now.
 struct Running {
-    task: JoinHandle<JobDone>,
+    task: JoinHandle<Done>,
     cancel: CancellationToken,
-    reply: JobReply,
-}
-
-struct Queued {
-    job: Job,
-    reply: JobReply,
 }
 
 struct PodActor {
@@ -160,7 +133,7 @@ struct PodActor {
     // Set when the store fenced this Pod off (its lease was taken over).
     fenced: Option<(Uuid, i64)>,
     running: Option<Running>,
-    queue: VecDeque<Queued>,
+    queue: VecDeque<Job>,
     rx: mpsc::Receiver<Command>,
 }
 
@@ -341,14 +314,8 @@ impl PodActor {
 
     async fn handle(&mut self, command: Command) {
         match command {
-            Command::Prompt { text, reply } => self.queue.push_back(Queued {
-                job: Job::Prompt(text),
-                reply: JobReply::Turn(reply),
-            }),
-            Command::Compact { reply } => self.queue.push_back(Queued {
-                job: Job::Compact,
-                reply: JobReply::Compact(reply),
-            }),
+            Command::Prompt { text, reply } => self.queue.push_back(Job::Prompt { text, reply }),
+            Command::Compact { reply } => self.queue.push_back(Job::Compact { reply }),
             Command::Notify { text } => self.notifications.push(text),
             Command::Cancel => {
                 if let Some(running) = &self.running {
@@ -370,13 +337,13 @@ impl PodActor {
         if self.running.is_some() {
             return;
         }
-        let Some(mut parts) = self.parts.take() else {
+        let Some(parts) = self.parts.take() else {
             // A crashed job whose state could not be rebuilt from the log,
             // or a lost lease: answer waiting callers instead of leaving
             // them hanging.
             let fenced = self.fenced;
-            for queued in self.queue.drain(..) {
-                queued.reply.fail(|| match fenced {
+            for job in self.queue.drain(..) {
+                job.fail(match fenced {
                     Some((id, epoch)) => PodError::LeaseLost { id, epoch },
                     None => PodError::Lost,
                 });
@@ -387,7 +354,7 @@ impl PodActor {
             self.parts = Some(parts);
             return;
         };
-        if let Job::Prompt(text) = &next.job {
+        if let Job::Prompt { text, .. } = &next {
             tracing::info!(
                 prompt_chars = text.as_ref().map(String::len),
                 "turn started"
@@ -397,60 +364,56 @@ impl PodActor {
             });
         }
         let cancel = CancellationToken::new();
-        let token = cancel.clone();
-        let job = next.job;
-        let task = tokio::spawn(async move {
-            let result = parts.run(job, &token).await;
-            (parts, result)
-        });
-        self.running = Some(Running {
-            task,
-            cancel,
-            reply: next.reply,
-        });
+        let task = tokio::spawn(job::run(parts, next, cancel.clone()));
+        self.running = Some(Running { task, cancel });
     }
 
-    async fn finish_turn(&mut self, joined: Result<JobDone, tokio::task::JoinError>) {
-        let Some(running) = self.running.take() else {
+    async fn finish_turn(&mut self, joined: Result<Done, tokio::task::JoinError>) {
+        if self.running.take().is_none() {
             return;
-        };
-        let result = match joined {
-            Ok((parts, result)) => {
-                self.parts = Some(parts);
-                if let Some(fenced) = lease_lost(&result) {
-                    // Another worker owns the session now: this Pod must
-                    // never write to it again, so it stops running jobs.
-                    tracing::error!(session = %self.log.session_id(), "lost the session's lease; stopping");
-                    self.parts = None;
-                    self.fenced = Some(fenced);
-                } else if let JobResult::Turn(Err(PodError::Turn(WorkerError::Persist(err)))) =
-                    &result
-                {
-                    // The log refused an item the worker may hold in memory:
-                    // make memory match the log again.
-                    tracing::error!(%err, "log append failed; rebuilding the pod from its log");
-                    if let Err(err) = self.rebuild_from_log().await {
-                        self.emit(PodEvent::Error {
-                            message: pod_llm::error_chain(&err),
-                        });
-                    }
-                }
-                result
-            }
+        }
+        let Done { parts, mut answer } = match joined {
+            Ok(done) => done,
+            // The job catches its own panics; a task that still failed
+            // (aborted by the runtime) took its caller's reply with it.
             Err(join) => {
-                // The job's task panicked and took the worker with it: rebuild
-                // everything from the log, the one source of truth.
-                tracing::error!(%join, "pod job failed; rebuilding the pod from its log");
-                let err = match self.rebuild_from_log().await {
-                    Ok(()) => PodError::Crashed(join),
-                    Err(err) => err,
-                };
-                match running.reply {
-                    JobReply::Turn(_) => JobResult::Turn(Err(err)),
-                    JobReply::Compact(_) => JobResult::Compact(Err(err)),
+                tracing::error!(%join, "pod job lost; rebuilding the pod from its log");
+                if let Err(err) = self.rebuild_from_log().await {
+                    self.emit(PodEvent::Error {
+                        message: pod_llm::error_chain(&err),
+                    });
                 }
+                return;
             }
         };
+        let observed_fence = parts.as_ref().and_then(|parts| parts.observer.fenced());
+        self.parts = parts;
+        if self.parts.is_none() {
+            // The job's task panicked and took its parts with it: rebuild
+            // everything from the log, the one source of truth.
+            tracing::error!(error = ?answer.error(), "pod job crashed; rebuilding the pod from its log");
+            if let Err(err) = self.rebuild_from_log().await {
+                answer.fail_with(err);
+            }
+        } else if let Some(fenced) = answer
+            .error()
+            .and_then(|err| job::lease_lost(err, observed_fence))
+        {
+            // Another worker owns the session now: this Pod must never
+            // write to it again, so it stops running jobs.
+            tracing::error!(session = %self.log.session_id(), "lost the session's lease; stopping");
+            self.parts = None;
+            self.fenced = Some(fenced);
+        } else if answer.error().is_some_and(job::persist_failed) {
+            // The log refused an item the worker may hold in memory: make
+            // memory match the log again.
+            tracing::error!(error = ?answer.error(), "log append failed; rebuilding the pod from its log");
+            if let Err(err) = self.rebuild_from_log().await {
+                self.emit(PodEvent::Error {
+                    message: pod_llm::error_chain(&err),
+                });
+            }
+        }
         if self.config.durability != Durability::Never {
             if let Err(err) = self.log.sync().await {
                 self.emit(PodEvent::Error {
@@ -458,37 +421,33 @@ impl PodActor {
                 });
             }
         }
-        match (running.reply, result) {
-            (JobReply::Turn(reply), JobResult::Turn(result)) => {
+        match answer {
+            Answer::Turn { result, reply } => {
                 match &result {
-                    Ok(outcome) => tracing::info!(
-                        reason = ?outcome.reason,
-                        requests = outcome.requests,
-                        "turn ended"
-                    ),
+                    Ok(outcome) => {
+                        tracing::info!(
+                            reason = ?outcome.reason,
+                            requests = outcome.requests,
+                            "turn ended"
+                        );
+                        self.emit(PodEvent::TurnEnded {
+                            reason: outcome.reason.clone(),
+                            usage: outcome.usage,
+                            requests: outcome.requests,
+                        });
+                    }
                     // The caller gets the error and reports it.
-                    Err(err) => tracing::info!(err = %pod_llm::error_chain(err), "turn failed"),
-                }
-                match &result {
-                    Ok(outcome) => self.emit(PodEvent::TurnEnded {
-                        reason: outcome.reason.clone(),
-                        usage: outcome.usage,
-                        requests: outcome.requests,
-                    }),
-                    Err(err) => self.emit(PodEvent::Error {
-                        message: pod_llm::error_chain(&err),
-                    }),
+                    Err(err) => {
+                        tracing::info!(err = %pod_llm::error_chain(err), "turn failed");
+                        self.emit(PodEvent::Error {
+                            message: pod_llm::error_chain(err),
+                        });
+                    }
                 }
                 let _ = reply.send(result);
             }
-            (JobReply::Compact(reply), JobResult::Compact(result)) => {
+            Answer::Compact { result, reply } => {
                 let _ = reply.send(result);
-            }
-            (JobReply::Turn(reply), JobResult::Compact(_)) => {
-                let _ = reply.send(Err(PodError::Closed));
-            }
-            (JobReply::Compact(reply), JobResult::Turn(_)) => {
-                let _ = reply.send(Err(PodError::Closed));
             }
         }
     }
@@ -541,32 +500,14 @@ impl PodActor {
             let joined = (&mut running.task).await;
             self.finish_turn(joined).await;
         }
-        for queued in self.queue.drain(..) {
-            queued.reply.fail(|| PodError::Closed);
+        for job in self.queue.drain(..) {
+            job.fail(PodError::Closed);
         }
         self.log.shutdown().await
     }
 }
 
-/// The session and epoch of a job that failed because its writer lost the
-/// session's lease.
-fn lease_lost(result: &JobResult) -> Option<(Uuid, i64)> {
-    let err: &(dyn std::error::Error + 'static) = match result {
-        JobResult::Turn(Err(err)) => err,
-        JobResult::Compact(Err(err)) => err,
-        _ => return None,
-    };
-    let mut cause = Some(err);
-    while let Some(err) = cause {
-        if let Some(PodError::LeaseLost { id, epoch }) = err.downcast_ref::<PodError>() {
-            return Some((*id, *epoch));
-        }
-        cause = err.source();
-    }
-    None
-}
-
-async fn wait_for(running: &mut Option<Running>) -> Result<JobDone, tokio::task::JoinError> {
+async fn wait_for(running: &mut Option<Running>) -> Result<Done, tokio::task::JoinError> {
     match running {
         Some(running) => (&mut running.task).await,
         None => std::future::pending().await,

@@ -1,6 +1,6 @@
-//! One job of the Pod, run in its own task with the parts it needs: a prompt
-//! (a turn, continued through any compactions it asks for) or a manual
-//! compaction.
+//! What a Pod's job runs with, moved into its task and back ([`TurnParts`]):
+//! a prompt's turn (which compacts within the run when its context is full)
+//! or a compaction a caller asked for.
 
 use crate::compact::{CompactionConfig, CompactionError, CompactionReport, Compactor};
 use crate::error::PodError;
@@ -17,20 +17,6 @@ use pod_worker::{
 };
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-
-/// What a job is.
-pub(crate) enum Job {
-    /// Run a turn, with a new prompt or continuing.
-    Prompt(Option<String>),
-    /// Compact now.
-    Compact,
-}
-
-/// How a job ended.
-pub(crate) enum JobResult {
-    Turn(Result<TurnOutcome, PodError>),
-    Compact(Result<CompactionReport, PodError>),
-}
 
 /// Everything a job needs, moved into its task and back.
 pub(crate) struct TurnParts {
@@ -54,14 +40,8 @@ pub(crate) struct CompactionSetup {
 }
 
 impl TurnParts {
-    pub async fn run(&mut self, job: Job, cancel: &CancellationToken) -> JobResult {
-        match job {
-            Job::Prompt(text) => JobResult::Turn(self.run_prompt(text, cancel).await),
-            Job::Compact => JobResult::Compact(self.compact(cancel).await),
-        }
-    }
-
-    async fn run_prompt(
+    /// Runs a prompt's turn (or a continue).
+    pub(crate) async fn run_prompt(
         &mut self,
         text: Option<String>,
         cancel: &CancellationToken,
@@ -91,7 +71,11 @@ impl TurnParts {
         Ok(outcome)
     }
 
-    async fn compact(&mut self, cancel: &CancellationToken) -> Result<CompactionReport, PodError> {
+    /// Compacts now (a compaction a caller asked for).
+    pub(crate) async fn compact(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionReport, PodError> {
         compact(&self.compaction, &mut self.worker, cancel).await
     }
 }

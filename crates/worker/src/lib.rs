@@ -37,7 +37,7 @@ pub use interceptor::{
     PreToolAction, PromptAction, RunStart, ToolCallInfo, ToolResultInfo, TurnEndAction,
     YieldReason,
 };
-pub use observer::{NullObserver, PersistError, TurnObserver, WorkerEvent};
+pub use observer::{NullObserver, PersistError, PersistKind, TurnObserver, WorkerEvent};
 pub use stack::InterceptorStack;
 pub use step::{Answer, CallsStop, Ending, Step, Turn};
 pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};

@@ -1,15 +1,42 @@
 use pod_llm::{Item, ToolCall, Usage};
 
-/// An observer could not persist an item; the turn stops. Keeps the cause
-/// (for a Pod, the log's `PodError`), so callers can tell what failed.
+/// An observer could not persist an item; the turn stops. Says what kind
+/// of failure it was, so the owner of the history knows what to do without
+/// looking into the cause, and keeps the cause for people.
 #[derive(Debug, thiserror::Error)]
-#[error("could not persist history item")]
-pub struct PersistError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+#[error("{}", match .kind {
+    PersistKind::Fenced => "could not persist history item: another writer owns the history now",
+    PersistKind::Failed => "could not persist history item",
+})]
+pub struct PersistError {
+    kind: PersistKind,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// What kind of persist failure it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersistKind {
+    /// The store fenced this writer off (another took the history over):
+    /// nothing more may be written, ever.
+    Fenced,
+    /// Writing failed (IO, the database); the history in memory may hold an
+    /// item the store does not, so it must be rebuilt from the store.
+    Failed,
+}
 
 impl PersistError {
-    /// A failure caused by `source`.
-    pub fn new(source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        Self(Box::new(source))
+    /// A failure of `kind`, caused by `source`.
+    pub fn new(kind: PersistKind, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self {
+            kind,
+            source: Box::new(source),
+        }
+    }
+
+    /// What kind of failure it was.
+    pub fn kind(&self) -> PersistKind {
+        self.kind
     }
 }
 

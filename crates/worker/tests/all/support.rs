@@ -187,10 +187,10 @@ impl TurnObserver for Observed {
         let n = self.appends;
         self.appends += 1;
         if self.fail_at == Some(n) {
-            return Err(PersistError::new(std::io::Error::new(
-                std::io::ErrorKind::StorageFull,
-                "disk full",
-            )));
+            return Err(PersistError::new(
+                pod_worker::PersistKind::Failed,
+                std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full"),
+            ));
         }
         self.items.push(item.clone());
         Ok(())

@@ -1,0 +1,148 @@
+//! A Pod's job and its answer: the reply travels with the job into its task
+//! and comes back with the result it belongs to, so finishing a job never
+//! matches a reply against a result of another kind.
+
+use crate::compact::{CompactionError, CompactionReport};
+use crate::error::PodError;
+use crate::turn::TurnParts;
+use futures_util::FutureExt;
+use pod_worker::{PersistKind, TurnOutcome, WorkerError};
+use std::panic::AssertUnwindSafe;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Where a job's answer goes.
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, PodError>>;
+
+/// What a caller asked for, with where its answer goes.
+pub(crate) enum Job {
+    /// Run a turn, with a new prompt or continuing.
+    Prompt {
+        /// The prompt; `None` continues.
+        text: Option<String>,
+        /// The caller.
+        reply: Reply<TurnOutcome>,
+    },
+    /// Compact now.
+    Compact {
+        /// The caller.
+        reply: Reply<CompactionReport>,
+    },
+}
+
+impl Job {
+    /// Answers the caller with `error` without running.
+    pub fn fail(self, error: PodError) {
+        // A caller that went away needs no answer.
+        match self {
+            Job::Prompt { reply, .. } => drop(reply.send(Err(error))),
+            Job::Compact { reply } => drop(reply.send(Err(error))),
+        }
+    }
+}
+
+/// A job's result with its reply.
+pub(crate) enum Answer {
+    /// A turn's.
+    Turn {
+        /// What the turn came to.
+        result: Result<TurnOutcome, PodError>,
+        /// The caller.
+        reply: Reply<TurnOutcome>,
+    },
+    /// A compaction's.
+    Compact {
+        /// What the compaction came to.
+        result: Result<CompactionReport, PodError>,
+        /// The caller.
+        reply: Reply<CompactionReport>,
+    },
+}
+
+impl Answer {
+    /// The job's error, if it failed.
+    pub fn error(&self) -> Option<&PodError> {
+        match self {
+            Answer::Turn { result, .. } => result.as_ref().err(),
+            Answer::Compact { result, .. } => result.as_ref().err(),
+        }
+    }
+
+    /// Makes the job fail with `error` (its task crashed).
+    pub fn fail_with(&mut self, error: PodError) {
+        match self {
+            Answer::Turn { result, .. } => *result = Err(error),
+            Answer::Compact { result, .. } => *result = Err(error),
+        }
+    }
+}
+
+/// A job done: its answer, and the parts back unless it crashed (then the
+/// Pod rebuilds them from its log).
+pub(crate) struct Done {
+    /// The parts, when the job did not panic.
+    pub parts: Option<TurnParts>,
+    /// The answer.
+    pub answer: Answer,
+}
+
+/// Runs `job` on `parts` until it ends or `cancel` fires. A panic in the job
+/// is caught: the answer is then a crash, and the parts (which the job left
+/// in an unknown state) are dropped.
+pub(crate) async fn run(mut parts: TurnParts, job: Job, cancel: CancellationToken) -> Done {
+    fn crash(panic: Box<dyn std::any::Any + Send>) -> PodError {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        PodError::Crashed(message)
+    }
+    let (answer, crashed) = match job {
+        Job::Prompt { text, reply } => {
+            let run = AssertUnwindSafe(parts.run_prompt(text, &cancel));
+            let (result, crashed) = match run.catch_unwind().await {
+                Ok(result) => (result, false),
+                Err(panic) => (Err(crash(panic)), true),
+            };
+            (Answer::Turn { result, reply }, crashed)
+        }
+        Job::Compact { reply } => {
+            let run = AssertUnwindSafe(parts.compact(&cancel));
+            let (result, crashed) = match run.catch_unwind().await {
+                Ok(result) => (result, false),
+                Err(panic) => (Err(crash(panic)), true),
+            };
+            (Answer::Compact { result, reply }, crashed)
+        }
+    };
+    Done {
+        parts: (!crashed).then_some(parts),
+        answer,
+    }
+}
+
+/// The lease a failed job found taken over, if that is why it failed: the
+/// store fenced this Pod off, directly (a compaction's boundary, a stop
+/// record) or through the observer (`fenced`: what it recorded when an
+/// append of the turn was refused).
+pub(crate) fn lease_lost(error: &PodError, fenced: Option<(Uuid, i64)>) -> Option<(Uuid, i64)> {
+    match error {
+        PodError::LeaseLost { id, epoch } => Some((*id, *epoch)),
+        PodError::Compaction(CompactionError::Log(inner)) => lease_lost(inner, fenced),
+        PodError::Turn(WorkerError::Persist(persist)) if persist.kind() == PersistKind::Fenced => {
+            fenced
+        }
+        _ => None,
+    }
+}
+
+/// Whether the log refused an item of the turn that the worker may hold in
+/// memory, so memory must be made to match the log again.
+pub(crate) fn persist_failed(error: &PodError) -> bool {
+    matches!(
+        error,
+        PodError::Turn(WorkerError::Persist(persist)) if persist.kind() == PersistKind::Failed
+    )
+}
