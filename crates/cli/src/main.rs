@@ -1,8 +1,10 @@
 //! `pod`: run, resume, inspect and fork sessions of the pod agent runtime.
 //!
-//! The binary only translates: flags become a `PodConfig`, `PodEvent`s
-//! become text or NDJSON, session logs become tables. It must not know how
-//! turns, logs or tools work inside.
+//! The binary only parses and renders: flags become `pod_launch::Flags`
+//! (the launcher starts every session), `PodEvent`s become text or NDJSON
+//! (model and tool text through `render::safe`), session logs become tables;
+//! `pod serve` hands its flags to `pod-http` and `pod-fleet`. It must not
+//! know how turns, logs or tools work inside.
 
 mod approval;
 mod cli;

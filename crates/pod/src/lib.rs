@@ -9,8 +9,13 @@
 //! turn moves on; [`Pod::resume`] rebuilds history, todos and the file
 //! tracker by replaying that log.
 //!
-//! This crate must not know about front ends (CLI, ACP): they read
-//! [`PodEvent`]s and call the handle.
+//! A prompt runs as one job in its own task: the worker's step machine
+//! drives the turn, and when the context is full the run compacts within
+//! itself. A job carries its caller's reply into its task and back.
+//!
+//! This crate must not know about front ends (CLI, ACP, HTTP) or how a
+//! session is configured from flags (`pod-launch`): they read [`PodEvent`]s
+//! and call the handle.
 //!
 //! ```
 //! # async fn demo() -> Result<(), pod::PodError> {
