@@ -44,6 +44,7 @@ pub fn stop_reason(reason: &TurnEndReason) -> StopReason {
         TurnEndReason::EndTurn
         | TurnEndReason::Aborted(_)
         | TurnEndReason::Paused(_)
+        | TurnEndReason::Parked(_)
         | TurnEndReason::Yielded(_)
         | TurnEndReason::Stalled => StopReason::EndTurn,
         TurnEndReason::MaxTokens => StopReason::MaxTokens,

@@ -16,15 +16,22 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// A call after `pre_tool_call`: either it runs, or its result is known.
+/// A call after `pre_tool_call`: it runs, its result is known, or it is
+/// left open (parked: no result until the session is continued).
 enum Planned {
     Run(ToolCallInfo),
     Done(ToolOutput),
+    Open,
 }
 
 impl CallsStop {
-    fn not_run(&self) -> ToolOutput {
-        ToolOutput::error(match self {
+    /// The call a stopped turn does not run: its result, or none when the
+    /// turn is parked (the call stays open).
+    fn not_run(&self) -> Planned {
+        if let CallsStop::Parked(_) = self {
+            return Planned::Open;
+        }
+        Planned::Done(ToolOutput::error(match self {
             CallsStop::Aborted(reason) => {
                 format!("Not run: the turn was aborted before this call ({reason}).")
             }
@@ -35,7 +42,8 @@ impl CallsStop {
                 "Not run: the turn was cancelled before this call started.".to_string()
             }
             CallsStop::Limit(limit) => format!("Not run: the run was stopped by {limit}."),
-        })
+            CallsStop::Parked(_) => String::new(),
+        }))
     }
 }
 
@@ -74,12 +82,16 @@ impl Worker {
             let mut planned = Vec::with_capacity(batch.len());
             for call in &batch {
                 planned.push(match &stop {
-                    Some(stop) => Planned::Done(stop.not_run()),
+                    Some(stop) => stop.not_run(),
                     None => plan_call(call, hooks, &mut stop).await,
                 });
             }
             let outputs = self.execute_batch(&batch, &planned, observer, cancel).await;
             for ((call, plan), output) in batch.into_iter().zip(planned).zip(outputs) {
+                if let Planned::Open = plan {
+                    // Parked: no result until the session is continued.
+                    continue;
+                }
                 let mut result = ToolResultInfo {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
@@ -152,6 +164,8 @@ impl Worker {
             match plan {
                 Planned::Run(info) => execute_one(self.tools(), info, cancel, grace).await,
                 Planned::Done(output) => output.clone(),
+                // Not committed (see `run_tool_calls`).
+                Planned::Open => ToolOutput::error(String::new()),
             }
         }))
         .await
@@ -172,14 +186,18 @@ async fn plan_call(
         PreToolAction::Continue => Planned::Run(info),
         PreToolAction::Skip(text) => Planned::Done(ToolOutput::error(text)),
         PreToolAction::Abort(reason) => {
-            let output = CallsStop::Aborted(reason.clone()).not_run();
+            let planned = CallsStop::Aborted(reason.clone()).not_run();
             *stop = Some(CallsStop::Aborted(reason));
-            Planned::Done(output)
+            planned
         }
         PreToolAction::Pause(reason) => {
-            let output = CallsStop::Paused(reason.clone()).not_run();
+            let planned = CallsStop::Paused(reason.clone()).not_run();
             *stop = Some(CallsStop::Paused(reason));
-            Planned::Done(output)
+            planned
+        }
+        PreToolAction::Park(reason) => {
+            *stop = Some(CallsStop::Parked(reason));
+            Planned::Open
         }
     }
 }

@@ -91,6 +91,12 @@ pub enum PreToolAction {
     Abort(String),
     /// Do not run it or any later call; end the turn as paused.
     Pause(String),
+    /// Do not run it or any later call, and give none of them a result:
+    /// the turn ends as [`Parked`](crate::TurnEndReason::Parked) with
+    /// these calls open, and they run when the session is continued (the
+    /// call waits for something outside the turn, such as a person's
+    /// answer). Calls before it in its batch still run.
+    Park(String),
 }
 
 /// What to do after one tool call.

@@ -10,7 +10,7 @@
 //! | `pending_history_appends` | the items of all, concatenated in stack order |
 //! | `pre_llm_request` | each edits the request in turn (a later one sees the earlier edits); the first `Cancel`, `Yield` or `Stop` ends it there |
 //! | `on_compaction` | all are told |
-//! | `pre_tool_call` | each may edit the call in turn; the first `Skip`, `Abort` or `Pause` decides and later ones are not asked |
+//! | `pre_tool_call` | each may edit the call in turn; the first `Skip`, `Abort`, `Pause` or `Park` decides and later ones are not asked |
 //! | `post_tool_call` | all see the result in turn (each may edit it, and all keep their books); the first `Abort` wins |
 //! | `on_turn_end` | all are asked: any `Pause` pauses; else any `Stall` ends it as stalled; else the messages of every `ContinueWithMessages` continue the turn, in stack order; else it finishes |
 //! | `on_abort` | all are told |

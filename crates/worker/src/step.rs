@@ -82,6 +82,8 @@ pub enum CallsStop {
     Aborted(String),
     /// `pre_tool_call` paused it.
     Paused(String),
+    /// `pre_tool_call` parked it: the calls from there on stay open.
+    Parked(String),
     /// A budget limit (the loop guard) was reached.
     Limit(Limit),
     /// The run was cancelled.
@@ -206,6 +208,9 @@ impl Turn {
             Some(CallsStop::Aborted(reason)) => State::Done(Ending::aborted(reason)),
             Some(CallsStop::Paused(reason)) => {
                 State::Done(Ending::quiet(TurnEndReason::Paused(reason)))
+            }
+            Some(CallsStop::Parked(reason)) => {
+                State::Done(Ending::quiet(TurnEndReason::Parked(reason)))
             }
             Some(CallsStop::Limit(limit)) => {
                 State::Done(Ending::quiet(TurnEndReason::Limit(limit)))

@@ -286,6 +286,12 @@ fn tool_calls_that_stop_the_turn_say_how_and_who_hears_of_it() {
     assert_eq!(ending.abort, None);
     let ending = stopped(CallsStop::Cancelled);
     assert_eq!(ending.abort, Some(AbortReason::Cancelled));
+    let ending = stopped(CallsStop::Parked("waiting for an answer".into()));
+    assert_eq!(
+        ending.reason,
+        TurnEndReason::Parked("waiting for an answer".into())
+    );
+    assert_eq!(ending.abort, None);
 }
 
 #[test]

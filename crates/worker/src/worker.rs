@@ -75,6 +75,10 @@ pub enum TurnEndReason {
     Aborted(String),
     /// An interceptor paused it; it can be continued with a new turn.
     Paused(String),
+    /// An interceptor parked it at a tool call that waits for something
+    /// outside the turn (a person's answer): that call and the later ones of
+    /// the answer have no result yet, and a continued run runs them first.
+    Parked(String),
     /// `pre_llm_request` yielded before a request, for the caller to do what
     /// the reason asks and continue the run (a run with a [`Compaction`]
     /// compacts by itself and never ends so).

@@ -76,6 +76,7 @@ impl HumanOutput {
             TurnEndReason::Limit(limit) => Some(format!("stopped by {limit}")),
             TurnEndReason::Aborted(why) => Some(format!("turn aborted: {}", safe::line(why))),
             TurnEndReason::Paused(why) => Some(format!("turn paused: {}", safe::line(why))),
+            TurnEndReason::Parked(why) => Some(safe::line(why).into_owned()),
             TurnEndReason::Yielded(_) => Some("turn yielded".into()),
             TurnEndReason::Stalled => Some("no progress on the unfinished plan".into()),
             TurnEndReason::Rejected(why) => Some(format!("prompt rejected: {}", safe::line(why))),

@@ -140,6 +140,7 @@ fn describe(reason: &TurnEndReason) -> String {
         TurnEndReason::Stalled => "it made no progress on its unfinished plan".into(),
         TurnEndReason::Aborted(why) => format!("it was aborted ({why})"),
         TurnEndReason::Paused(why) => format!("it was paused ({why})"),
+        TurnEndReason::Parked(why) => format!("it is {why}"),
         TurnEndReason::Yielded(why) => format!("it yielded ({why:?})"),
         TurnEndReason::Rejected(why) => format!("its task was refused ({why})"),
     }

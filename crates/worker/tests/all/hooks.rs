@@ -328,6 +328,50 @@ async fn pre_tool_call_pause_answers_every_call_and_a_new_turn_continues() {
 }
 
 #[tokio::test]
+async fn pre_tool_call_park_leaves_the_calls_open_and_the_next_run_runs_them_first() {
+    let mut t = TestWorker::new(vec![
+        ScriptStep::tool_call("echo", echo("a"))
+            .and_call("echo", echo("b"))
+            .and_call("echo", echo("c")),
+        ScriptStep::text("resumed"),
+    ]);
+    let mut hooks = Recorder::new().pre_tool(
+        "call_0_1",
+        PreToolAction::Park("waiting for an answer".into()),
+    );
+    let mut seen = Observed::default();
+    let outcome = t.turn(Some("go"), &mut hooks, &mut seen).await.unwrap();
+    assert_eq!(
+        outcome.reason,
+        TurnEndReason::Parked("waiting for an answer".into())
+    );
+    // The call before the parked one ran; it and the ones after have no
+    // result, and nobody was told of an abort.
+    assert_eq!(t.echo.runs.load(Ordering::SeqCst), 1);
+    assert_eq!(result_of(t.history(), "call_0_0").1, false);
+    let results: Vec<&Item> = t
+        .history()
+        .iter()
+        .filter(|item| matches!(item.kind, ItemKind::ToolResult { .. }))
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert!(hooks.aborts.is_empty());
+    assert_eq!(t.provider.requests().len(), 1);
+
+    // The next run runs the open calls before it asks the model again.
+    let outcome = t.turn(None, &mut hooks, &mut seen).await.unwrap();
+    assert_eq!(outcome.reason, TurnEndReason::EndTurn);
+    assert_eq!(t.echo.runs.load(Ordering::SeqCst), 3);
+    assert_eq!(t.provider.requests().len(), 2);
+    assert_eq!(
+        shape(&t.provider.requests()[1].history).len(),
+        5,
+        "the prompt, the answer and three results"
+    );
+    t.assert_valid(&seen);
+}
+
+#[tokio::test]
 async fn post_tool_call_may_edit_the_result_and_abort_commits_it() {
     let mut t = TestWorker::new(vec![
         ScriptStep::tool_call("echo", echo("secret")).and_call("echo", echo("b")),
