@@ -39,7 +39,10 @@ pub fn accepted_todo_lists(records: &[LogRecord]) -> Vec<(usize, Vec<TodoItem>)>
                 calls.clear();
                 lists.push((index, boundary.todos.clone()));
             }
-            LogRecord::Header(_) | LogRecord::Stopped(_) => {}
+            LogRecord::Header(_)
+            | LogRecord::Stopped(_)
+            | LogRecord::Question(_)
+            | LogRecord::Answer(_) => {}
         }
     }
     lists

@@ -7,13 +7,16 @@
 //! ```toml
 //! [approval]
 //! default = "allow"            # tools not listed below
+//! timeout_secs = 7200          # a question unanswered for 2 h is a "no"
 //! [approval.tools]
 //! bash = "allow"
 //! write_file = "deny"
 //! ```
+//!
+//! The [`ApprovalGate`](crate::ApprovalGate) applies it and keeps every
+//! question and answer in the session log ([`crate::questions`]).
 
 use pod_tools::{BASH, EDIT_FILE, GLOB, GREP, LIST_DIR, READ_FILE, TODO_WRITE, WRITE_FILE};
-use pod_worker::PreToolAction;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -72,6 +75,11 @@ pub struct ApprovalPolicy {
     pub default: ToolPolicy,
     /// Per tool name.
     pub tools: BTreeMap<String, ToolPolicy>,
+    /// How long a question may wait for a person (`[approval] timeout_secs`);
+    /// then it is answered "no" by itself (recorded `via: timeout`). `None`:
+    /// it waits as long as it takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 impl Default for ApprovalPolicy {
@@ -87,6 +95,7 @@ impl Default for ApprovalPolicy {
         Self {
             default: ToolPolicy::Allow,
             tools,
+            timeout_secs: None,
         }
     }
 }
@@ -97,6 +106,7 @@ impl ApprovalPolicy {
         Self {
             default: policy,
             tools: BTreeMap::new(),
+            timeout_secs: None,
         }
     }
 
@@ -166,6 +176,8 @@ struct PolicyFile {
     default: Option<ToolPolicy>,
     #[serde(default)]
     tools: BTreeMap<String, ToolPolicy>,
+    #[serde(default)]
+    timeout_secs: Option<u64>,
 }
 
 impl From<PolicyFile> for ApprovalPolicy {
@@ -175,6 +187,7 @@ impl From<PolicyFile> for ApprovalPolicy {
             policy.default = default;
         }
         policy.tools.extend(file.tools);
+        policy.timeout_secs = file.timeout_secs;
         policy
     }
 }
@@ -263,6 +276,25 @@ pub enum ApprovalDecision {
     /// No answer (the prompt was dismissed or the turn cancelled): the turn
     /// ends as aborted.
     Cancelled,
+    /// No answer now: the question stays open in the session's log and the
+    /// turn parks at the call, to continue once an answer is recorded
+    /// (`pod approve`, the HTTP API). For front ends where waiting must cost
+    /// nothing (a server, a fleet worker).
+    Later,
+}
+
+impl ApprovalDecision {
+    /// The name used in the API, the CLI and the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalDecision::AllowOnce => "allow_once",
+            ApprovalDecision::AllowAlways => "allow_always",
+            ApprovalDecision::RejectOnce => "reject_once",
+            ApprovalDecision::RejectAlways => "reject_always",
+            ApprovalDecision::Cancelled => "cancelled",
+            ApprovalDecision::Later => "later",
+        }
+    }
 }
 
 /// Asks the user about a call; implemented by front ends (a terminal
@@ -274,95 +306,9 @@ pub trait Approver: Send + Sync {
     /// [`ApprovalDecision::Cancelled`].
     async fn decide(&self, request: ApprovalRequest, cancel: CancellationToken)
         -> ApprovalDecision;
-}
 
-/// The session's policy and the front end that answers `ask`: what
-/// `pre_tool_call` consults. "Always" answers update the policy for the
-/// rest of the session.
-#[derive(Clone)]
-pub struct ApprovalGate {
-    policy: ApprovalPolicy,
-    approver: Option<std::sync::Arc<dyn Approver>>,
-}
-
-impl ApprovalGate {
-    /// A gate applying `policy`, asking `approver` (if any) about `ask` tools.
-    pub fn new(policy: ApprovalPolicy, approver: Option<std::sync::Arc<dyn Approver>>) -> Self {
-        Self { policy, approver }
-    }
-
-    /// The current policy, with this session's "always" answers.
-    pub fn policy(&self) -> &ApprovalPolicy {
-        &self.policy
-    }
-
-    /// Decides about one call; `cancel` withdraws a question to the user.
-    pub async fn check(
-        &mut self,
-        call_id: &str,
-        tool: &str,
-        arguments: &str,
-        cancel: &CancellationToken,
-    ) -> PreToolAction {
-        match self.policy.get(tool) {
-            ToolPolicy::Allow => PreToolAction::Continue,
-            ToolPolicy::Deny => PreToolAction::Skip(format!(
-                "Not run: denied by the approval policy: `{tool}` is set to deny in this session. \
-                 Do not retry it; find another way or ask the user to allow `{tool}`."
-            )),
-            ToolPolicy::Ask => self.ask(call_id, tool, arguments, cancel).await,
-        }
-    }
-
-    async fn ask(
-        &mut self,
-        call_id: &str,
-        tool: &str,
-        arguments: &str,
-        cancel: &CancellationToken,
-    ) -> PreToolAction {
-        let Some(approver) = &self.approver else {
-            return PreToolAction::Skip(format!(
-                "Not run: `{tool}` needs the user's approval and nobody can give it in this \
-                 session. The user must allow it (for example with --yes or --allow {tool}). \
-                 Do not retry it; tell the user what you wanted to do."
-            ));
-        };
-        let decision = approver
-            .decide(
-                ApprovalRequest::new(call_id, tool, arguments),
-                cancel.clone(),
-            )
-            .await;
-        match decision {
-            ApprovalDecision::AllowOnce => PreToolAction::Continue,
-            ApprovalDecision::AllowAlways => {
-                self.policy.set(tool, ToolPolicy::Allow);
-                PreToolAction::Continue
-            }
-            ApprovalDecision::RejectOnce => PreToolAction::Skip(format!(
-                "Not run: the user refused this `{tool}` call. Do not retry it unchanged; \
-                 ask the user or take another approach."
-            )),
-            ApprovalDecision::RejectAlways => {
-                self.policy.set(tool, ToolPolicy::Deny);
-                PreToolAction::Skip(format!(
-                    "Not run: the user refused this `{tool}` call and every later `{tool}` call \
-                     in this session. Find another way or ask the user."
-                ))
-            }
-            ApprovalDecision::Cancelled => {
-                PreToolAction::Abort(format!("the approval request for `{tool}` was cancelled"))
-            }
-        }
-    }
-}
-
-impl std::fmt::Debug for ApprovalGate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApprovalGate")
-            .field("policy", &self.policy)
-            .field("approver", &self.approver.is_some())
-            .finish()
+    /// Who answers through this approver, for the answer's record.
+    fn answerer(&self) -> crate::questions::Answerer {
+        crate::questions::Answerer::via("approver")
     }
 }

@@ -88,6 +88,37 @@ pub enum PodError {
     /// A compaction did not happen; the history is unchanged.
     #[error("compaction failed")]
     Compaction(#[source] crate::compact::CompactionError),
+    /// No question with this id in the session.
+    #[error("session {session} has no question {question}")]
+    NoSuchQuestion {
+        /// The session.
+        session: uuid::Uuid,
+        /// The question asked for.
+        question: uuid::Uuid,
+    },
+    /// The question no longer waits: its call was answered otherwise (the
+    /// turn was cancelled, say).
+    #[error("question {question} no longer waits for an answer")]
+    QuestionWithdrawn {
+        /// The question.
+        question: uuid::Uuid,
+    },
+    /// The question was answered already (two answers raced; one won).
+    #[error("question {question} was already answered: {} (via {via})", decision.as_str())]
+    AlreadyAnswered {
+        /// The question.
+        question: uuid::Uuid,
+        /// The answer that stands.
+        decision: crate::approval::ApprovalDecision,
+        /// Through what it was given.
+        via: String,
+    },
+    /// A decision that is not an answer (`cancelled`, `later`).
+    #[error("`{}` is not an answer", decision.as_str())]
+    NotAnAnswer {
+        /// The decision given.
+        decision: crate::approval::ApprovalDecision,
+    },
     /// The Pod's home directory could not be determined.
     #[error("cannot find a home for sessions: set POD_HOME")]
     NoHome,

@@ -69,6 +69,16 @@ pub enum PodEvent {
         /// The new list.
         todos: Vec<TodoItem>,
     },
+    /// A tool call waits for a person's answer: the question is in the log.
+    QuestionAsked {
+        /// The question.
+        question: crate::log::QuestionRecord,
+    },
+    /// A question was answered (and the answer recorded).
+    QuestionAnswered {
+        /// The answer.
+        answer: crate::log::AnswerRecord,
+    },
     /// A todo reminder was committed.
     ReminderInjected {
         /// Its text.

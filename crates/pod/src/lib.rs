@@ -43,6 +43,7 @@ mod config;
 mod error;
 mod events;
 mod fork;
+mod gate;
 mod handle;
 mod home;
 pub mod interceptors;
@@ -51,6 +52,7 @@ pub mod ledger;
 pub mod log;
 mod observer;
 mod pod;
+pub mod questions;
 pub mod reminder;
 pub mod replay;
 mod session;
@@ -60,14 +62,15 @@ mod tools;
 mod turn;
 
 pub use approval::{
-    ApprovalDecision, ApprovalFlags, ApprovalGate, ApprovalPolicy, ApprovalRequest, Approver,
-    SubagentLabel, ToolPolicy,
+    ApprovalDecision, ApprovalFlags, ApprovalPolicy, ApprovalRequest, Approver, SubagentLabel,
+    ToolPolicy,
 };
 pub use compact::{CompactionConfig, CompactionReport};
 pub use config::{Durability, InterceptorFactory, PodConfig, DEFAULT_SYSTEM_PROMPT};
 pub use error::PodError;
 pub use events::PodEvent;
 pub use fork::{fork_item_count, fork_session};
+pub use gate::ApprovalGate;
 pub use handle::PodHandle;
 pub use home::{PodHome, LOG_FILE};
 pub use interceptors::{context_estimate, SessionBudget, MAX_COMPACTION_FAILURES};

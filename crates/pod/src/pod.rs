@@ -1,10 +1,10 @@
 //! The Pod actor: a task that owns a Worker, its log and its session state,
 //! reached only through a [`PodHandle`].
 
-use crate::approval::ApprovalGate;
 use crate::config::{Durability, PodConfig};
 use crate::error::PodError;
 use crate::events::{EventBus, PodEvent};
+use crate::gate::ApprovalGate;
 use crate::handle::{Command, PodHandle};
 use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, NotificationQueue, Notifications, Reminders,
@@ -13,6 +13,7 @@ use crate::interceptors::{
 use crate::job::{self, Answer, Done, Job};
 use crate::log::ParentLink;
 use crate::observer::PodObserver;
+use crate::questions::Questions;
 use crate::session::{self, OpenSession};
 use crate::store::{LogWriter, Store};
 use crate::subagents::Lineage;
@@ -166,9 +167,13 @@ fn start(
         &session.log,
         &events,
         tools,
-        session.history,
+        Replayed {
+            history: session.history,
+            spent: session.spent,
+            questions: session.questions,
+        },
         &notifications,
-        session.spent,
+        lineage,
     );
     let actor = PodActor {
         config,
@@ -188,16 +193,37 @@ fn start(
     Ok(handle)
 }
 
+/// What a session's log gave a Pod that (re)builds its parts.
+struct Replayed {
+    history: Vec<Item>,
+    spent: Spent,
+    questions: Questions,
+}
+
 /// The parts a job runs with, over tools whose state is already rebuilt.
 fn build_parts(
     config: &PodConfig,
     log: &LogWriter,
     events: &EventBus,
     tools: SessionTools,
-    history: Vec<Item>,
+    replayed: Replayed,
     notifications: &NotificationQueue,
-    spent: Spent,
+    lineage: Lineage,
 ) -> TurnParts {
+    let Replayed {
+        history,
+        spent,
+        questions,
+    } = replayed;
+    // The gate takes up the questions where the log left them; a
+    // subagent's turn never parks (its parent's call would move on).
+    let gate = ApprovalGate::new(config.approval.clone(), config.approver.clone()).recorded(
+        log.clone(),
+        events.clone(),
+        &questions,
+        &history,
+        lineage.depth == 0,
+    );
     let SessionTools {
         registry,
         todos: store,
@@ -226,7 +252,7 @@ fn build_parts(
     worker.set_history(history);
     TurnParts {
         worker,
-        interceptor: stack(config, &store, notifications, trigger, spent),
+        interceptor: stack(config, &store, notifications, trigger, spent, gate),
         observer: PodObserver::new(
             log.clone(),
             events.clone(),
@@ -255,6 +281,7 @@ fn stack(
     notifications: &NotificationQueue,
     trigger: Option<CompactionTrigger>,
     spent: Spent,
+    gate: ApprovalGate,
 ) -> InterceptorStack {
     let mut stack = InterceptorStack::new();
     for make in &config.interceptors {
@@ -266,10 +293,7 @@ fn stack(
     stack
         .push(Notifications::new(notifications.clone()))
         .push(Reminders::new(store.clone(), config.remind_every))
-        .push(Approval::new(ApprovalGate::new(
-            config.approval.clone(),
-            config.approver.clone(),
-        )));
+        .push(Approval::new(gate));
     if let Some(trigger) = trigger {
         stack.push(AutoCompact::new(trigger));
     }
@@ -462,7 +486,7 @@ impl PodActor {
         // embedder's tools are cleared by the replay.
         let id = self.log.session_id();
         let tools = SessionTools::new(&self.config, tools_for(id, self.lineage, &self.events))?;
-        let (history, spent) = session::reload(
+        let (history, spent, questions) = session::reload(
             &self.store,
             &self.log,
             self.config.session_budget.is_set(),
@@ -477,9 +501,13 @@ impl PodActor {
             &self.log,
             &self.events,
             tools,
-            history,
+            Replayed {
+                history,
+                spent,
+                questions,
+            },
             &self.notifications,
-            spent,
+            self.lineage,
         ));
         Ok(())
     }

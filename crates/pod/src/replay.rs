@@ -55,7 +55,10 @@ pub fn replay_into(
                 history = boundary.into_context();
                 states.compacted();
             }
-            LogRecord::Header(_) | LogRecord::Stopped(_) => {}
+            LogRecord::Header(_)
+            | LogRecord::Stopped(_)
+            | LogRecord::Question(_)
+            | LogRecord::Answer(_) => {}
         }
     }
     let interrupted = unanswered_calls(&history)
@@ -115,7 +118,10 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
                 items.push(boundary.summary.clone());
                 items.extend(boundary.carry_over.iter().cloned());
             }
-            LogRecord::Header(_) | LogRecord::Stopped(_) => {}
+            LogRecord::Header(_)
+            | LogRecord::Stopped(_)
+            | LogRecord::Question(_)
+            | LogRecord::Answer(_) => {}
         }
     }
     items

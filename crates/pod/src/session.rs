@@ -4,6 +4,7 @@ use crate::config::PodConfig;
 use crate::error::PodError;
 use crate::interceptors::Spent;
 use crate::log::{LogRecord, ParentLink, SessionHeader};
+use crate::questions::Questions;
 use crate::replay::replay_into;
 use crate::store::{LogWriter, OpenedLog, Store};
 use pod_llm::{Item, ItemKind};
@@ -19,6 +20,8 @@ pub(crate) struct OpenSession {
     pub history: Vec<Item>,
     /// What the session's answers spent before this Pod.
     pub spent: Spent,
+    /// Its questions and answers.
+    pub questions: Questions,
 }
 
 /// The header of a new session `id` (a child's names its parent).
@@ -41,6 +44,7 @@ pub(crate) async fn create(
         log,
         history: Vec::new(),
         spent: Spent::default(),
+        questions: Questions::default(),
     })
 }
 
@@ -96,28 +100,33 @@ pub(crate) async fn resume(
         records,
     } = opened;
     let spent = spent_if(config.session_budget.is_set(), &records);
-    let history = commit_replay(&log, records, tools, states).await?;
+    let (history, questions) = commit_replay(&log, records, tools, states).await?;
     Ok(OpenSession {
         id: header.session_id,
         log,
         history,
         spent,
+        questions,
     })
 }
 
 /// Replays `records` into `states` and commits an "interrupted" result for
-/// every call without one, so the history is valid for model APIs. Returns
-/// the history with those results.
+/// every call a crash left without one, so the history is valid for model
+/// APIs: all but the calls that never started (from the first one a
+/// question parked, which the next run runs) and those of resumable tools.
+/// Returns the history with those results, and the session's questions.
 async fn commit_replay(
     log: &LogWriter,
     records: Vec<LogRecord>,
     tools: &ToolRegistry,
     states: &mut ToolStates,
-) -> Result<Vec<Item>, PodError> {
+) -> Result<(Vec<Item>, Questions), PodError> {
+    let questions = Questions::from_records(&records);
     let mut context = replay_into(records, states);
-    let resumable = resumable_calls(&context.history, tools);
+    let mut keep_open = resumable_calls(&context.history, tools);
+    keep_open.extend(parked_calls(&context.history, &questions));
     for item in context.interrupted {
-        if item_call_id(&item).is_some_and(|id| resumable.contains(id)) {
+        if item_call_id(&item).is_some_and(|id| keep_open.contains(id)) {
             continue;
         }
         log.append(&LogRecord::Item(item.clone()), false).await?;
@@ -127,7 +136,25 @@ async fn commit_replay(
         context.history.push(item);
     }
     log.sync().await?;
-    Ok(context.history)
+    Ok((context.history, questions))
+}
+
+/// The last answer's calls from the first one a question parked on: none
+/// of them started.
+fn parked_calls(history: &[Item], questions: &Questions) -> HashSet<String> {
+    let Some(first) = questions.parked_from(history) else {
+        return HashSet::new();
+    };
+    let last = history
+        .iter()
+        .rev()
+        .find(|item| matches!(item.kind, ItemKind::Assistant { .. }));
+    last.map(|item| item.tool_calls())
+        .unwrap_or_default()
+        .iter()
+        .skip_while(|call| call.id != first)
+        .map(|call| call.id.clone())
+        .collect()
 }
 
 /// Rebuilds the history and `states` of a session whose writer is already
@@ -138,13 +165,11 @@ pub(crate) async fn reload(
     count_spent: bool,
     tools: &ToolRegistry,
     states: &mut ToolStates,
-) -> Result<(Vec<Item>, Spent), PodError> {
+) -> Result<(Vec<Item>, Spent, Questions), PodError> {
     let contents = store.read(log.session_id()).await?;
     let spent = spent_if(count_spent, &contents.records);
-    Ok((
-        commit_replay(log, contents.records, tools, states).await?,
-        spent,
-    ))
+    let (history, questions) = commit_replay(log, contents.records, tools, states).await?;
+    Ok((history, spent, questions))
 }
 
 /// The ids of the last answer's calls to resumable tools.

@@ -64,8 +64,13 @@ impl PodFactory for Factory {
             .await
         {
             Ok(plan) => plan,
-            // A missing session is left to the Pod, which says so precisely.
-            Err(_) => self.launcher.plan(&self.flags, workspace.into())?,
+            // A missing session is left to the Pod, which says so precisely;
+            // any other failure (a bad record, a gone workspace) is the
+            // editor's answer.
+            Err(err) if matches!(err.pod_error(), Some(pod::PodError::NoSuchSession { .. })) => {
+                self.launcher.plan(&self.flags, workspace.into())?
+            }
+            Err(err) => return Err(err.into()),
         };
         self.config(plan).await
     }

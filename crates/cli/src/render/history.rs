@@ -47,6 +47,28 @@ impl Numbered {
                 stopped.limit,
                 super::plural(stopped.requests as usize, "model request")
             ))),
+            LogRecord::Question(question) => out.push_str(&style.yellow(&format!(
+                "      ? question {} about {}: {}\n",
+                &question.id.to_string()[..8],
+                question.request.call_id,
+                super::safe::line(&question.request.summary)
+            ))),
+            LogRecord::Answer(answer) => out.push_str(&style.yellow(&format!(
+                "      ✓ answered {}: {} (via {}{}){}\n",
+                &answer.question.to_string()[..8],
+                answer.decision.as_str(),
+                super::safe::line(&answer.via),
+                answer
+                    .by
+                    .as_deref()
+                    .map(|by| format!(", by {}", super::safe::line(by)))
+                    .unwrap_or_default(),
+                if answer.pending {
+                    " — runs when the session continues"
+                } else {
+                    ""
+                }
+            ))),
             LogRecord::Header(_) => {}
         }
         out

@@ -2,7 +2,7 @@
 //! session's [`ApprovalGate`], which may ask the front end; a question is
 //! withdrawn when the run is cancelled.
 
-use crate::approval::ApprovalGate;
+use crate::gate::ApprovalGate;
 use async_trait::async_trait;
 use pod_worker::{Interceptor, PreToolAction, RunStart, ToolCallInfo};
 use tokio_util::sync::CancellationToken;

@@ -88,8 +88,19 @@ impl Interceptor for AutoCompact {
 
     async fn on_compaction(&mut self, outcome: &CompactionOutcome) {
         match outcome {
-            CompactionOutcome::Compacted { .. } => self.failures = 0,
-            CompactionOutcome::NothingToCompact | CompactionOutcome::Failed(_) => {
+            // Compacted below the threshold: it worked.
+            CompactionOutcome::Compacted { tokens_after, .. }
+                if *tokens_after <= self.trigger.limit =>
+            {
+                self.failures = 0
+            }
+            // Compacted and still over (a long kept tail, a long summary),
+            // failed, or nothing to summarise: the request goes out as it
+            // is, and it counts against the back-off, so compactions that
+            // do not help cannot repeat without end.
+            CompactionOutcome::Compacted { .. }
+            | CompactionOutcome::NothingToCompact
+            | CompactionOutcome::Failed(_) => {
                 self.let_through = true;
                 self.failures += 1;
                 if self.failures == MAX_COMPACTION_FAILURES {
@@ -174,6 +185,26 @@ mod tests {
             ask(&mut compact, big()).await,
             PreRequestAction::Yield(YieldReason::Compact)
         );
+        compact
+            .on_compaction(&CompactionOutcome::Compacted {
+                tokens_before: 900,
+                tokens_after: 50,
+            })
+            .await;
+        assert_eq!(compact.failures, 0);
+        // Compacted but still over the threshold: it did not help.
+        assert_eq!(
+            ask(&mut compact, big()).await,
+            PreRequestAction::Yield(YieldReason::Compact)
+        );
+        compact
+            .on_compaction(&CompactionOutcome::Compacted {
+                tokens_before: 900,
+                tokens_after: 400,
+            })
+            .await;
+        assert_eq!(compact.failures, 1);
+        assert_eq!(ask(&mut compact, big()).await, PreRequestAction::Continue);
         compact
             .on_compaction(&CompactionOutcome::Compacted {
                 tokens_before: 900,

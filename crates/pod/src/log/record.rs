@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use uuid::Uuid;
 
 /// Version of the log format (framing and record kinds). Version 2 added
-/// the [`LogRecord::Stopped`] record and [`SessionHeader::launch`]; a
-/// version 1 log is read as it is.
-pub const LOG_FORMAT_VERSION: u32 = 2;
+/// the [`LogRecord::Stopped`] record and [`SessionHeader::launch`]; version 3
+/// the [`LogRecord::Question`] and [`LogRecord::Answer`] records. Logs of
+/// earlier versions are read as they are.
+pub const LOG_FORMAT_VERSION: u32 = 3;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,6 +25,52 @@ pub enum LogRecord {
     /// A run ended because a budget limit stopped it (the history before
     /// it is valid; a later run continues it with a fresh budget).
     Stopped(StoppedRecord),
+    /// A tool call waits for a person's answer; written before anyone is
+    /// asked, so the question survives any crash.
+    Question(QuestionRecord),
+    /// The answer to a question: who gave it, from where, what it was.
+    Answer(AnswerRecord),
+}
+
+/// A question to a person about a tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuestionRecord {
+    /// The question's id: what an answer names (the API's approval id).
+    pub id: Uuid,
+    /// The call, its tool, arguments and one-line summary (and the
+    /// subagent asking, when a child's call reached its parent's approver).
+    pub request: crate::approval::ApprovalRequest,
+    /// When it was asked.
+    pub asked_at: DateTime<Utc>,
+    /// When it is answered "no" by itself, if it has a timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// The answer to a [`QuestionRecord`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnswerRecord {
+    /// The question answered.
+    pub question: Uuid,
+    /// The call it is about.
+    pub call_id: String,
+    /// The decision (never `cancelled` or `later`: those are not answers).
+    pub decision: crate::approval::ApprovalDecision,
+    /// Who answered, when known (a user name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Through what: `terminal`, `cli`, `http`, `acp`, `timeout`, or an
+    /// embedder's name for its front end.
+    pub via: String,
+    /// From where, when known (a host or an address).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// Given while the session was parked: nothing has acted on it yet, and
+    /// the call runs (with this decision) when the session continues.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
 }
 
 /// Why and when a run was stopped by its budget.

@@ -4,6 +4,7 @@ mod actor;
 mod approval;
 mod compaction;
 mod properties;
+mod questions;
 mod reminders;
 mod resume;
 mod stack;

@@ -1,0 +1,309 @@
+//! The approval gate: what `pre_tool_call` consults. It applies the
+//! session's [`ApprovalPolicy`], asks the front end's [`Approver`] about
+//! `ask` tools, and keeps every question and answer in the session log
+//! before anything else happens, so a question survives any crash and is
+//! answered exactly once.
+//!
+//! For an `ask` call it acts, in order, on: an answer recorded while the
+//! session was parked (recorded again, acted on, before the call runs); an
+//! open question from before a restart (asked again, not recorded again);
+//! else a new question (recorded, then asked). A question past its timeout
+//! is answered "no" by itself. An approver that answers `Later` parks the
+//! turn: the call stays open and the session continues once an answer is
+//! recorded.
+
+use crate::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, ToolPolicy};
+use crate::events::{EventBus, PodEvent};
+use crate::log::{AnswerRecord, LogRecord, QuestionRecord};
+use crate::questions::{Answerer, Questions};
+use crate::store::LogWriter;
+use pod_llm::Item;
+use pod_worker::PreToolAction;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The session's policy and the front end that answers `ask`.
+/// "Always" and "never" answers update the policy for the rest of the
+/// session (and are replayed from the log on resume).
+#[derive(Clone)]
+pub struct ApprovalGate {
+    policy: ApprovalPolicy,
+    approver: Option<Arc<dyn Approver>>,
+    // Where questions and answers go; without one they live in memory
+    // only, and the turn cannot park (the question would be lost).
+    record: Option<Record>,
+    // Asked and not answered, by call id.
+    open: HashMap<String, QuestionRecord>,
+    // Answered while the session was parked, by call id.
+    pending: HashMap<String, AnswerRecord>,
+    // A subagent's turn must not park: its parent's call would move on.
+    can_park: bool,
+}
+
+#[derive(Clone)]
+struct Record {
+    log: LogWriter,
+    events: EventBus,
+}
+
+impl ApprovalGate {
+    /// A gate applying `policy`, asking `approver` (if any) about `ask`
+    /// tools, with questions kept in memory only.
+    pub fn new(policy: ApprovalPolicy, approver: Option<Arc<dyn Approver>>) -> Self {
+        Self {
+            policy,
+            approver,
+            record: None,
+            open: HashMap::new(),
+            pending: HashMap::new(),
+            can_park: false,
+        }
+    }
+
+    /// The same gate, recording its questions and answers in `log` and
+    /// announcing them on `events`; it takes up where `questions` (replayed
+    /// from the log, against `history`) left off: the open questions, the
+    /// answers given while parked, the standing "always"/"never" answers.
+    /// `can_park`: whether a turn may park at a question (not a subagent's).
+    pub(crate) fn recorded(
+        mut self,
+        log: LogWriter,
+        events: EventBus,
+        questions: &Questions,
+        history: &[Item],
+        can_park: bool,
+    ) -> Self {
+        for (tool, decision) in questions.standing() {
+            match decision {
+                ApprovalDecision::AllowAlways => self.policy.set(tool.clone(), ToolPolicy::Allow),
+                _ => self.policy.set(tool.clone(), ToolPolicy::Deny),
+            };
+        }
+        self.open = questions
+            .open(history)
+            .into_iter()
+            .map(|q| (q.request.call_id.clone(), q.clone()))
+            .collect();
+        self.pending = questions.pending(history);
+        self.record = Some(Record { log, events });
+        self.can_park = can_park;
+        self
+    }
+
+    /// The current policy, with this session's "always" answers.
+    pub fn policy(&self) -> &ApprovalPolicy {
+        &self.policy
+    }
+
+    /// Decides about one call; `cancel` withdraws a question to the user.
+    pub async fn check(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancellationToken,
+    ) -> PreToolAction {
+        match self.policy.get(tool) {
+            ToolPolicy::Allow => PreToolAction::Continue,
+            ToolPolicy::Deny => PreToolAction::Skip(format!(
+                "Not run: denied by the approval policy: `{tool}` is set to deny in this session. \
+                 Do not retry it; find another way or ask the user to allow `{tool}`."
+            )),
+            ToolPolicy::Ask => self.ask(call_id, tool, arguments, cancel).await,
+        }
+    }
+
+    async fn ask(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancellationToken,
+    ) -> PreToolAction {
+        if let Some(answer) = self.pending.remove(call_id) {
+            // Answered while parked: recorded again, acted on, before the
+            // call runs (a crash from here on closes the call as
+            // interrupted instead of running it twice).
+            let acted = AnswerRecord {
+                pending: false,
+                ..answer
+            };
+            if let Err(reason) = self.write(LogRecord::Answer(acted.clone())).await {
+                return PreToolAction::Abort(reason);
+            }
+            self.open.remove(call_id);
+            return self.apply(tool, acted.decision);
+        }
+        let question = match self.open.get(call_id) {
+            Some(question) => question.clone(),
+            None if self.approver.is_none() => return nobody_can_answer(tool),
+            None => {
+                let timeout = self.policy.timeout_secs.map(std::time::Duration::from_secs);
+                let question =
+                    QuestionRecord::ask(ApprovalRequest::new(call_id, tool, arguments), timeout);
+                if let Err(reason) = self.write(LogRecord::Question(question.clone())).await {
+                    return PreToolAction::Abort(reason);
+                }
+                self.announce(PodEvent::QuestionAsked {
+                    question: question.clone(),
+                });
+                self.open.insert(call_id.to_string(), question.clone());
+                question
+            }
+        };
+        if question.expired() {
+            return self
+                .answered(
+                    &question,
+                    ApprovalDecision::RejectOnce,
+                    &Answerer::via("timeout"),
+                )
+                .await;
+        }
+        let Some(approver) = self.approver.clone() else {
+            // Asked before a restart, and nobody here can answer: it keeps
+            // waiting (`pod approve`, the HTTP API).
+            return self.park(&question);
+        };
+        let request = question.request.clone();
+        let decision = match remaining(&question) {
+            Some(left) => {
+                match tokio::time::timeout(left, approver.decide(request, cancel.clone())).await {
+                    Ok(decision) => decision,
+                    Err(_) => {
+                        return self
+                            .answered(
+                                &question,
+                                ApprovalDecision::RejectOnce,
+                                &Answerer::via("timeout"),
+                            )
+                            .await
+                    }
+                }
+            }
+            None => approver.decide(request, cancel.clone()).await,
+        };
+        match decision {
+            ApprovalDecision::Later => self.park(&question),
+            // The question stays in the log; the call gets a "not run"
+            // result, so it no longer waits.
+            ApprovalDecision::Cancelled => {
+                PreToolAction::Abort(format!("the approval request for `{tool}` was cancelled"))
+            }
+            decision => {
+                self.answered(&question, decision, &approver.answerer())
+                    .await
+            }
+        }
+    }
+
+    /// Records `decision` as the answer to `question` and acts on it.
+    async fn answered(
+        &mut self,
+        question: &QuestionRecord,
+        decision: ApprovalDecision,
+        by: &Answerer,
+    ) -> PreToolAction {
+        let answer = by.answer(question, decision, false);
+        if let Err(reason) = self.write(LogRecord::Answer(answer.clone())).await {
+            return PreToolAction::Abort(reason);
+        }
+        self.open.remove(&question.request.call_id);
+        self.announce(PodEvent::QuestionAnswered { answer });
+        if by.via == "timeout" {
+            return PreToolAction::Skip(format!(
+                "Not run: nobody answered the question about this `{}` call in time, so it was \
+                 refused. Do not retry it unchanged; go on without it or stop and say what you \
+                 need.",
+                question.request.tool
+            ));
+        }
+        self.apply(&question.request.tool, decision)
+    }
+
+    fn park(&self, question: &QuestionRecord) -> PreToolAction {
+        if !self.can_park || self.record.is_none() {
+            return nobody_can_answer(&question.request.tool);
+        }
+        PreToolAction::Park(format!(
+            "waiting for an answer to question {} ({})",
+            question.id, question.request.summary
+        ))
+    }
+
+    fn apply(&mut self, tool: &str, decision: ApprovalDecision) -> PreToolAction {
+        match decision {
+            ApprovalDecision::AllowOnce => PreToolAction::Continue,
+            ApprovalDecision::AllowAlways => {
+                self.policy.set(tool, ToolPolicy::Allow);
+                PreToolAction::Continue
+            }
+            ApprovalDecision::RejectOnce => PreToolAction::Skip(format!(
+                "Not run: the user refused this `{tool}` call. Do not retry it unchanged; \
+                 ask the user or take another approach."
+            )),
+            ApprovalDecision::RejectAlways => {
+                self.policy.set(tool, ToolPolicy::Deny);
+                PreToolAction::Skip(format!(
+                    "Not run: the user refused this `{tool}` call and every later `{tool}` call \
+                     in this session. Find another way or ask the user."
+                ))
+            }
+            // Not answers; never recorded as such.
+            ApprovalDecision::Cancelled | ApprovalDecision::Later => {
+                PreToolAction::Abort(format!("the approval request for `{tool}` got no answer"))
+            }
+        }
+    }
+
+    /// Appends `record` (made durable before anyone is asked or anything
+    /// runs); the error is the turn's abort reason.
+    async fn write(&self, record: LogRecord) -> Result<(), String> {
+        let Some(log) = self.record.as_ref().map(|r| &r.log) else {
+            return Ok(());
+        };
+        log.append(&record, true).await.map_err(|err| {
+            format!(
+                "the question could not be recorded in the session log ({})",
+                pod_llm::error_chain(&err)
+            )
+        })
+    }
+
+    fn announce(&self, event: PodEvent) {
+        if let Some(record) = &self.record {
+            record.events.send(event);
+        }
+    }
+}
+
+/// How long `question` may still wait, if it has a timeout.
+fn remaining(question: &QuestionRecord) -> Option<std::time::Duration> {
+    let expires = question.expires_at?;
+    Some(
+        (expires - chrono::Utc::now())
+            .to_std()
+            .unwrap_or(std::time::Duration::ZERO),
+    )
+}
+
+fn nobody_can_answer(tool: &str) -> PreToolAction {
+    PreToolAction::Skip(format!(
+        "Not run: `{tool}` needs the user's approval and nobody can give it in this \
+         session. The user must allow it (for example with --yes or --allow {tool}). \
+         Do not retry it; tell the user what you wanted to do."
+    ))
+}
+
+impl std::fmt::Debug for ApprovalGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApprovalGate")
+            .field("policy", &self.policy)
+            .field("approver", &self.approver.is_some())
+            .field("recorded", &self.record.is_some())
+            .field("open", &self.open.len())
+            .field("pending", &self.pending.len())
+            .finish()
+    }
+}

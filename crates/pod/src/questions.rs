@@ -1,0 +1,304 @@
+//! Questions to people, kept in the session log.
+//!
+//! A tool call that needs approval is a [`QuestionRecord`] in the log before
+//! anyone is asked; its answer is an [`AnswerRecord`]. Replay rebuilds from
+//! them what waits ([`Questions::open`]), what was answered while the session
+//! was parked and has not been acted on yet ([`Questions::pending`]), and the
+//! "always"/"never" answers that hold for the rest of the session.
+//!
+//! The last answer recorded for a call decides. An answer given while the
+//! session was parked (by `pod approve` or the HTTP API) is recorded
+//! `pending`: the call had not started. When the session continues, the
+//! approval gate records it again, not pending, before the call runs, so a
+//! crash while the tool runs leaves a call that a later resume closes as
+//! interrupted instead of running it twice.
+
+use crate::approval::{ApprovalDecision, ApprovalRequest};
+use crate::error::PodError;
+use crate::log::{AnswerRecord, LogRecord, QuestionRecord};
+use crate::store::Store;
+use chrono::Utc;
+use pod_llm::{Item, ItemKind};
+use std::collections::{HashMap, HashSet};
+use uuid::Uuid;
+
+/// A session's questions and answers, as its log holds them.
+#[derive(Debug, Clone, Default)]
+pub struct Questions {
+    asked: Vec<QuestionRecord>,
+    // The last answer of each question.
+    answers: HashMap<Uuid, AnswerRecord>,
+    // Every "always" or "never" answer, in log order: (tool, decision).
+    standing: Vec<(String, ApprovalDecision)>,
+}
+
+/// What a question waits for, or what was decided about it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QuestionState<'a> {
+    /// Nobody answered yet.
+    Open(&'a QuestionRecord),
+    /// Answered while the session was parked; the call has not started.
+    Pending(&'a QuestionRecord, &'a AnswerRecord),
+    /// Answered and acted on (the call went on right away).
+    Settled(&'a QuestionRecord, &'a AnswerRecord),
+}
+
+impl Questions {
+    /// The questions and answers of `records`.
+    pub fn from_records<'a>(records: impl IntoIterator<Item = &'a LogRecord>) -> Self {
+        let mut questions = Self::default();
+        for record in records {
+            questions.observe(record);
+        }
+        questions
+    }
+
+    /// Takes `record` into account (a no-op for other records).
+    pub fn observe(&mut self, record: &LogRecord) {
+        match record {
+            LogRecord::Question(question) => self.asked.push(question.clone()),
+            LogRecord::Answer(answer) => {
+                if let Some(tool) = self
+                    .asked
+                    .iter()
+                    .find(|q| q.id == answer.question)
+                    .map(|q| q.request.tool.clone())
+                {
+                    if matches!(
+                        answer.decision,
+                        ApprovalDecision::AllowAlways | ApprovalDecision::RejectAlways
+                    ) {
+                        self.standing.push((tool, answer.decision));
+                    }
+                }
+                self.answers.insert(answer.question, answer.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// The question with this id.
+    pub fn get(&self, id: Uuid) -> Option<&QuestionRecord> {
+        self.asked.iter().find(|q| q.id == id)
+    }
+
+    /// Where question `id` stands.
+    pub fn state(&self, id: Uuid) -> Option<QuestionState<'_>> {
+        let question = self.get(id)?;
+        Some(match self.answers.get(&id) {
+            None => QuestionState::Open(question),
+            Some(answer) if answer.pending => QuestionState::Pending(question, answer),
+            Some(answer) => QuestionState::Settled(question, answer),
+        })
+    }
+
+    /// The latest question about call `call_id`.
+    pub fn for_call(&self, call_id: &str) -> Option<&QuestionRecord> {
+        self.asked
+            .iter()
+            .rev()
+            .find(|q| q.request.call_id == call_id)
+    }
+
+    /// The questions that wait for an answer: unanswered, about a call of
+    /// `history` that has no result yet, oldest first.
+    pub fn open<'a>(&'a self, history: &[Item]) -> Vec<&'a QuestionRecord> {
+        let waiting = calls_without_result(history);
+        self.asked
+            .iter()
+            .filter(|q| waiting.contains(q.request.call_id.as_str()))
+            .filter(|q| !self.answers.contains_key(&q.id))
+            .collect()
+    }
+
+    /// The answers given while the session was parked to calls of
+    /// `history` that have not run, by call id.
+    pub fn pending(&self, history: &[Item]) -> HashMap<String, AnswerRecord> {
+        let waiting = calls_without_result(history);
+        self.answers
+            .values()
+            .filter(|a| a.pending && waiting.contains(a.call_id.as_str()))
+            .map(|a| (a.call_id.clone(), a.clone()))
+            .collect()
+    }
+
+    /// The "always" and "never" answers, in the order they were given.
+    pub fn standing(&self) -> &[(String, ApprovalDecision)] {
+        &self.standing
+    }
+
+    /// Of the last answer's calls without a result, the first one a
+    /// question parked (open, or answered while parked): it and every call
+    /// after it never started, so they stay open for the next run.
+    pub fn parked_from(&self, history: &[Item]) -> Option<String> {
+        let last = history
+            .iter()
+            .rev()
+            .find(|item| matches!(item.kind, ItemKind::Assistant { .. }))?;
+        let waiting = calls_without_result(history);
+        last.tool_calls()
+            .iter()
+            .filter(|call| waiting.contains(call.id.as_str()))
+            .find(|call| match self.for_call(&call.id) {
+                Some(question) => matches!(
+                    self.state(question.id),
+                    Some(QuestionState::Open(_) | QuestionState::Pending(..))
+                ),
+                None => false,
+            })
+            .map(|call| call.id.clone())
+    }
+}
+
+/// Ids of the calls in `history` without a result.
+fn calls_without_result(history: &[Item]) -> HashSet<&str> {
+    let mut open: HashSet<&str> = HashSet::new();
+    for item in history {
+        match &item.kind {
+            ItemKind::Assistant { tool_calls, .. } => {
+                open.extend(tool_calls.iter().map(|c| c.id.as_str()))
+            }
+            ItemKind::ToolResult { call_id, .. } => {
+                open.remove(call_id.as_str());
+            }
+            _ => {}
+        }
+    }
+    open
+}
+
+impl QuestionRecord {
+    /// A question asked now about `request`, answered "no" by itself after
+    /// `timeout` if one is set.
+    pub fn ask(request: ApprovalRequest, timeout: Option<std::time::Duration>) -> Self {
+        let asked_at = Utc::now();
+        let expires_at = timeout
+            .and_then(|t| chrono::Duration::from_std(t).ok())
+            .map(|t| asked_at + t);
+        Self {
+            id: Uuid::new_v4(),
+            request,
+            asked_at,
+            expires_at,
+        }
+    }
+
+    /// Whether its time ran out.
+    pub fn expired(&self) -> bool {
+        self.expires_at.is_some_and(|at| at <= Utc::now())
+    }
+}
+
+/// Who gives an answer and through what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answerer {
+    /// `terminal`, `cli`, `http`, `acp`, `timeout`, or an embedder's name.
+    pub via: String,
+    /// A user name, when known.
+    pub by: Option<String>,
+    /// A host or address, when known.
+    pub from: Option<String>,
+}
+
+impl Answerer {
+    /// Through `via`, from nobody in particular.
+    pub fn via(via: impl Into<String>) -> Self {
+        Self {
+            via: via.into(),
+            by: None,
+            from: None,
+        }
+    }
+
+    /// The answer it gives to `question`.
+    pub fn answer(
+        &self,
+        question: &QuestionRecord,
+        decision: ApprovalDecision,
+        pending: bool,
+    ) -> AnswerRecord {
+        AnswerRecord {
+            question: question.id,
+            call_id: question.request.call_id.clone(),
+            decision,
+            by: self.by.clone(),
+            via: self.via.clone(),
+            from: self.from.clone(),
+            at: Utc::now(),
+            pending,
+        }
+    }
+}
+
+/// How [`answer`] went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    /// The question.
+    pub question: QuestionRecord,
+    /// The answer recorded.
+    pub answer: AnswerRecord,
+}
+
+/// Answers question `question` of parked session `session`: opens the
+/// session (so only one writer at a time, and on a fleet store under a
+/// lease: two answerers race, one wins), checks the question still waits,
+/// records the answer as pending (the session runs the call when it
+/// continues) and closes the session. The caller then continues the
+/// session (or queues it for a fleet).
+pub async fn answer(
+    store: &Store,
+    session: Uuid,
+    question: Uuid,
+    decision: ApprovalDecision,
+    by: &Answerer,
+) -> Result<Answered, PodError> {
+    if matches!(
+        decision,
+        ApprovalDecision::Cancelled | ApprovalDecision::Later
+    ) {
+        return Err(PodError::NotAnAnswer { decision });
+    }
+    let opened = store
+        .open(session, crate::config::Durability::Always)
+        .await?;
+    let result = async {
+        let records = &opened.contents.records;
+        let questions = Questions::from_records(records);
+        let replayed = crate::replay::replay(records);
+        let state = questions
+            .state(question)
+            .ok_or(PodError::NoSuchQuestion { session, question })?;
+        match state {
+            QuestionState::Open(asked) => {
+                if !questions
+                    .open(&replayed.history)
+                    .iter()
+                    .any(|q| q.id == asked.id)
+                {
+                    return Err(PodError::QuestionWithdrawn { question });
+                }
+                let record = by.answer(asked, decision, true);
+                opened
+                    .writer
+                    .append(&LogRecord::Answer(record.clone()), true)
+                    .await?;
+                Ok(Answered {
+                    question: asked.clone(),
+                    answer: record,
+                })
+            }
+            QuestionState::Pending(_, answer) | QuestionState::Settled(_, answer) => {
+                Err(PodError::AlreadyAnswered {
+                    question,
+                    decision: answer.decision,
+                    via: answer.via.clone(),
+                })
+            }
+        }
+    }
+    .await;
+    let closed = opened.writer.shutdown().await;
+    let answered = result?;
+    closed?;
+    Ok(answered)
+}
