@@ -102,6 +102,10 @@ impl Approver for SessionApprover {
         // before the prompt's answer. A dropped reply: the connection closed.
         decision.await.unwrap_or(ApprovalDecision::Cancelled)
     }
+
+    fn answerer(&self) -> pod::questions::Answerer {
+        pod::questions::Answerer::via("acp")
+    }
 }
 
 /// Sends `question` to the client and spawns the task awaiting its answer.

@@ -118,6 +118,21 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     /// Asks first on a terminal; --yes skips the question (and is needed
     /// when stdin is not a terminal). A running session is never deleted.
     Rm(RmArgs),
+    /// Answer a question a session waits on: allow or deny the tool call
+    /// it asked about, once (allow, deny) or for the rest of the session
+    /// (always, never).
+    ///
+    /// Works from any machine that reaches the store, for a session parked
+    /// on its question (by `pod serve`, a fleet worker, or a resume that
+    /// nobody could answer). The answer is recorded in the session's log;
+    /// on a fleet the session goes back to the queue and a worker runs the
+    /// call, on the file store `pod resume ID` does. Two answers race: one
+    /// wins, the other is told.
+    #[command(after_help = "Examples:
+  pod approve 3f2a allow                 # the session's one open question
+  pod approve 3f2a call_7 never          # a question about call call_7
+  pod sessions                           # status awaiting_approval lists them")]
+    Approve(ApproveArgs),
     /// Delete sessions that were not updated for a while.
     #[command(after_help = "Examples:
   pod prune --older-than 30d --dry-run   # list what would go
@@ -236,6 +251,22 @@ pub struct AcpArgs {
     /// besides the config file's and the editor's own).
     #[command(flatten)]
     pub session: SessionArgs,
+}
+
+/// `pod approve`.
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// Session id (a unique prefix is enough).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// `[CALL] DECISION`: the call (or question id prefix) when the
+    /// session has several open questions, then allow, deny, always or
+    /// never (or allow_once, reject_once, allow_always, reject_always).
+    #[arg(value_name = "[CALL] DECISION", num_args = 1..=2, required = true)]
+    pub answer: Vec<String>,
+    /// Print the answer recorded as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `pod rm`.

@@ -31,6 +31,11 @@ pub enum Ended {
         /// Model requests of the run.
         requests: u32,
     },
+    /// It waits for a person's answer; answering it queues it again.
+    Parked {
+        /// On what.
+        why: String,
+    },
     /// The worker stopped with its plan unfinished: it is queued again.
     Requeued {
         /// The plan's progress.
@@ -52,6 +57,7 @@ impl std::fmt::Display for Ended {
                 progress.completed,
                 progress.total
             ),
+            Ended::Parked { why } => write!(f, "parked, {why}"),
             Ended::Requeued { progress } => write!(
                 f,
                 "stopped with {}/{} todos done; queued again",
@@ -97,9 +103,17 @@ impl Claim {
         // Without the HTTP API nobody answers `ask` on a fleet worker: such
         // calls are refused with a message saying so, and the recorded
         // --yes/--allow decide the rest. With it, they wait there.
+        // A question parks the session (waiting holds no slot and no
+        // lease); it is answered from anywhere (`pod approve`, any server's
+        // API) and the session queued again. With this process's API, its
+        // subagents' questions wait there.
+        let approver: Arc<dyn pod::Approver> = match &self.api {
+            Some(api) => api.approver(id),
+            None => Arc::new(pod::questions::Parking),
+        };
         let options = pod_launch::Options {
             durability: Durability::Turn,
-            approver: self.api.as_ref().map(|api| api.approver(id)),
+            approver: Some(approver),
             ..Default::default()
         };
         let prepared = match self.plan().await {
@@ -152,6 +166,13 @@ impl Claim {
         let shutdown = handle.shutdown().await;
         mcp.shutdown().await;
         let progress = sessions::progress(&todos);
+        if let Ok(outcome) = &result {
+            if let TurnEndReason::Parked(why) = &outcome.reason {
+                // Left as it is (not queued): the answer queues it.
+                shutdown.map_err(RunError::Close)?;
+                return Ok(Ended::Parked { why: why.clone() });
+            }
+        }
         let unfinished = progress.unfinished();
         if self.stop.is_cancelled() && unfinished && shutdown.is_ok() {
             store

@@ -78,12 +78,7 @@ pub async fn get(
             children.push(candidate.summary);
         }
     }
-    let approvals: Vec<PendingApproval> = app
-        .runner
-        .approvals()
-        .into_iter()
-        .filter(|a| a.session_id == id)
-        .collect();
+    let approvals = waiting(&app, Some(id)).await?;
     Ok(Json(json!({
         "session": entry.summary,
         "records": entry.records,
@@ -149,6 +144,13 @@ pub async fn prompt(
 ) -> Result<Response, ApiError> {
     let text: Text = parse(&body)?;
     let id = resolve(&app, &id).await?;
+    if let Some(question) = entry(&app, id).await?.summary.question {
+        return Err(ApiError::conflict(format!(
+            "session {id} waits for an answer to question {} ({}): answer it first \
+             (POST /api/approvals/{})",
+            question.id, question.request.summary, question.id
+        )));
+    }
     app.runner.prompt(id, text.text).await?;
     Ok(accepted())
 }
@@ -176,9 +178,44 @@ pub async fn cancel(
     Ok(accepted())
 }
 
-/// `GET /api/approvals`: every call waiting for an answer.
-pub async fn approvals(State(app): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({ "approvals": app.runner.approvals() }))
+/// `GET /api/approvals`: every call waiting for an answer: the questions
+/// parked sessions of the whole store wait on, and the subagents' questions
+/// waiting in this process.
+pub async fn approvals(State(app): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    Ok(Json(json!({ "approvals": waiting(&app, None).await? })))
+}
+
+/// The calls waiting for an answer (of session `only`, when given), oldest
+/// first: questions the logs hold, and those waiting in this process.
+pub async fn waiting(app: &AppState, only: Option<Uuid>) -> Result<Vec<PendingApproval>, ApiError> {
+    let mut waiting: Vec<PendingApproval> = match only {
+        Some(id) => entry(app, id)
+            .await?
+            .summary
+            .question
+            .map(|q| PendingApproval::parked(id, &q))
+            .into_iter()
+            .collect(),
+        None => app
+            .summaries
+            .all(app.store.as_ref())
+            .await
+            .map_err(|e| ApiError::internal(pod_llm::error_chain(&e)))?
+            .into_iter()
+            .filter_map(|entry| {
+                let question = entry.summary.question?;
+                Some(PendingApproval::parked(entry.summary.id, &question))
+            })
+            .collect(),
+    };
+    waiting.extend(
+        app.runner
+            .approvals()
+            .into_iter()
+            .filter(|a| only.is_none_or(|id| a.session_id == id)),
+    );
+    waiting.sort_by_key(|a| a.asked_at);
+    Ok(waiting)
 }
 
 #[derive(Deserialize)]
@@ -200,6 +237,7 @@ struct Answer {
 pub async fn answer(
     State(app): State<AppState>,
     Path(id): Path<String>,
+    peer: Option<axum::Extension<super::server::Peer>>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let id = Uuid::parse_str(&id)
@@ -221,7 +259,35 @@ pub async fn answer(
         session_id: answer.session_id,
         call_id: answer.call_id,
     };
-    app.runner.answer(id, &bound, decision)?;
+    // A subagent's question waits in this process; a session's own is in
+    // its log (the session is parked on it), wherever it was asked.
+    if app.runner.has_live_approval(id) {
+        app.runner.answer(id, &bound, decision)?;
+        return Ok(Json(json!({})).into_response());
+    }
+    let parked = app
+        .summaries
+        .all(app.store.as_ref())
+        .await
+        .map_err(|e| ApiError::internal(pod_llm::error_chain(&e)))?
+        .into_iter()
+        .find_map(|entry| {
+            let question = entry.summary.question.filter(|q| q.id == id)?;
+            Some((entry.summary.id, question))
+        });
+    let Some((session, question)) = parked else {
+        return Err(ApiError::conflict(format!(
+            "approval {id} is not waiting: it was answered, withdrawn, or never asked"
+        )));
+    };
+    let by = pod::questions::Answerer {
+        via: "http".into(),
+        by: None,
+        from: peer.map(|axum::Extension(peer)| peer.0.to_string()),
+    };
+    app.runner
+        .answer_parked(session, &question, &bound, decision, &by)
+        .await?;
     Ok(Json(json!({})).into_response())
 }
 

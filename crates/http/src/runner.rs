@@ -131,6 +131,26 @@ pub struct PendingApproval {
     pub request: ApprovalRequest,
     /// When it was asked.
     pub asked_at: DateTime<Utc>,
+    /// When it is answered "no" by itself, if it has a timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Whether the session is parked on it (its log holds the question and
+    /// no process waits): an answer continues the session here.
+    pub parked: bool,
+}
+
+impl PendingApproval {
+    /// The question a parked session's log holds.
+    pub fn parked(session_id: Uuid, question: &pod::log::QuestionRecord) -> Self {
+        Self {
+            id: question.id,
+            session_id,
+            request: question.request.clone(),
+            asked_at: question.asked_at,
+            expires_at: question.expires_at,
+            parked: true,
+        }
+    }
 }
 
 struct Waiting {
@@ -216,6 +236,10 @@ pub struct Delta {
     /// The piece.
     pub text: String,
 }
+
+/// How long an answer waits for a session that is still parking (its
+/// question is in the log a moment before its Pod lets the log go).
+const PARKING_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Deltas waiting for the slowest watcher: a few answers' worth of small
 /// pieces; beyond that a watcher skips ahead (it gets the record anyway).
@@ -333,7 +357,7 @@ impl Runner {
             .map_err(|e| ApiError::internal(chain(&e)))?;
         let id = session.handle.session_id();
         *id_cell.lock() = Some(id);
-        self.go_live(id, session.handle, Some(session.mcp), request.task);
+        self.go_live(id, session.handle, Some(session.mcp), Some(request.task));
         Ok(id)
     }
 
@@ -357,11 +381,54 @@ impl Runner {
             )));
         }
         if let Some(handle) = self.take_turn(id) {
-            self.spawn_turn(id, handle, text);
+            self.spawn_turn(id, handle, Some(text));
             return Ok(());
         }
         let (handle, mcp) = self.resume(id).await?;
-        self.go_live(id, handle, Some(mcp), text);
+        self.go_live(id, handle, Some(mcp), Some(text));
+        Ok(())
+    }
+
+    /// Answers question `question` of `session`, parked on it (nothing
+    /// waits in a process: the log holds the question), then continues the
+    /// session here: the call runs with the answer.
+    pub async fn answer_parked(
+        &self,
+        session: Uuid,
+        question: &pod::log::QuestionRecord,
+        bound: &Binding,
+        decision: ApprovalDecision,
+        by: &pod::questions::Answerer,
+    ) -> Result<(), ApiError> {
+        let asked = PendingApproval::parked(session, question);
+        if let Some(mismatch) = bound.mismatch(&asked) {
+            return Err(ApiError::conflict(format!(
+                "approval {} is for {mismatch}; nothing was answered",
+                question.id
+            )));
+        }
+        let store = self.launcher.place().store.clone();
+        match pod::questions::answer(&store, session, question.id, decision, by, PARKING_WAIT).await
+        {
+            Ok(_) => {}
+            Err(err @ (PodError::AlreadyAnswered { .. } | PodError::QuestionWithdrawn { .. })) => {
+                return Err(ApiError::conflict(chain(&err)))
+            }
+            Err(PodError::SessionBusy { .. } | PodError::SessionLeased { .. }) => {
+                return Err(ApiError::conflict(format!(
+                    "session {session} is open in another process, which asks the question \
+                     itself: answer it there"
+                )))
+            }
+            Err(err) => return Err(ApiError::internal(chain(&err))),
+        }
+        let _start = self.starting.lock().await;
+        if self.state.lock().live.contains_key(&session) {
+            // Already continued by someone else here.
+            return Ok(());
+        }
+        let (handle, mcp) = self.resume(session).await?;
+        self.go_live(session, handle, Some(mcp), None);
         Ok(())
     }
 
@@ -395,6 +462,15 @@ impl Runner {
     pub fn approvals(&self) -> Vec<PendingApproval> {
         let state = self.state.lock();
         state.approvals.iter().map(|w| w.approval.clone()).collect()
+    }
+
+    /// Whether approval `id` waits in this process (a subagent's).
+    pub fn has_live_approval(&self, id: Uuid) -> bool {
+        self.state
+            .lock()
+            .approvals
+            .iter()
+            .any(|w| w.approval.id == id)
     }
 
     /// Answers approval `approval`, if it still waits and is the question
@@ -496,7 +572,13 @@ impl Runner {
         Some(live.handle.clone())
     }
 
-    fn go_live(&self, id: Uuid, handle: PodHandle, mcp: Option<pod_mcp::McpServers>, text: String) {
+    fn go_live(
+        &self,
+        id: Uuid,
+        handle: PodHandle,
+        mcp: Option<pod_mcp::McpServers>,
+        text: Option<String>,
+    ) {
         let gone = CancellationToken::new();
         self.watch_events(id, &handle, gone.clone());
         self.state.lock().live.insert(
@@ -556,10 +638,10 @@ impl Runner {
     /// Runs one prompt; the last one answered shuts the Pod down, unless
     /// a note came too late for the turn's last request: then the turn is
     /// continued so the model reads it.
-    fn spawn_turn(&self, id: Uuid, handle: PodHandle, text: String) {
+    fn spawn_turn(&self, id: Uuid, handle: PodHandle, text: Option<String>) {
         let runner = self.clone();
         tokio::spawn(async move {
-            let mut prompt = Some(text);
+            let mut prompt = text;
             let live = loop {
                 let result = match prompt.take() {
                     Some(text) => handle.prompt(text).await,
@@ -719,6 +801,13 @@ impl Approver for HttpApprover {
         request: ApprovalRequest,
         cancel: CancellationToken,
     ) -> ApprovalDecision {
+        // A session's own question parks it: the question is in its log,
+        // the API lists it from there, and waiting holds nothing. A
+        // subagent's cannot park (its parent's call would move on): it
+        // waits here, listed from memory.
+        if request.subagent.is_none() {
+            return ApprovalDecision::Later;
+        }
         let session_id = (*self.session.lock()).unwrap_or_default();
         let (reply, answer) = oneshot::channel();
         let id = Uuid::new_v4();
@@ -728,6 +817,8 @@ impl Approver for HttpApprover {
                 session_id,
                 request,
                 asked_at: Utc::now(),
+                expires_at: None,
+                parked: false,
             },
             reply,
         });
@@ -739,5 +830,9 @@ impl Approver for HttpApprover {
                 ApprovalDecision::Cancelled
             }
         }
+    }
+
+    fn answerer(&self) -> pod::questions::Answerer {
+        pod::questions::Answerer::via("http")
     }
 }

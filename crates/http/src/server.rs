@@ -52,9 +52,9 @@ pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, 
         .max_buf_size(PARSER_BUFFER)
         .keep_alive(true);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(err) => {
                     tracing::warn!(%err, "accepting a connection failed");
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
@@ -69,7 +69,8 @@ pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, 
         };
         // Answers are small and often single writes: send them at once.
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        // Each request carries where it came from.
+        let service = TowerToHyperService::new(app.clone().layer(axum::Extension(Peer(peer))));
         let io = TokioIo::new(Slotted {
             _slot: slot,
             stream,
@@ -88,6 +89,10 @@ pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, 
         tracing::warn!("connections still open after {DRAIN:?}; closing them");
     }
 }
+
+/// The address a request came from, for the record of who answered.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
 
 /// A connection holding its slot: the slot is given back as the socket is
 /// dropped, before it closes (fields drop in order), so a client that saw

@@ -137,12 +137,12 @@ async fn watch_session(
             send(json_event("status", &now)).await?;
             status = Some(now);
         }
-        let waiting: Vec<_> = app
-            .runner
-            .approvals()
-            .into_iter()
-            .filter(|a| a.session_id == id)
-            .collect();
+        let waiting = super::api::waiting(&app, Some(id))
+            .await
+            .unwrap_or_else(|_| {
+                let live = app.runner.approvals().into_iter();
+                live.filter(|a| a.session_id == id).collect()
+            });
         let ids: Vec<Uuid> = waiting.iter().map(|a| a.id).collect();
         if approvals.as_ref() != Some(&ids) {
             send(json_event("approvals", &json!({ "approvals": waiting }))).await?;
@@ -234,7 +234,9 @@ pub async fn all(State(app): State<AppState>) -> Events {
                 }
                 Err(err) => tracing::warn!(err = %format!("{err:#}"), "cannot list sessions"),
             }
-            let waiting = app.runner.approvals();
+            let waiting = super::api::waiting(&app, None)
+                .await
+                .unwrap_or_else(|_| app.runner.approvals());
             let ids: Vec<Uuid> = waiting.iter().map(|a| a.id).collect();
             if approvals.as_ref() != Some(&ids) {
                 let event = json_event("approvals", &json!({ "approvals": waiting }));

@@ -19,6 +19,10 @@ use uuid::Uuid;
 pub enum Status {
     /// A process (or a fleet worker) has the session open.
     Running,
+    /// A tool call waits for a person's answer (the question is in the
+    /// log; `pod approve`, the HTTP API or the prompt that asked answers
+    /// it). Whether a process holds it or it is parked.
+    AwaitingApproval,
     /// Submitted to a fleet; waiting for a worker.
     Queued,
     /// The model answered; the plan is empty or has unfinished items.
@@ -37,6 +41,7 @@ impl Status {
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Running => "running",
+            Status::AwaitingApproval => "awaiting_approval",
             Status::Queued => "queued",
             Status::Idle => "idle",
             Status::Done => "done",
@@ -101,6 +106,10 @@ pub struct Summary {
     /// The session whose `task` call started it, when it is a subagent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<pod::log::ParentLink>,
+    /// The question it waits on, when the status is `awaiting_approval`
+    /// (its `asked_at` is when it started waiting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<pod::log::QuestionRecord>,
     /// The limit that stopped its last run, when the status is `stopped`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<pod_worker::Limit>,
@@ -161,12 +170,18 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         .await
         .map_err(|err| LaunchError::pod(format!("cannot stat {location}"), err))?;
     let replayed = replay(&contents.records);
+    let question = pod::questions::Questions::from_records(&contents.records)
+        .open(&replayed.history)
+        .first()
+        .map(|q| (*q).clone());
     let items = pod::fork_item_count(&contents.records);
     let stopped_by = match contents.records.last() {
         Some(LogRecord::Stopped(stopped)) => Some(stopped.limit.clone()),
         _ => None,
     };
-    let status = if stat.holder.is_some() {
+    let status = if question.is_some() {
+        Status::AwaitingApproval
+    } else if stat.holder.is_some() {
         Status::Running
     } else if stat.queued {
         Status::Queued
@@ -192,6 +207,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         holder: stat.holder,
         forked_from: header.forked_from.map(|(id, at)| ForkedFrom { id, at }),
         parent: header.parent.clone(),
+        question,
         stopped_by,
         usage,
         cost,

@@ -230,6 +230,22 @@ impl Answerer {
     }
 }
 
+/// An approver for front ends where waiting must cost nothing (a fleet
+/// worker): every question is answered later, so the turn parks on it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Parking;
+
+#[async_trait::async_trait]
+impl crate::approval::Approver for Parking {
+    async fn decide(
+        &self,
+        _request: ApprovalRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> ApprovalDecision {
+        ApprovalDecision::Later
+    }
+}
+
 /// How [`answer`] went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answered {
@@ -239,18 +255,26 @@ pub struct Answered {
     pub answer: AnswerRecord,
 }
 
+/// Between tries to open a session that is still parking.
+const PARKING_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Answers question `question` of parked session `session`: opens the
 /// session (so only one writer at a time, and on a fleet store under a
 /// lease: two answerers race, one wins), checks the question still waits,
 /// records the answer as pending (the session runs the call when it
 /// continues) and closes the session. The caller then continues the
-/// session (or queues it for a fleet).
+/// session (or queues it for a fleet). A session that is still being
+/// parked (the question is in its log a moment before its Pod lets it go)
+/// is waited for up to `wait`; one a process keeps open (a prompt at a
+/// terminal asks the question itself) is [`PodError::SessionBusy`] or
+/// [`PodError::SessionLeased`] after that.
 pub async fn answer(
     store: &Store,
     session: Uuid,
     question: Uuid,
     decision: ApprovalDecision,
     by: &Answerer,
+    wait: std::time::Duration,
 ) -> Result<Answered, PodError> {
     if matches!(
         decision,
@@ -258,9 +282,16 @@ pub async fn answer(
     ) {
         return Err(PodError::NotAnAnswer { decision });
     }
-    let opened = store
-        .open(session, crate::config::Durability::Always)
-        .await?;
+    let mut waited = std::time::Duration::ZERO;
+    let opened = loop {
+        match store.open(session, crate::config::Durability::Always).await {
+            Err(PodError::SessionBusy { .. } | PodError::SessionLeased { .. }) if waited < wait => {
+                tokio::time::sleep(PARKING_POLL).await;
+                waited += PARKING_POLL;
+            }
+            opened => break opened?,
+        }
+    };
     let result = async {
         let records = &opened.contents.records;
         let questions = Questions::from_records(records);

@@ -49,6 +49,14 @@ impl Approver for TerminalApprover {
         }
         answer.await.unwrap_or(ApprovalDecision::Cancelled)
     }
+
+    fn answerer(&self) -> pod::questions::Answerer {
+        pod::questions::Answerer {
+            via: "terminal".into(),
+            by: std::env::var("USER").ok().filter(|u| !u.is_empty()),
+            from: None,
+        }
+    }
 }
 
 /// Asks `request` on the real stderr, reading stdin, on a thread of its own.

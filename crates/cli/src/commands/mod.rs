@@ -2,6 +2,7 @@
 //! arguments; `dispatch` is one line per command.
 
 pub mod acp;
+mod approve;
 mod demo;
 mod fork;
 pub mod prune;
@@ -29,6 +30,7 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
         Command::Show(args) => show::run(args, place().await?).await,
         Command::Fork(args) => fork::run(args, place().await?).await,
         Command::Rm(args) => rm::run(args, place().await?).await,
+        Command::Approve(args) => approve::run(args, place().await?).await,
         Command::Prune(args) => prune::run(args, place().await?).await,
         Command::Store(command) => transfer::run(command, place().await?).await,
         Command::Submit(args) => serve::submit(args, place().await?).await,

@@ -15,7 +15,8 @@ pub async fn run(args: PruneArgs, place: super::Place) -> Result<Outcome> {
     for id in store.list().await? {
         match session::load(store, id).await {
             // A running session is busy, however old its last write.
-            Ok(loaded) if loaded.summary.status == Status::Running => {}
+            Ok(loaded)
+                if loaded.summary.holder.is_some() || loaded.summary.status == Status::Running => {}
             Ok(loaded) if cutoff.is_none_or(|cutoff| loaded.summary.updated_at < cutoff) => {
                 old.push(loaded.summary)
             }

@@ -70,14 +70,15 @@ fn tree(summaries: Vec<Summary>) -> Vec<Summary> {
 /// parent.
 fn table(summaries: &[Summary], style: Style) -> String {
     let mut out = style.bold(&format!(
-        "{:<8}  {:<11}  {:<5}  {:<16}  {:<16}  {:<14}  {}\n",
+        "{:<8}  {:<17}  {:<5}  {:<16}  {:<16}  {:<14}  {}\n",
         "ID", "STATUS", "TODOS", "UPDATED", "MODEL", "TOKENS", "WORKSPACE"
     ));
     for s in summaries {
         let id = s.id.to_string();
-        let status = format!("{:<11}", s.status.as_str());
+        let status = format!("{:<17}", s.status.as_str());
         let status = match s.status {
             session::Status::Running => style.yellow(&status),
+            session::Status::AwaitingApproval => style.cyan(&status),
             session::Status::Done => style.green(&status),
             session::Status::Interrupted => style.red(&status),
             session::Status::Stopped => style.yellow(&status),

@@ -137,7 +137,7 @@ fn human(loaded: &Loaded, children: &[Summary], style: Style) -> String {
                 .map(|link| link.description.as_str())
                 .unwrap_or_default();
             out.push_str(&format!(
-                "  {}  {:<11}  {:<5}  {}\n",
+                "  {}  {:<17}  {:<5}  {}\n",
                 child.id,
                 child.status.as_str(),
                 match child.todos.total {
@@ -205,6 +205,17 @@ fn head_and_history(loaded: &Loaded, style: Style) -> String {
     ));
     if let Some(holder) = &s.holder {
         out.push_str(&format!("  held by    {holder}\n"));
+    }
+    if let Some(question) = &s.question {
+        out.push_str(&format!(
+            "  waiting    since {} for an answer: {}\n             answer with: pod approve {} allow|deny|always|never\n",
+            question
+                .asked_at
+                .with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M:%S"),
+            render::safe::line(&question.request.summary),
+            s.id
+        ));
     }
     out.push_str(&format!("  log        {}\n\n", s.log_path));
     out.push_str(&render::history::history(&loaded.records, style));

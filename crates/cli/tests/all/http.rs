@@ -126,6 +126,14 @@ impl Server {
     }
 }
 
+impl Server {
+    /// SIGKILLs the server and waits for it to be gone.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("kill the server");
+        self.child.wait().expect("reap the server");
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -514,7 +522,7 @@ fn a_non_loopback_address_needs_a_token_file() {
 /// With a PostgreSQL store the server lists the fleet's sessions and its
 /// worker's sessions ask through the API.
 #[tokio::test]
-async fn a_fleet_session_run_by_the_server_asks_through_the_api() {
+async fn a_fleet_session_parks_on_its_question_and_the_api_answers_it() {
     let pg = pod_testkit::postgres::Postgres::start();
     let env = TestEnv::new();
     let script = env.script("fleet.json", &writing_script());
@@ -540,18 +548,23 @@ async fn a_fleet_session_run_by_the_server_asks_through_the_api() {
     let asked = events
         .until(|e| e.event == "approvals" && !e.data["approvals"].as_array().unwrap().is_empty())
         .await;
+    // The worker parked it on its question: it says so, and a prompt
+    // waits for the answer.
     let row = server.get(&format!("/sessions/{id}")).await;
-    assert_eq!(row["session"]["status"], "running");
-    assert!(row["session"]["holder"].as_str().is_some());
-    // The worker owns its turn: a prompt is refused, a note is taken.
+    assert_eq!(row["session"]["status"], "awaiting_approval");
+    assert_eq!(
+        row["session"]["question"]["id"], asked.data["approvals"][0]["id"],
+        "{row}"
+    );
+    assert_eq!(asked.data["approvals"][0]["parked"], true);
     let (status, body) = server
         .post(&format!("/sessions/{id}/prompt"), r#"{"text": "x"}"#)
         .await;
     assert_eq!(status, 409, "{body}");
-    let (status, _) = server
-        .post(&format!("/sessions/{id}/notify"), r#"{"text": "carry on"}"#)
-        .await;
-    assert_eq!(status, 202);
+    assert!(
+        body["error"].as_str().unwrap().contains("answer it first"),
+        "{body}"
+    );
     let approval = asked.data["approvals"][0]["id"].as_str().unwrap();
     let (status, _) = server
         .post(

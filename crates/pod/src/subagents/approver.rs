@@ -24,4 +24,8 @@ impl Approver for ChildApprover {
         }
         self.parent.decide(request, cancel).await
     }
+
+    fn answerer(&self) -> crate::questions::Answerer {
+        self.parent.answerer()
+    }
 }

@@ -16,6 +16,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use uuid::Uuid;
 
+/// How long an answer waits for a session still parking (none here: the
+/// Pods are shut down before).
+const WAIT: std::time::Duration = std::time::Duration::ZERO;
+
 fn echo_call(text: &str) -> ScriptStep {
     ScriptStep::tool_call("echo", json!({ "text": text }))
 }
@@ -201,11 +205,19 @@ async fn a_parked_question_survives_its_pod_and_the_answer_runs_the_call_once() 
     let store = config.store();
     let by = Answerer::via("cli");
     let question = asked[0].id;
-    let answered = questions::answer(&store, id, question, ApprovalDecision::AllowOnce, &by)
+    let answered = questions::answer(&store, id, question, ApprovalDecision::AllowOnce, &by, WAIT)
         .await
         .expect("answer");
     assert!(answered.answer.pending);
-    let late = questions::answer(&store, id, question, ApprovalDecision::RejectOnce, &by).await;
+    let late = questions::answer(
+        &store,
+        id,
+        question,
+        ApprovalDecision::RejectOnce,
+        &by,
+        WAIT,
+    )
+    .await;
     assert!(
         matches!(
             late,

@@ -1,0 +1,258 @@
+//! Questions that survive their process and are answered from anywhere:
+//! through real `pod serve` processes on the file store and PostgreSQL,
+//! `pod approve`, and fleet workers that park a waiting session and continue
+//! it after the answer.
+
+use crate::http::{is_record_text, writing_script, Server};
+use crate::support::*;
+use serde_json::{json, Value};
+
+/// The results of the session's `write_file` calls, from its log.
+fn write_results(env: &TestEnv, id: &str) -> Vec<Value> {
+    let shown = env.show_json(id);
+    let history = shown["history"].as_array().unwrap().clone();
+    let calls: Vec<String> = history
+        .iter()
+        .flat_map(|item| item["tool_calls"].as_array().cloned().unwrap_or_default())
+        .filter(|call| call["name"] == "write_file")
+        .map(|call| call["id"].as_str().unwrap().to_string())
+        .collect();
+    history
+        .into_iter()
+        .filter(|item| {
+            item["type"] == "tool_result"
+                && calls.iter().any(|c| item["call_id"].as_str() == Some(c))
+        })
+        .collect()
+}
+
+fn store_server(env: &TestEnv, store: Option<&str>) -> Server {
+    let path = env.script("serve-script.json", &writing_script());
+    let mut command = env.pod_process();
+    if let Some(url) = store {
+        command.env("POD_STORE", url);
+    }
+    command.arg("--script").arg(path);
+    Server::start_with(command, env)
+}
+
+async fn survives_sigkill(store: Option<&str>) {
+    let env = TestEnv::new();
+    let mut server = store_server(&env, store);
+    let id = server.create(&env, "Write the notes").await;
+    let mut events = server.events(&id, None).await;
+    let asked = events
+        .until(|e| e.event == "approvals" && !e.data["approvals"].as_array().unwrap().is_empty())
+        .await;
+    let question = asked.data["approvals"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    drop(events);
+    server.kill();
+
+    // A new server finds the question in the log.
+    let server = store_server(&env, store);
+    let listed = server.get("/approvals").await;
+    assert_eq!(listed["approvals"][0]["id"], question.as_str(), "{listed}");
+    assert_eq!(listed["approvals"][0]["parked"], true);
+    let row = server.get(&format!("/sessions/{id}")).await;
+    assert_eq!(row["session"]["status"], "awaiting_approval", "{row}");
+    let mut events = server.events(&id, None).await;
+    let (status, body) = server
+        .post(
+            &format!("/approvals/{question}"),
+            &json!({"decision": "allow_once", "session_id": id}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    events.until(|e| is_record_text(e, "Notes written.")).await;
+    assert_eq!(
+        std::fs::read_to_string(env.workspace().join("notes.md")).unwrap(),
+        "n\n"
+    );
+    // The write ran once, and its one result is the write's own.
+    if store.is_none() {
+        let results = write_results(&env, &id);
+        assert_eq!(results.len(), 1, "{results:?}");
+        assert_eq!(results[0]["is_error"], false, "{results:?}");
+    }
+    // The answer names who gave it and from where.
+    let history = server.get(&format!("/sessions/{id}/history")).await;
+    let answer = history["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["record"])
+        .find(|r| r["answer"].is_object())
+        .expect("an answer record")
+        .clone();
+    assert_eq!(answer["answer"]["via"], "http", "{answer}");
+    assert!(answer["answer"]["from"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+}
+
+#[tokio::test]
+async fn a_question_survives_sigkill_of_the_server_and_is_answered_after_the_restart() {
+    survives_sigkill(None).await;
+}
+
+#[tokio::test]
+async fn on_postgresql_a_question_survives_sigkill_of_the_server_too() {
+    let pg = pod_testkit::postgres::Postgres::start();
+    survives_sigkill(Some(&pg.url())).await;
+}
+
+/// A session parked on its question by a server that is then killed.
+async fn parked_by_a_killed_server(env: &TestEnv) -> String {
+    let mut server = store_server(env, None);
+    let id = server.create(env, "Write the notes").await;
+    let mut events = server.events(&id, None).await;
+    events
+        .until(|e| e.event == "approvals" && !e.data["approvals"].as_array().unwrap().is_empty())
+        .await;
+    drop(events);
+    server.kill();
+    id
+}
+
+#[tokio::test]
+async fn pod_approve_answers_a_parked_session_and_pod_resume_runs_the_call_once() {
+    let env = TestEnv::new();
+    let id = parked_by_a_killed_server(&env).await;
+    let sessions = env.sessions_json();
+    assert_eq!(sessions[0]["status"], "awaiting_approval");
+    assert_eq!(sessions[0]["question"]["request"]["tool"], "write_file");
+    let shown = env.pod().args(["show", &id]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains(&format!("pod approve {id}")),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
+    // A wrong answer is refused and changes nothing.
+    let out = env.pod().args(["approve", &id, "maybe"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an answer"));
+    let out = env
+        .pod()
+        .args(["approve", &id[..8], "allow", "--json"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["via"], "cli");
+    assert_eq!(answer["decision"], "allow_once");
+    assert_eq!(answer["pending"], true);
+    // Nothing waits any more; answering again loses.
+    let out = env.pod().args(["approve", &id, "deny"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("waits for no answer"));
+    let script = env.script("resume.json", &writing_script());
+    let out = env
+        .pod()
+        .args(["resume", &id, "--json", "--script"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_eq!(
+        std::fs::read_to_string(env.workspace().join("notes.md")).unwrap(),
+        "n\n"
+    );
+    let results = write_results(&env, &id);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["is_error"], false);
+}
+
+#[test]
+fn two_answers_race_and_one_wins() {
+    let env = TestEnv::new();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let id = runtime.block_on(parked_by_a_killed_server(&env));
+    let spawn = |decision: &str| {
+        env.pod_process()
+            .args(["approve", &id, decision])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn("allow"), spawn("deny"));
+    let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let won: Vec<_> = outs.iter().filter(|o| o.status.success()).collect();
+    assert_eq!(won.len(), 1, "one answer wins: {outs:?}");
+    let lost = outs.iter().find(|o| !o.status.success()).unwrap();
+    let said = String::from_utf8_lossy(&lost.stderr);
+    assert!(
+        said.contains("already answered") || said.contains("waits for no answer"),
+        "{said}"
+    );
+    // The log holds exactly one answer.
+    let log = std::fs::read_to_string(env.pod_home().join("sessions").join(&id).join("log.jsonl"))
+        .unwrap();
+    assert_eq!(log.matches("\"answer\":{").count(), 1, "{log}");
+}
+
+#[test]
+fn a_fleet_worker_parks_a_waiting_session_and_another_continues_it_after_the_answer() {
+    let pg = pod_testkit::postgres::Postgres::start();
+    let env = TestEnv::new();
+    let script = env.script("fleet.json", &writing_script());
+    let out = env
+        .pod()
+        .env("POD_STORE", pg.url())
+        .args(["submit", "--script"])
+        .arg(&script)
+        .arg("--workspace")
+        .arg(env.workspace())
+        .arg("Write the notes")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // A worker without the HTTP API parks it (instead of refusing the
+    // write) and, with nothing else to do, exits.
+    let worker = |name: &str| {
+        let out = env
+            .pod()
+            .env("POD_STORE", pg.url())
+            .args(["serve", "--exit-when-idle"])
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(said.contains(&format!("finished {id}")), "{name}: {said}");
+        said
+    };
+    let said = worker("first");
+    assert!(said.contains("parked, waiting for an answer"), "{said}");
+    assert!(!env.workspace().join("notes.md").exists());
+    let sessions: Vec<Value> = {
+        let out = env
+            .pod()
+            .env("POD_STORE", pg.url())
+            .args(["sessions", "--json"])
+            .output()
+            .unwrap();
+        assert_success(&out);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(sessions[0]["status"], "awaiting_approval");
+    let out = env
+        .pod()
+        .env("POD_STORE", pg.url())
+        .args(["approve", &id, "allow"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("queued"));
+    // Another worker (a new process) continues it: the write runs.
+    let said = worker("second");
+    assert!(!said.contains("parked"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(env.workspace().join("notes.md")).unwrap(),
+        "n\n"
+    );
+}
