@@ -5,6 +5,7 @@
 use pod::log::{LogRecord, SessionHeader};
 use pod::{
     Durability, FileStore, Item, PodError, PodHome, ScriptStep, SessionStore, Store, TodoStatus,
+    Waits,
 };
 use pod_store_pg::{PgStore, PgStoreConfig, SessionState};
 use pod_testkit::pod::{todo_step, TestPod};
@@ -437,7 +438,10 @@ async fn records_keep_their_json_and_the_schema_is_versioned() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, vec![pod_store_pg::SCHEMA_VERSION]);
+    assert_eq!(
+        versions,
+        (1..=pod_store_pg::SCHEMA_VERSION).collect::<Vec<_>>()
+    );
 
     let id = Uuid::new_v4();
     let log = store.create(&header(id), Durability::Turn).await.unwrap();
@@ -555,4 +559,109 @@ async fn terminate_others(sql: &tokio_postgres::Client) {
         }
         tokio::task::yield_now().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_of_the_first_schema_is_migrated_and_keeps_its_sessions() {
+    let pg = Postgres::start();
+    let sql = raw(&pg).await;
+    // A database as the first release left it, with a queued session.
+    sql.batch_execute(
+        "CREATE TABLE pod_schema (version integer PRIMARY KEY,
+                                  applied_at timestamptz NOT NULL DEFAULT now());
+         INSERT INTO pod_schema (version) VALUES (1);",
+    )
+    .await
+    .unwrap();
+    sql.batch_execute(include_str!(
+        "../../crates/store-pg/migrations/001_sessions.sql"
+    ))
+    .await
+    .unwrap();
+    let id = Uuid::new_v4();
+    sql.execute(
+        "INSERT INTO pod_sessions (id, state, fleet, workspace) VALUES ($1, 'queued', true, '/w')",
+        &[&id],
+    )
+    .await
+    .unwrap();
+    let store = pg_store(&pg, "worker", Duration::from_secs(30)).await;
+    let versions: Vec<i32> = sql
+        .query("SELECT version FROM pod_schema ORDER BY version", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        versions,
+        (1..=pod_store_pg::SCHEMA_VERSION).collect::<Vec<_>>()
+    );
+    // The session is still there and still claimable; a parked state is
+    // allowed now.
+    let claimed = store.claim().await.unwrap().expect("the queued session");
+    assert_eq!(claimed.id, id);
+    sql.execute(
+        "UPDATE pod_sessions SET state = 'parked', wake_at = now() WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_handed_over_parked_waits_for_its_answer_or_its_timeout() {
+    let pg = Postgres::start();
+    let store = pg_store(&pg, "worker", Duration::from_secs(30)).await;
+    let sql = raw(&pg).await;
+    let id = Uuid::new_v4();
+    store.submit(&header(id), &[]).await.unwrap();
+    let claimed = store.claim().await.unwrap().expect("queued");
+    assert_eq!(claimed.id, id);
+    // Parked until someone answers: nobody claims it, and the fleet is
+    // idle (nothing wakes it by itself).
+    let opened = store.open(id, Durability::Turn).await.unwrap();
+    assert!(opened
+        .writer
+        .hand_over(Waits::Answer { wake_at: None })
+        .await
+        .unwrap());
+    assert_eq!(store.claim().await.unwrap(), None);
+    assert!(store.fleet_idle().await.unwrap());
+    // Parked with a timeout: not idle, and claimed once it is due.
+    let opened = store.open(id, Durability::Turn).await.unwrap();
+    let later = chrono::Utc::now() + chrono::Duration::hours(1);
+    opened
+        .writer
+        .hand_over(Waits::Answer {
+            wake_at: Some(later),
+        })
+        .await
+        .unwrap();
+    assert!(!store.fleet_idle().await.unwrap());
+    assert_eq!(store.claim().await.unwrap(), None);
+    assert!(!store.stat(id).await.unwrap().queued);
+    sql.execute(
+        "UPDATE pod_sessions SET wake_at = now() - interval '1 second' WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .unwrap();
+    assert!(store.stat(id).await.unwrap().queued);
+    let woken = store.claim().await.unwrap().expect("due");
+    assert_eq!(woken.id, id);
+    assert!(!woken.orphaned);
+    // Answered: handed to the workers, claimed at once.
+    let opened = store.open(id, Durability::Turn).await.unwrap();
+    opened.writer.hand_over(Waits::Worker).await.unwrap();
+    assert_eq!(store.claim().await.unwrap().map(|c| c.id), Some(id));
+    // A writer whose lease was taken over cannot hand the session over.
+    let stale = store.open(id, Durability::Turn).await.unwrap();
+    expire(&sql, id).await;
+    let _taken = pg_store(&pg, "other", Duration::from_secs(30))
+        .await
+        .open(id, Durability::Turn)
+        .await
+        .unwrap();
+    assert!(stale.writer.hand_over(Waits::Worker).await.is_err());
 }

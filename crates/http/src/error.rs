@@ -23,6 +23,11 @@ impl ApiError {
         }
     }
 
+    /// What went wrong, for logs.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// Any status with a message (the request guard's 408, 413, 414, 421,
     /// 431, and error responses made JSON after the fact).
     pub fn with_status(status: StatusCode, message: impl Into<String>) -> Self {

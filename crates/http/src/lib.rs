@@ -33,6 +33,7 @@ pub mod runner;
 mod server;
 mod sse;
 mod summaries;
+mod timeouts;
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -212,10 +213,12 @@ impl Bound {
             stop: stop.clone(),
         };
         let limits = guard.limits.clone();
+        let sweeper = tokio::spawn(timeouts::sweep(state.clone()));
         let app = router(state, Arc::clone(&token.value), guard);
         // Open event streams end when `stop` fires (see `sse`), so the
         // graceful shutdown does not wait for watchers to leave.
         server::serve(listener, app, stop, limits).await;
+        sweeper.abort();
         runner.shutdown().await;
     }
 }

@@ -410,6 +410,8 @@ impl Runner {
         let store = self.launcher.place().store.clone();
         match pod::questions::answer(&store, session, question.id, decision, by, PARKING_WAIT).await
         {
+            // A fleet worker continues it.
+            Ok(answered) if answered.queued => return Ok(()),
             Ok(_) => {}
             Err(err @ (PodError::AlreadyAnswered { .. } | PodError::QuestionWithdrawn { .. })) => {
                 return Err(ApiError::conflict(chain(&err)))
@@ -422,6 +424,13 @@ impl Runner {
             }
             Err(err) => return Err(ApiError::internal(chain(&err))),
         }
+        self.continue_parked(session).await
+    }
+
+    /// Continues session `session`, parked on a question that was answered
+    /// or timed out, here (its gate acts on the answer, or answers "no"
+    /// for a question past its timeout).
+    pub async fn continue_parked(&self, session: Uuid) -> Result<(), ApiError> {
         let _start = self.starting.lock().await;
         if self.state.lock().live.contains_key(&session) {
             // Already continued by someone else here.

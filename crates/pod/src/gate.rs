@@ -16,7 +16,8 @@ use crate::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approve
 use crate::events::{EventBus, PodEvent};
 use crate::log::{AnswerRecord, LogRecord, QuestionRecord};
 use crate::questions::{Answerer, Questions};
-use crate::store::LogWriter;
+use crate::store::{LogWriter, Waits};
+use chrono::{DateTime, Utc};
 use pod_llm::Item;
 use pod_worker::PreToolAction;
 use std::collections::HashMap;
@@ -45,6 +46,33 @@ pub struct ApprovalGate {
 struct Record {
     log: LogWriter,
     events: EventBus,
+    parked: ParkedOn,
+}
+
+/// The question a turn parked on, for the Pod: when it shuts down, it
+/// hands the session over as waiting for that answer (and wakes it at the
+/// question's timeout), so that a store with workers continues it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ParkedOn(Arc<parking_lot::Mutex<Option<Option<DateTime<Utc>>>>>);
+
+impl ParkedOn {
+    /// What the session waits for if its last turn parked (and nothing
+    /// ran since), clearing it.
+    pub(crate) fn take(&self) -> Option<Waits> {
+        self.0
+            .lock()
+            .take()
+            .map(|wake_at| Waits::Answer { wake_at })
+    }
+
+    /// A new turn starts: it parks again or not.
+    pub(crate) fn clear(&self) {
+        self.0.lock().take();
+    }
+
+    fn set(&self, wake_at: Option<DateTime<Utc>>) {
+        *self.0.lock() = Some(wake_at);
+    }
 }
 
 impl ApprovalGate {
@@ -65,7 +93,8 @@ impl ApprovalGate {
     /// announcing them on `events`; it takes up where `questions` (replayed
     /// from the log, against `history`) left off: the open questions, the
     /// answers given while parked, the standing "always"/"never" answers.
-    /// `can_park`: whether a turn may park at a question (not a subagent's).
+    /// `can_park`: whether a turn may park at a question (not a subagent's);
+    /// `parked` hears the question it parked on.
     pub(crate) fn recorded(
         mut self,
         log: LogWriter,
@@ -73,6 +102,7 @@ impl ApprovalGate {
         questions: &Questions,
         history: &[Item],
         can_park: bool,
+        parked: ParkedOn,
     ) -> Self {
         for (tool, decision) in questions.standing() {
             match decision {
@@ -86,7 +116,11 @@ impl ApprovalGate {
             .map(|q| (q.request.call_id.clone(), q.clone()))
             .collect();
         self.pending = questions.pending(history);
-        self.record = Some(Record { log, events });
+        self.record = Some(Record {
+            log,
+            events,
+            parked,
+        });
         self.can_park = can_park;
         self
     }
@@ -223,9 +257,10 @@ impl ApprovalGate {
     }
 
     fn park(&self, question: &QuestionRecord) -> PreToolAction {
-        if !self.can_park || self.record.is_none() {
+        let Some(record) = self.record.as_ref().filter(|_| self.can_park) else {
             return nobody_can_answer(&question.request.tool);
-        }
+        };
+        record.parked.set(question.expires_at);
         PreToolAction::Park(format!(
             "waiting for an answer to question {} ({})",
             question.id, question.request.summary

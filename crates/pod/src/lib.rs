@@ -75,7 +75,7 @@ pub use handle::PodHandle;
 pub use home::{PodHome, LOG_FILE};
 pub use interceptors::{context_estimate, SessionBudget, MAX_COMPACTION_FAILURES};
 pub use pod::Pod;
-pub use store::{FileStore, LogWriter, SessionStat, SessionStore, Store};
+pub use store::{FileStore, LogWriter, SessionStat, SessionStore, Store, Waits};
 pub use subagents::{child_session_id, SubagentConfig, TASK};
 
 // The types this crate's API takes and returns, so that an embedder can

@@ -4,7 +4,7 @@
 use crate::config::{Durability, PodConfig};
 use crate::error::PodError;
 use crate::events::{EventBus, PodEvent};
-use crate::gate::ApprovalGate;
+use crate::gate::{ApprovalGate, ParkedOn};
 use crate::handle::{Command, PodHandle};
 use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, NotificationQueue, Notifications, Reminders,
@@ -133,6 +133,8 @@ struct PodActor {
     parts: Option<TurnParts>,
     // Set when the store fenced this Pod off (its lease was taken over).
     fenced: Option<(Uuid, i64)>,
+    // The question the last turn parked on, if it did.
+    parked: ParkedOn,
     running: Option<Running>,
     queue: VecDeque<Job>,
     rx: mpsc::Receiver<Command>,
@@ -162,17 +164,21 @@ fn start(
     };
     let notifications = NotificationQueue::default();
     let todos = tools.todos.clone();
+    let parked = ParkedOn::default();
     let parts = build_parts(
         &config,
-        &session.log,
-        &events,
+        Shared {
+            log: &session.log,
+            events: &events,
+            notifications: &notifications,
+            parked: &parked,
+        },
         tools,
         Replayed {
             history: session.history,
             spent: session.spent,
             questions: session.questions,
         },
-        &notifications,
         lineage,
     );
     let actor = PodActor {
@@ -185,6 +191,7 @@ fn start(
         notifications,
         parts: Some(parts),
         fenced: None,
+        parked,
         running: None,
         queue: VecDeque::new(),
         rx,
@@ -200,16 +207,28 @@ struct Replayed {
     questions: Questions,
 }
 
+/// What the Pod keeps for its whole life and every set of parts shares.
+struct Shared<'a> {
+    log: &'a LogWriter,
+    events: &'a EventBus,
+    notifications: &'a NotificationQueue,
+    parked: &'a ParkedOn,
+}
+
 /// The parts a job runs with, over tools whose state is already rebuilt.
 fn build_parts(
     config: &PodConfig,
-    log: &LogWriter,
-    events: &EventBus,
+    shared: Shared<'_>,
     tools: SessionTools,
     replayed: Replayed,
-    notifications: &NotificationQueue,
     lineage: Lineage,
 ) -> TurnParts {
+    let Shared {
+        log,
+        events,
+        notifications,
+        parked,
+    } = shared;
     let Replayed {
         history,
         spent,
@@ -223,6 +242,7 @@ fn build_parts(
         &questions,
         &history,
         lineage.depth == 0,
+        parked.clone(),
     );
     let SessionTools {
         registry,
@@ -379,6 +399,7 @@ impl PodActor {
             return;
         };
         if let Job::Prompt { text, .. } = &next {
+            self.parked.clear();
             tracing::info!(
                 prompt_chars = text.as_ref().map(String::len),
                 "turn started"
@@ -498,15 +519,18 @@ impl PodActor {
         // Undelivered notifications stay in the shared queue.
         self.parts = Some(build_parts(
             &self.config,
-            &self.log,
-            &self.events,
+            Shared {
+                log: &self.log,
+                events: &self.events,
+                notifications: &self.notifications,
+                parked: &self.parked,
+            },
             tools,
             Replayed {
                 history,
                 spent,
                 questions,
             },
-            &self.notifications,
             self.lineage,
         ));
         Ok(())
@@ -531,7 +555,12 @@ impl PodActor {
         for job in self.queue.drain(..) {
             job.fail(PodError::Closed);
         }
-        self.log.shutdown().await
+        // Parked on a question: a store with workers wakes it on the answer
+        // (or at the question's timeout).
+        match self.parked.take() {
+            Some(waits) => self.log.hand_over(waits).await.map(|_| ()),
+            None => self.log.shutdown().await,
+        }
     }
 }
 

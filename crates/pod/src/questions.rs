@@ -16,7 +16,7 @@
 use crate::approval::{ApprovalDecision, ApprovalRequest};
 use crate::error::PodError;
 use crate::log::{AnswerRecord, LogRecord, QuestionRecord};
-use crate::store::Store;
+use crate::store::{Store, Waits};
 use chrono::Utc;
 use pod_llm::{Item, ItemKind};
 use std::collections::{HashMap, HashSet};
@@ -253,6 +253,9 @@ pub struct Answered {
     pub question: QuestionRecord,
     /// The answer recorded.
     pub answer: AnswerRecord,
+    /// The store handed the session to its workers, which continue it
+    /// (PostgreSQL); else whoever resumes it next runs the call.
+    pub queued: bool,
 }
 
 /// Between tries to open a session that is still parking.
@@ -262,8 +265,9 @@ const PARKING_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 /// session (so only one writer at a time, and on a fleet store under a
 /// lease: two answerers race, one wins), checks the question still waits,
 /// records the answer as pending (the session runs the call when it
-/// continues) and closes the session. The caller then continues the
-/// session (or queues it for a fleet). A session that is still being
+/// continues) and closes the session, handing it to the store's workers
+/// if it has any ([`Answered::queued`]); else the caller continues it. A
+/// refused answer leaves the session waiting as it was. A session that is still being
 /// parked (the question is in its log a moment before its Pod lets it go)
 /// is waited for up to `wait`; one a process keeps open (a prompt at a
 /// terminal asks the question itself) is [`PodError::SessionBusy`] or
@@ -292,20 +296,16 @@ pub async fn answer(
             opened => break opened?,
         }
     };
+    let records = &opened.contents.records;
+    let mut questions = Questions::from_records(records);
+    let history = crate::replay::replay(records).history;
     let result = async {
-        let records = &opened.contents.records;
-        let questions = Questions::from_records(records);
-        let replayed = crate::replay::replay(records);
-        let state = questions
+        match questions
             .state(question)
-            .ok_or(PodError::NoSuchQuestion { session, question })?;
-        match state {
+            .ok_or(PodError::NoSuchQuestion { session, question })?
+        {
             QuestionState::Open(asked) => {
-                if !questions
-                    .open(&replayed.history)
-                    .iter()
-                    .any(|q| q.id == asked.id)
-                {
+                if !questions.open(&history).iter().any(|q| q.id == asked.id) {
                     return Err(PodError::QuestionWithdrawn { question });
                 }
                 let record = by.answer(asked, decision, true);
@@ -316,6 +316,7 @@ pub async fn answer(
                 Ok(Answered {
                     question: asked.clone(),
                     answer: record,
+                    queued: false,
                 })
             }
             QuestionState::Pending(_, answer) | QuestionState::Settled(_, answer) => {
@@ -328,8 +329,28 @@ pub async fn answer(
         }
     }
     .await;
-    let closed = opened.writer.shutdown().await;
-    let answered = result?;
-    closed?;
+    if let Ok(answered) = &result {
+        questions.observe(&LogRecord::Answer(answered.answer.clone()));
+    }
+    // Opening the session took it from whoever was to wake it: it is
+    // handed back to what it waits for now (a worker, for an answer to act
+    // on; else a person, for its open questions).
+    let closed = match waits(&questions, &history) {
+        Some(waits) => opened.writer.hand_over(waits).await,
+        None => opened.writer.shutdown().await.map(|()| false),
+    };
+    let mut answered = result?;
+    answered.queued = closed?;
     Ok(answered)
+}
+
+/// What a session with `questions`, given up, waits for (nothing: none).
+fn waits(questions: &Questions, history: &[Item]) -> Option<Waits> {
+    if !questions.pending(history).is_empty() {
+        return Some(Waits::Worker);
+    }
+    let open = questions.open(history);
+    (!open.is_empty()).then(|| Waits::Answer {
+        wake_at: open.iter().filter_map(|q| q.expires_at).min(),
+    })
 }

@@ -4,7 +4,7 @@
 use crate::error::query;
 use crate::store::{connect_raw, Lease};
 use pod::log::LogRecord;
-use pod::store::LogSink;
+use pod::store::{LogSink, Waits};
 use pod::{Durability, PodError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,7 +30,15 @@ const RENEW: &str = "
     WHERE id = $1::uuid AND epoch = $2::bigint";
 
 const RELEASE: &str = "
-    UPDATE pod_sessions SET owner = NULL, lease_until = NULL, state = 'idle'
+    UPDATE pod_sessions SET owner = NULL, lease_until = NULL, state = 'idle', wake_at = NULL
+    WHERE id = $1::uuid AND epoch = $2::bigint";
+
+/// Releases the lease and hands the session to the fleet's workers in one
+/// step: parked on a question (`$3 = 'parked'`, woken at `$4` if set) or
+/// queued. Nothing can claim it between the two.
+const HAND_OVER: &str = "
+    UPDATE pod_sessions
+    SET owner = NULL, lease_until = NULL, state = $3::text, fleet = true, wake_at = $4
     WHERE id = $1::uuid AND epoch = $2::bigint";
 
 /// Reconnections tried for one append before it fails.
@@ -226,6 +234,31 @@ impl LogSink for PgLog {
     }
 
     async fn shutdown(&self) -> Result<(), PodError> {
+        self.release(RELEASE, &[&self.lease.id, &self.lease.epoch])
+            .await
+    }
+
+    async fn hand_over(&self, waits: Waits) -> Result<bool, PodError> {
+        let (state, wake_at) = match waits {
+            Waits::Answer { wake_at } => ("parked", wake_at),
+            Waits::Worker => ("queued", None),
+        };
+        self.release(
+            HAND_OVER,
+            &[&self.lease.id, &self.lease.epoch, &state, &wake_at],
+        )
+        .await
+        .map(|()| true)
+    }
+}
+
+impl PgLog {
+    /// Ends the lease with `statement` (fenced on its epoch), once.
+    async fn release(
+        &self,
+        statement: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<(), PodError> {
         self.renewer.abort();
         let mut conn = self.conn.lock().await;
         if conn.closed {
@@ -234,7 +267,7 @@ impl LogSink for PgLog {
         conn.closed = true;
         let released = conn
             .client
-            .execute(RELEASE, &[&self.lease.id, &self.lease.epoch])
+            .execute(statement, params)
             .await
             .map_err(|e| query(&self.location, "releasing the lease", e))?;
         match released {

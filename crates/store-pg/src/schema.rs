@@ -8,7 +8,10 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Every migration, in order; version N is `MIGRATIONS[N - 1]`. Never edit
 /// one that shipped: add the next.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/001_sessions.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/001_sessions.sql"),
+    include_str!("../migrations/002_parked.sql"),
+];
 
 // Any constant both sides agree on: workers migrating at once take turns.
 const MIGRATION_LOCK: i64 = 0x706f_645f_7363_6865; // "pod_sche"

@@ -84,6 +84,9 @@ pub enum SessionState {
     Running,
     /// Nobody should pick it up.
     Idle,
+    /// It waits for a person's answer (see [`pod::questions`]): the answer
+    /// queues it again, and so does its question's timeout.
+    Parked,
 }
 
 impl SessionState {
@@ -92,6 +95,7 @@ impl SessionState {
             SessionState::Queued => "queued",
             SessionState::Running => "running",
             SessionState::Idle => "idle",
+            SessionState::Parked => "parked",
         }
     }
 }
@@ -291,9 +295,10 @@ impl PgStore {
         tx.commit().await.map_err(self.err("creating a session"))
     }
 
-    /// Claims the oldest fleet session that is queued or whose worker died
-    /// (its lease expired while it ran), taking its lease; `None` when
-    /// there is none. Workers claiming at once never get the same session.
+    /// Claims the oldest fleet session that is queued, whose worker died
+    /// (its lease expired while it ran), or that is parked on a question
+    /// whose timeout has come, taking its lease; `None` when there is none.
+    /// Workers claiming at once never get the same session.
     pub async fn claim(&self) -> Result<Option<Claimed>, PodError> {
         let client = self.client().await?;
         let row = client
@@ -301,13 +306,14 @@ impl PgStore {
                 "WITH next AS (
                      SELECT id, state FROM pod_sessions
                      WHERE fleet AND (state = 'queued'
-                           OR (state = 'running' AND (lease_until IS NULL OR lease_until < now())))
+                           OR (state = 'running' AND (lease_until IS NULL OR lease_until < now()))
+                           OR (state = 'parked' AND wake_at <= now()))
                      ORDER BY created_at
                      LIMIT 1
                      FOR UPDATE SKIP LOCKED
                  )
                  UPDATE pod_sessions s
-                 SET owner = $1::text, epoch = s.epoch + 1, state = 'running',
+                 SET owner = $1::text, epoch = s.epoch + 1, state = 'running', wake_at = NULL,
                      lease_until = now() + $2::bigint * interval '1 millisecond'
                  FROM next WHERE s.id = next.id
                  RETURNING s.id, s.epoch, next.state",
@@ -346,14 +352,16 @@ impl PgStore {
         Ok(())
     }
 
-    /// Whether the fleet has nothing left: no fleet session is queued or
+    /// Whether the fleet has nothing left: no fleet session is queued,
     /// running (a running one whose lease expired counts: it will be
-    /// claimed again).
+    /// claimed again) or parked with a timeout (it wakes by itself); a
+    /// session parked until someone answers does not count.
     pub async fn fleet_idle(&self) -> Result<bool, PodError> {
         let client = self.client().await?;
         let row = client
             .query_one(
-                "SELECT count(*) FROM pod_sessions WHERE fleet AND state <> 'idle'",
+                "SELECT count(*) FROM pod_sessions
+                 WHERE fleet AND state <> 'idle' AND NOT (state = 'parked' AND wake_at IS NULL)",
                 &[],
             )
             .await
@@ -368,7 +376,8 @@ impl PgStore {
         let client = self.client().await?;
         let changed = client
             .execute(
-                "UPDATE pod_sessions SET state = $2::text, fleet = fleet OR $2::text = 'queued'
+                "UPDATE pod_sessions
+                 SET state = $2::text, fleet = fleet OR $2::text = 'queued', wake_at = NULL
                  WHERE id = $1::uuid AND (owner IS NULL OR lease_until < now())",
                 &[&id, &state.as_str()],
             )
@@ -629,7 +638,8 @@ impl SessionStore for PgStore {
         let row = client
             .query_opt(
                 "SELECT CASE WHEN lease_until > now() THEN owner END,
-                        state = 'queued' OR (fleet AND state = 'running'),
+                        state = 'queued' OR (fleet AND state = 'running')
+                            OR coalesce(fleet AND state = 'parked' AND wake_at <= now(), false),
                         coalesce((SELECT at FROM pod_records r WHERE r.session_id = s.id
                                   ORDER BY seq DESC LIMIT 1), created_at)
                  FROM pod_sessions s WHERE id = $1::uuid",

@@ -11,7 +11,7 @@ use pod_launch::sessions as session;
 /// How long an answer waits for a session that is still parking.
 const PARKING_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Records the answer; queues the session on a fleet.
+/// Records the answer (which queues the session on a fleet).
 pub async fn run(args: ApproveArgs, place: super::Place) -> Result<Outcome> {
     let id = session::resolve(place.store.as_ref(), &args.id).await?;
     let (which, decision) = match args.answer.as_slice() {
@@ -47,15 +47,9 @@ pub async fn run(args: ApproveArgs, place: super::Place) -> Result<Outcome> {
     };
     // On a fleet the answer hands the session back to the workers; on the
     // file store whoever continues it (`pod resume`) runs the call.
-    let next = match &place.fleet {
-        Some(fleet) => {
-            fleet
-                .set_state(id, pod_store_pg::SessionState::Queued)
-                .await
-                .context("cannot queue the session for a worker")?;
-            "queued: a fleet worker runs the call".to_string()
-        }
-        None => format!("continue it with: pod resume {id}"),
+    let next = match answered.queued {
+        true => "queued: a fleet worker runs the call".to_string(),
+        false => format!("continue it with: pod resume {id}"),
     };
     let line = match args.json {
         true => format!("{}\n", crate::render::safe::json(&answered.answer, false)?),

@@ -19,6 +19,11 @@ struct ShowJson<'a> {
     children: &'a [Summary],
     /// The full history, as `PodHandle::get_history` returns it.
     history: Vec<Item>,
+    /// Every question asked to a person, in log order.
+    questions: Vec<&'a pod::log::QuestionRecord>,
+    /// Every answer recorded (an answer given while parked is recorded
+    /// again, not pending, when the session acts on it).
+    answers: Vec<&'a pod::log::AnswerRecord>,
 }
 
 /// Prints one session.
@@ -36,6 +41,22 @@ pub async fn run(args: ShowArgs, place: super::Place) -> Result<Outcome> {
             todos: &loaded.todos,
             children: &children,
             history: loaded.full_history(),
+            questions: loaded
+                .records
+                .iter()
+                .filter_map(|r| match r {
+                    pod::log::LogRecord::Question(q) => Some(q),
+                    _ => None,
+                })
+                .collect(),
+            answers: loaded
+                .records
+                .iter()
+                .filter_map(|r| match r {
+                    pod::log::LogRecord::Answer(a) => Some(a),
+                    _ => None,
+                })
+                .collect(),
         };
         let json = crate::render::safe::json(&doc, true).context("cannot encode the session")?;
         crate::output::print(&format!("{json}\n"))?;

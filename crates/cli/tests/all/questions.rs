@@ -248,6 +248,14 @@ fn a_fleet_worker_parks_a_waiting_session_and_another_continues_it_after_the_ans
         .unwrap();
     assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("queued"));
+    // A second answer loses, and leaves the session queued as it was.
+    let out = env
+        .pod()
+        .env("POD_STORE", pg.url())
+        .args(["approve", &id, "deny"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
     // Another worker (a new process) continues it: the write runs.
     let said = worker("second");
     assert!(!said.contains("parked"), "{said}");
@@ -255,4 +263,89 @@ fn a_fleet_worker_parks_a_waiting_session_and_another_continues_it_after_the_ans
         std::fs::read_to_string(env.workspace().join("notes.md")).unwrap(),
         "n\n"
     );
+}
+
+/// The `[approval] timeout_secs` answer of a session's log (`via:
+/// timeout`) and its call's refusal.
+fn assert_timed_out(env: &TestEnv, id: &str) {
+    let results = write_results(env, id);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["is_error"], true, "{results:?}");
+    assert!(
+        results[0].to_string().contains("nobody answered"),
+        "{results:?}"
+    );
+    assert!(!env.workspace().join("notes.md").exists());
+    let answers = env.show_json(id)["answers"].clone();
+    assert_eq!(answers.as_array().unwrap().len(), 1, "{answers}");
+    assert_eq!(answers[0]["via"], "timeout", "{answers}");
+    assert_eq!(answers[0]["decision"], "reject_once");
+}
+
+#[tokio::test]
+async fn a_parked_question_past_its_timeout_is_refused_and_the_session_goes_on() {
+    let env = TestEnv::new();
+    env.config_file("[approval]\ntimeout_secs = 1\n");
+    let server = store_server(&env, None);
+    let id = server.create(&env, "Write the notes").await;
+    let mut events = server.events(&id, None).await;
+    let asked = events
+        .until(|e| e.event == "approvals" && !e.data["approvals"].as_array().unwrap().is_empty())
+        .await;
+    assert!(
+        asked.data["approvals"][0]["expires_at"].is_string(),
+        "{}",
+        asked.data
+    );
+    // Nobody answers: the server continues the session once the question
+    // timed out, and the model hears that the call was refused.
+    events.until(|e| is_record_text(e, "Notes written.")).await;
+    drop(server);
+    assert_timed_out(&env, &id);
+}
+
+#[test]
+fn a_fleet_session_parked_past_its_question_timeout_is_claimed_again() {
+    let pg = pod_testkit::postgres::Postgres::start();
+    let env = TestEnv::new();
+    env.config_file("[approval]\ntimeout_secs = 1\n");
+    let script = env.script("fleet.json", &writing_script());
+    let out = env
+        .pod()
+        .env("POD_STORE", pg.url())
+        .args(["submit", "--script"])
+        .arg(&script)
+        .arg("--workspace")
+        .arg(env.workspace())
+        .arg("Write the notes")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // One worker parks it, and (a parked session that wakes by itself is
+    // not idle) claims it again at the timeout and finishes it.
+    let out = env
+        .pod()
+        .env("POD_STORE", pg.url())
+        .args(["serve", "--exit-when-idle"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(said.contains("parked, waiting for an answer"), "{said}");
+    assert_eq!(said.matches(&format!("claimed {id}")).count(), 2, "{said}");
+    let shown = {
+        let out = env
+            .pod()
+            .env("POD_STORE", pg.url())
+            .args(["show", &id, "--json"])
+            .output()
+            .unwrap();
+        assert_success(&out);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let answers = shown["answers"].as_array().unwrap();
+    assert_eq!(answers.len(), 1, "{shown}");
+    assert_eq!(answers[0]["via"], "timeout");
+    assert!(!env.workspace().join("notes.md").exists());
 }

@@ -114,10 +114,34 @@ pub trait LogSink: Send + Sync + fmt::Debug {
     /// lock or lease), so it can be opened again at once.
     async fn shutdown(&self) -> Result<(), PodError>;
 
+    /// Gives the session up like [`shutdown`](Self::shutdown), saying what
+    /// it waits for: a store whose workers continue sessions (PostgreSQL)
+    /// hands it to them so, in the same step as it releases the lease.
+    /// Returns whether it did; a store without workers (the file store)
+    /// only shuts down and returns `false`: whoever resumes the session
+    /// next continues it.
+    async fn hand_over(&self, waits: Waits) -> Result<bool, PodError> {
+        let _ = waits;
+        self.shutdown().await.map(|()| false)
+    }
+
     /// The log file, for the file store.
     fn path(&self) -> Option<&Path> {
         None
     }
+}
+
+/// What a session given up waits for ([`LogSink::hand_over`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waits {
+    /// A person's answer to its open question: a worker continues it once
+    /// answered, or at `wake_at` (the question's timeout) if there is one.
+    Answer {
+        /// When the question times out.
+        wake_at: Option<DateTime<Utc>>,
+    },
+    /// Nothing but a worker: it has an answer to act on.
+    Worker,
 }
 
 /// The cloneable writer of one open session.
@@ -156,5 +180,11 @@ impl LogWriter {
     /// Syncs and gives the session up.
     pub async fn shutdown(&self) -> Result<(), PodError> {
         self.sink.shutdown().await
+    }
+
+    /// Syncs and gives the session up to what it `waits` for; whether the
+    /// store hands it to its workers (see [`LogSink::hand_over`]).
+    pub async fn hand_over(&self, waits: Waits) -> Result<bool, PodError> {
+        self.sink.hand_over(waits).await
     }
 }
