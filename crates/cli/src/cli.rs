@@ -396,6 +396,23 @@ pub struct BudgetArgs {
     /// whole run [default: no limit].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_run_tokens: Option<u64>,
+    /// Money the run and its subagents may spend together, at the prices
+    /// of the profile (`prices = {...}`, per million tokens, in their
+    /// currency) [default: no limit].
+    #[arg(long, value_name = "AMOUNT", value_parser = parse_cost)]
+    pub max_cost: Option<pod_llm::Cost>,
+}
+
+/// A positive amount of money.
+fn parse_cost(text: &str) -> Result<pod_llm::Cost, String> {
+    let amount: f64 = text
+        .trim_start_matches('$')
+        .parse()
+        .map_err(|_| format!("`{text}` is not an amount (e.g. 5 or 2.50)"))?;
+    match amount.is_finite() && amount > 0.0 {
+        true => Ok(pod_llm::Cost::from_amount(amount)),
+        false => Err(format!("`{text}`: the limit must be more than 0")),
+    }
 }
 
 impl BudgetArgs {
@@ -406,6 +423,7 @@ impl BudgetArgs {
             max_turns: self.max_turns,
             max_run_requests: self.max_run_requests,
             max_run_tokens: self.max_run_tokens,
+            max_cost: self.max_cost,
         }
     }
 }

@@ -24,6 +24,8 @@ pub struct Ceiling {
     pub budget: Budget,
     /// The largest session budget.
     pub session_budget: pod::SessionBudget,
+    /// The largest money limit of a run.
+    pub max_cost: Option<pod_llm::Cost>,
     /// Canonical directories workspaces must lie in.
     pub workspace_roots: Vec<PathBuf>,
     /// Canonical paths a workspace may not overlap (pod's own data).
@@ -59,6 +61,7 @@ impl Ceiling {
             sandbox: resolved.sandbox,
             budget: resolved.budget.clone(),
             session_budget: resolved.session_budget,
+            max_cost: resolved.max_cost,
             workspace_roots: roots,
             private: private
                 .iter()
@@ -229,6 +232,7 @@ fn check_budget(ceiling: &Ceiling, settings: &Resolved) -> Result<(), Widening> 
     at_most("budget.max_turns", most.continuations, asked.continuations)?;
     at_most("budget.max_run_requests", most.requests, asked.requests)?;
     at_most("budget.max_run_tokens", most.tokens, asked.tokens)?;
+    at_most("budget.max_cost", ceiling.max_cost, settings.max_cost)?;
     let (most, asked) = (&ceiling.session_budget, &settings.session_budget);
     at_most("session_budget.requests", most.requests, asked.requests)?;
     at_most("session_budget.tokens", most.tokens, asked.tokens)?;
@@ -303,6 +307,7 @@ mod tests {
             sandbox: SandboxPolicy::default(),
             budget: Budget::default(),
             session_budget: Default::default(),
+            max_cost: None,
             workspace_roots: vec![base.join("roots")],
             private: vec![base.join("roots/a/deep"), base.join("home")],
         };

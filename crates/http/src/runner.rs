@@ -78,6 +78,9 @@ pub struct CreateBudget {
     /// Tokens in the run (`--max-run-tokens`).
     #[serde(default)]
     pub max_run_tokens: Option<u64>,
+    /// Money the run and its subagents may spend (`--max-cost`).
+    #[serde(default)]
+    pub max_cost: Option<pod_llm::Cost>,
 }
 
 impl CreateBudget {
@@ -92,11 +95,15 @@ impl CreateBudget {
         positive("max_requests", self.max_requests == Some(0))?;
         positive("max_run_requests", self.max_run_requests == Some(0))?;
         positive("max_run_tokens", self.max_run_tokens == Some(0))?;
+        if self.max_cost == Some(pod_llm::Cost::default()) {
+            return Err(ApiError::bad_request("budget.max_cost must be more than 0"));
+        }
         Ok(BudgetFlags {
             max_requests: self.max_requests,
             max_turns: self.max_turns,
             max_run_requests: self.max_run_requests,
             max_run_tokens: self.max_run_tokens,
+            max_cost: self.max_cost,
         })
     }
 }

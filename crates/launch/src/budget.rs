@@ -28,6 +28,9 @@ pub struct BudgetTable {
     pub max_session_requests: Option<u64>,
     /// Tokens over a session's life.
     pub max_session_tokens: Option<u64>,
+    /// Money a run and its subagents may spend together, at the profile's
+    /// prices (not recorded: read on every start, like the session caps).
+    pub max_cost: Option<pod_llm::Cost>,
 }
 
 impl BudgetTable {
@@ -58,6 +61,7 @@ impl BudgetTable {
             max_turns: args.max_turns,
             max_run_requests: args.max_run_requests,
             max_run_tokens: args.max_run_tokens,
+            max_cost: args.max_cost,
             ..Self::default()
         }
     }
@@ -102,6 +106,21 @@ pub fn session(
         requests: profile.max_session_requests.or(top.max_session_requests),
         tokens: profile.max_session_tokens.or(top.max_session_tokens),
     })
+}
+
+/// The run's money limit: the flag, else the profile's `budget` table,
+/// else the file's `[budget]` table. Not recorded: a resume reads it again.
+pub fn max_cost(
+    file: &pod_providers::ConfigFile,
+    profile: Option<&toml::Value>,
+    flags: &BudgetFlags,
+) -> Result<Option<pod_llm::Cost>, LaunchError> {
+    if flags.max_cost.is_some() {
+        return Ok(flags.max_cost);
+    }
+    let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table", file)?;
+    let profile = BudgetTable::parse(profile, "budget table of the profile", file)?;
+    Ok(profile.max_cost.or(top.max_cost))
 }
 
 /// The run's budget. `recorded`: what the resumed session was started with

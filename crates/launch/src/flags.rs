@@ -24,7 +24,7 @@ pub struct ModelFlags {
 }
 
 /// The limits of a run (`--max-requests`, `--max-turns`,
-/// `--max-run-requests`, `--max-run-tokens`).
+/// `--max-run-requests`, `--max-run-tokens`, `--max-cost`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BudgetFlags {
     /// Model requests per turn.
@@ -35,6 +35,8 @@ pub struct BudgetFlags {
     pub max_run_requests: Option<u64>,
     /// Tokens in the run.
     pub max_run_tokens: Option<u64>,
+    /// Money the run and its subagents may spend, at the profile's prices.
+    pub max_cost: Option<pod_llm::Cost>,
 }
 
 /// Where commands may write and whether they have the network

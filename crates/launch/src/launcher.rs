@@ -205,6 +205,12 @@ impl Plan {
         config.until_done = settings.until_done;
         config.budget = settings.budget.clone();
         config.session_budget = settings.session_budget;
+        // Subagents share the meter and are counted at the profile's
+        // prices (a cheaper subagent model is over-counted, never under).
+        config.cost_budget = settings
+            .max_cost
+            .zip(settings.choice.raw.prices)
+            .map(|(max, prices)| pod::CostBudget::new(max, prices));
         config.approval = settings.approval.clone();
         config.sandbox = settings.sandbox;
         config.subagents = subagents;

@@ -30,6 +30,8 @@ pub struct Resolved {
     pub budget: Budget,
     /// The session's caps (from the config file).
     pub session_budget: pod::SessionBudget,
+    /// The money a run and its subagents may spend (flag or config file).
+    pub max_cost: Option<pod_llm::Cost>,
     /// The sandbox `bash` runs in.
     pub sandbox: SandboxPolicy,
     /// Subagents' limits (their model is built with the providers).
@@ -48,6 +50,14 @@ impl Resolved {
         let sandbox = sandbox::resolve(&file, recorded.and_then(|l| l.sandbox), &flags.sandbox)?;
         let approval = approval::policy(&file, &approval_flags, sandbox.is_enforced())?;
         let session_budget = budget::session(&file, choice.raw.budget.as_ref())?;
+        let max_cost = budget::max_cost(&file, choice.raw.budget.as_ref(), &flags.budget)?;
+        if max_cost.is_some() && choice.raw.prices.is_none() {
+            return Err(LaunchError::settings(
+                "a cost limit (--max-cost or max_cost) needs the model's prices",
+                "add prices to the profile, e.g. prices = { input = 3.0, cache_write = 3.75, \
+                 cache_read = 0.3, output = 15.0 } (per million tokens)",
+            ));
+        }
         let subagents = crate::subagents::resolve(&file)?;
         let budget = budget::resolve(
             &file,
@@ -63,6 +73,7 @@ impl Resolved {
             until_done: flags.until_done || recorded.is_some_and(|launch| launch.until_done),
             budget,
             session_budget,
+            max_cost,
             sandbox,
             subagents,
         })

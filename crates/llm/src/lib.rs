@@ -21,6 +21,7 @@
 mod assemble;
 mod error_chain;
 mod item;
+mod prices;
 mod provider;
 mod scripted;
 pub mod tokens;
@@ -31,6 +32,7 @@ pub use item::{
     validate_history, HistoryError, Item, ItemKind, Reasoning, SystemKind, ToolCall, Usage,
     ITEM_FORMAT_VERSION,
 };
+pub use prices::{Cost, Prices};
 pub use provider::{
     EventStream, FinishReason, HistoryId, Provider, ProviderError, ProviderRequest, StreamEvent,
     ToolSpec,

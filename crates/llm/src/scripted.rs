@@ -105,6 +105,9 @@ pub struct ScriptStep {
     /// Wait this long before the first event (for cancellation tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
+    /// Report this usage instead of the estimate (for cost tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// A scripted failure.
@@ -444,6 +447,7 @@ impl Provider for ScriptedProvider {
                 .iter()
                 .map(|c| crate::tokens::estimate_text_tokens(&c.name) + 8)
                 .sum::<u64>();
+        let usage = step.usage.unwrap_or(usage);
         let events: Vec<Result<StreamEvent, ProviderError>> = match failure {
             Some(err) if step.fail_mid_stream => {
                 let mut events: Vec<_> = step.events(index, usage).into_iter().map(Ok).collect();

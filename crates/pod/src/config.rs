@@ -3,7 +3,7 @@
 use crate::approval::{ApprovalPolicy, Approver};
 use crate::compact::CompactionConfig;
 use crate::home::PodHome;
-use crate::interceptors::SessionBudget;
+use crate::interceptors::{CostBudget, SessionBudget};
 use crate::store::{FileStore, Store};
 use crate::subagents::SubagentConfig;
 use pod_llm::Provider;
@@ -88,6 +88,9 @@ pub struct PodConfig {
     /// Caps on the whole session's requests and tokens, across runs and
     /// resumes (none by default).
     pub session_budget: SessionBudget,
+    /// The money a run and its subagents may spend together (none by
+    /// default); subagents share the meter.
+    pub cost_budget: Option<CostBudget>,
     /// How the front end started the session, stored in a new session's log
     /// header ([`SessionHeader::launch`](crate::log::SessionHeader::launch))
     /// for it to read back on resume. Never put secrets here.
@@ -138,6 +141,7 @@ impl PodConfig {
             compact_provider: None,
             interceptors: Vec::new(),
             session_budget: SessionBudget::default(),
+            cost_budget: None,
             launch: None,
             sandbox: SandboxPolicy::default(),
             private_paths: Vec::new(),

@@ -73,7 +73,7 @@ pub use fork::{fork_item_count, fork_session};
 pub use gate::ApprovalGate;
 pub use handle::PodHandle;
 pub use home::{PodHome, LOG_FILE};
-pub use interceptors::{context_estimate, SessionBudget, MAX_COMPACTION_FAILURES};
+pub use interceptors::{context_estimate, CostBudget, SessionBudget, MAX_COMPACTION_FAILURES};
 pub use pod::Pod;
 pub use store::{FileStore, LogWriter, SessionStat, SessionStore, Store, Waits};
 pub use subagents::{child_session_id, SubagentConfig, TASK};
@@ -82,7 +82,9 @@ pub use subagents::{child_session_id, SubagentConfig, TASK};
 // depend on `pod` alone.
 /// The attribute a [`Tool`] or [`Interceptor`] implementation needs.
 pub use async_trait::async_trait;
-pub use pod_llm::{Item, ItemKind, Provider, ScriptStep, ScriptedProvider, SystemKind, Usage};
+pub use pod_llm::{
+    Cost, Item, ItemKind, Prices, Provider, ScriptStep, ScriptedProvider, SystemKind, Usage,
+};
 pub use pod_tools::{SandboxMode, SandboxPolicy, TodoItem, TodoStatus};
 pub use pod_worker::{
     AbortReason, Budget, CommittedCall, Interceptor, InterceptorStack, Limit, PostToolAction,

@@ -3,6 +3,7 @@
 
 use crate::config::Durability;
 use crate::events::{EventBus, PodEvent};
+use crate::interceptors::CostBudget;
 use crate::log::LogRecord;
 use crate::store::LogWriter;
 use pod_llm::{Item, ItemKind, SystemKind};
@@ -21,6 +22,8 @@ pub struct PodObserver {
     // The session and epoch of the lease the store fenced this Pod off
     // from, when an append found it taken over.
     fenced: Option<(Uuid, i64)>,
+    // The run's money limit: each answer is charged as it commits.
+    cost: Option<CostBudget>,
 }
 
 impl PodObserver {
@@ -32,7 +35,16 @@ impl PodObserver {
             todos,
             durability,
             fenced: None,
+            cost: None,
         }
+    }
+
+    /// The same observer, charging every committed answer to `budget`'s
+    /// meter (at its prices) the moment it commits, so that a subagent
+    /// started by that answer already sees it spent.
+    pub fn charging(mut self, budget: Option<CostBudget>) -> Self {
+        self.cost = budget;
+        self
     }
 
     /// The lease this Pod lost, if an append found the session taken over.
@@ -63,6 +75,15 @@ impl TurnObserver for PodObserver {
                 _ => PersistKind::Failed,
             };
             return Err(PersistError::new(kind, err));
+        }
+        if let (
+            Some(budget),
+            ItemKind::Assistant {
+                usage: Some(usage), ..
+            },
+        ) = (&self.cost, &item.kind)
+        {
+            budget.meter.add(budget.prices.charge(usage));
         }
         if let ItemKind::System { kind, text } = &item.kind {
             match kind {

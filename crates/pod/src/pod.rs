@@ -7,8 +7,8 @@ use crate::events::{EventBus, PodEvent};
 use crate::gate::{ApprovalGate, ParkedOn};
 use crate::handle::{Command, PodHandle};
 use crate::interceptors::{
-    Approval, AutoCompact, CompactionTrigger, NotificationQueue, Notifications, Reminders,
-    SessionBudgetGuard, Spent, UntilDone,
+    Approval, AutoCompact, CompactionTrigger, CostGuard, NotificationQueue, Notifications,
+    Reminders, SessionBudgetGuard, Spent, UntilDone,
 };
 use crate::job::{self, Answer, Done, Job};
 use crate::log::ParentLink;
@@ -272,13 +272,22 @@ fn build_parts(
     worker.set_history(history);
     TurnParts {
         worker,
-        interceptor: stack(config, &store, notifications, trigger, spent, gate),
+        interceptor: stack(
+            config,
+            &store,
+            notifications,
+            trigger,
+            spent,
+            gate,
+            lineage.depth == 0,
+        ),
         observer: PodObserver::new(
             log.clone(),
             events.clone(),
             store.clone(),
             config.durability,
-        ),
+        )
+        .charging(config.cost_budget.clone()),
         compaction: CompactionSetup {
             provider: config
                 .compact_provider
@@ -302,6 +311,7 @@ fn stack(
     trigger: Option<CompactionTrigger>,
     spent: Spent,
     gate: ApprovalGate,
+    root: bool,
 ) -> InterceptorStack {
     let mut stack = InterceptorStack::new();
     for make in &config.interceptors {
@@ -309,6 +319,9 @@ fn stack(
     }
     if config.session_budget.is_set() {
         stack.push(SessionBudgetGuard::new(config.session_budget, spent));
+    }
+    if let Some(budget) = &config.cost_budget {
+        stack.push(CostGuard::new(budget.clone(), root));
     }
     stack
         .push(Notifications::new(notifications.clone()))

@@ -43,12 +43,13 @@ pub mod sse;
 
 pub use anthropic::AnthropicProvider;
 pub use config::{
-    CacheTtl, ConfigError, ConfigFile, Prices, ProviderConfig, ProviderKind, RawProviderConfig,
+    CacheTtl, ConfigError, ConfigFile, ProviderConfig, ProviderKind, RawProviderConfig,
     ReasoningEffort,
 };
 pub use endpoint::{Endpoint, PromptCache};
 pub use http::Timeouts;
 pub use openai::OpenAiProvider;
+pub use pod_llm::Prices;
 pub use responses::OpenAiResponsesProvider;
 pub use retry::{RetryPolicy, RetryingProvider};
 pub use secret::ApiKey;

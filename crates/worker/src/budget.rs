@@ -78,6 +78,9 @@ pub enum Limit {
     SessionRequests(u64),
     /// Tokens of a whole session, across runs and resumes.
     SessionTokens(u64),
+    /// Money a run and its subagents spent together, at the profile's
+    /// prices (a cost guard's limit).
+    RunCost(pod_llm::Cost),
     /// The same call failed the same way this many times in a row.
     RepeatedFailure {
         /// The tool called.
@@ -96,6 +99,7 @@ impl std::fmt::Display for Limit {
             Limit::RunTokens(n) => write!(f, "the run budget of {n} tokens"),
             Limit::SessionRequests(n) => write!(f, "the session budget of {n} model requests"),
             Limit::SessionTokens(n) => write!(f, "the session budget of {n} tokens"),
+            Limit::RunCost(max) => write!(f, "the run's cost limit of {max}"),
             Limit::RepeatedFailure { tool, times } => write!(
                 f,
                 "the loop guard: the same {tool} call failed the same way {times} times in a row"

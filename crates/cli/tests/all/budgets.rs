@@ -282,3 +282,113 @@ fn a_session_budget_from_the_config_file_spans_resumes() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(lines.last().unwrap()["todos"]["completed"], 3);
 }
+
+/// A session that delegates to a subagent. At a price of 1 per million
+/// tokens, the session's answer costs 0.1 and each of the subagent's two
+/// answers 2.
+fn delegating_script() -> Value {
+    let usage = |tokens: u64| json!({"prompt_tokens": tokens, "completion_tokens": 0});
+    json!({
+        "steps": [
+            {"tool_calls": [{"name": "task", "arguments": {"description": "survey", "prompt": "Survey the workspace"}}],
+             "usage": usage(100_000)},
+            {"text": "Never asked: the run is over budget.", "usage": usage(1)}
+        ],
+        "agents": [
+            {"task": "Survey the workspace", "steps": [
+                {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}], "usage": usage(2_000_000)},
+                {"text": "The workspace is empty.", "usage": usage(2_000_000)}
+            ]}
+        ]
+    })
+}
+
+#[test]
+fn a_money_budget_stops_a_run_whose_subagents_spend_it() {
+    let env = TestEnv::new();
+    env.config_file(
+        "[profiles.priced]\nkind = \"scripted\"\nprices = { input = 1.0, output = 1.0 }\n",
+    );
+    let path = env.script("delegate.json", &delegating_script());
+    let (code, lines, stderr) = run_json(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--profile",
+            "priced",
+            "--max-cost",
+            "3",
+            "--script",
+            path.to_str().unwrap(),
+            "Survey",
+        ],
+    );
+    // 0.1 (the session) + 2 + 2 (its subagent) passes 3 only in the
+    // subagent, which may finish its answer; the session then stops before
+    // it asks its model again.
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("the run's cost limit of 3.00"), "{stderr}");
+    let ended = lines.last().unwrap();
+    assert_eq!(ended["requests"], 1, "{ended}");
+    let id = session_id(&lines);
+    let shown = env.show_json(&id);
+    let texts: Vec<&str> = shown["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item["text"].as_str())
+        .collect();
+    assert!(
+        !texts.iter().any(|t| t.starts_with("Never asked")),
+        "{texts:?}"
+    );
+    assert_eq!(shown["session"]["status"], "stopped", "{shown}");
+    assert_eq!(shown["session"]["stopped_by"]["run_cost"], 3.0, "{shown}");
+    let children = shown["children"].as_array().unwrap();
+    assert_eq!(children.len(), 1, "{shown}");
+    assert_eq!(children[0]["cost"], 4.0, "{shown}");
+
+    // With 2.05 the subagent's second request is refused too.
+    let env = TestEnv::new();
+    env.config_file("[profiles.priced]\nkind = \"scripted\"\nprices = { input = 1.0, output = 1.0 }\n[budget]\nmax_cost = 2.05\n");
+    let path = env.script("delegate.json", &delegating_script());
+    let (code, lines, stderr) = run_json(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--profile",
+            "priced",
+            "--script",
+            path.to_str().unwrap(),
+            "Survey",
+        ],
+    );
+    assert_eq!(code, Some(3), "{stderr}");
+    let shown = env.show_json(&session_id(&lines));
+    assert_eq!(shown["children"][0]["status"], "stopped", "{shown}");
+}
+
+#[test]
+fn a_money_budget_without_prices_is_refused_before_anything_runs() {
+    let env = TestEnv::new();
+    let path = env.script("delegate.json", &delegating_script());
+    let out = env
+        .pod()
+        .args(["run", "--max-cost", "3", "--script"])
+        .arg(&path)
+        .arg("Survey")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("needs the model's prices"), "{stderr}");
+    assert!(env.sessions_json().is_empty());
+    let out = env
+        .pod()
+        .args(["run", "--max-cost", "0", "x"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be more than 0"));
+}

@@ -6,7 +6,8 @@
 //! 1. **Embedders' interceptors** ([`PodConfig::interceptors`](crate::PodConfig::interceptors)),
 //!    in the order given.
 //! 2. [`SessionBudgetGuard`]: ends a run before a request once the session
-//!    budget is spent (only when one is set).
+//!    budget is spent (only when one is set); [`CostGuard`] once the run
+//!    and its subagents spent the run's money limit (only when one is set).
 //! 3. [`Notifications`]: delivers `notify` messages before the next request.
 //! 4. [`Reminders`]: reminds the model of its unfinished plan.
 //! 5. [`Approval`]: the approval policy, in `pre_tool_call`.
@@ -26,6 +27,7 @@
 mod approval;
 mod budget_guard;
 mod compaction;
+mod cost_guard;
 mod notifications;
 mod reminders;
 mod until_done;
@@ -33,6 +35,7 @@ mod until_done;
 pub use approval::Approval;
 pub use budget_guard::{SessionBudget, SessionBudgetGuard, Spent};
 pub use compaction::{context_estimate, AutoCompact, CompactionTrigger, MAX_COMPACTION_FAILURES};
+pub use cost_guard::{CostBudget, CostGuard, CostMeter};
 pub use notifications::{NotificationQueue, Notifications};
 pub use reminders::{answered_since_plan, last_reminder_unanswered, Reminders};
 pub use until_done::UntilDone;

@@ -15,6 +15,7 @@ use crate::endpoint::{Endpoint, PromptCache};
 use crate::http::Timeouts;
 use crate::retry::RetryPolicy;
 use crate::secret::ApiKey;
+use pod_llm::Prices;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -158,35 +159,6 @@ pub enum CacheTtl {
     /// One hour: for runs whose requests can be minutes apart.
     #[serde(rename = "1h")]
     OneHour,
-}
-
-/// Prices in a currency of the user's choice per million tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Prices {
-    /// Fresh input.
-    #[serde(default)]
-    pub input: f64,
-    /// Input written to the cache (Anthropic: 1.25× input for 5m, 2× for 1h).
-    #[serde(default)]
-    pub cache_write: f64,
-    /// Input read from the cache (typically a tenth of input).
-    #[serde(default)]
-    pub cache_read: f64,
-    /// Output, reasoning included.
-    #[serde(default)]
-    pub output: f64,
-}
-
-impl Prices {
-    /// What `usage` costs at these prices.
-    pub fn cost(&self, usage: &pod_llm::Usage) -> f64 {
-        let per_token = |price: f64, tokens: u64| price * tokens as f64 / 1_000_000.0;
-        per_token(self.input, usage.fresh_input())
-            + per_token(self.cache_write, usage.cache_write_tokens)
-            + per_token(self.cache_read, usage.cache_read_tokens)
-            + per_token(self.output, usage.completion_tokens)
-    }
 }
 
 /// A resolved, valid provider configuration.
