@@ -10,6 +10,7 @@
 //! - [`provider`]: running one request against a real provider.
 //! - [`postgres`]: a throwaway PostgreSQL cluster per test.
 //! - [`browser`]: headless Chromium over WebDriver, for the dashboard.
+//! - [`webhook`]: a webhook receiver on loopback that checks signatures.
 //!
 //! Test code: helpers panic with a message instead of returning errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -21,6 +22,7 @@ pub mod postgres;
 pub mod provider;
 pub mod server;
 pub mod tools;
+pub mod webhook;
 pub mod wire;
 
 pub use history::{calls_of, result_of, shape};

@@ -36,11 +36,14 @@ pub struct Place {
 #[derive(Clone)]
 pub struct Launcher {
     place: Place,
+    // The notifications of every session it starts, still being delivered.
+    outbox: pod_notify::Outbox,
 }
 
 /// A session resolved, not yet started.
 pub struct Plan {
     place: Place,
+    outbox: pod_notify::Outbox,
     /// What it will run with.
     pub settings: Resolved,
     /// Its workspace.
@@ -54,6 +57,7 @@ struct Resuming {
     id: Uuid,
     assistant_items: usize,
     servers: Vec<RecordedServer>,
+    title: Option<String>,
 }
 
 /// How the Pod runs beyond its settings: what only the front end knows.
@@ -86,6 +90,10 @@ pub struct Prepared {
     pub until_done: bool,
     resume: Option<Uuid>,
     busy_wait: Duration,
+    // Where the session's notifications go, and its task's title.
+    notifier: Option<pod_notify::Notifier>,
+    title: Option<String>,
+    outbox: pod_notify::Outbox,
 }
 
 /// A started session.
@@ -100,12 +108,18 @@ pub struct Session {
     pub until_done: bool,
     /// The model's name.
     pub model: String,
+    /// Its notifications still being delivered (shared with every session
+    /// of the launcher): wait for them before the process exits.
+    pub notifications: pod_notify::Outbox,
 }
 
 impl Launcher {
     /// A launcher for sessions in `place`.
     pub fn new(place: Place) -> Self {
-        Self { place }
+        Self {
+            place,
+            outbox: pod_notify::Outbox::default(),
+        }
     }
 
     /// Where its sessions live.
@@ -113,10 +127,18 @@ impl Launcher {
         &self.place
     }
 
+    /// The notifications of its sessions still being delivered: a front
+    /// end about to exit waits for them a bounded time
+    /// ([`pod_notify::Outbox::flush`]).
+    pub fn outbox(&self) -> &pod_notify::Outbox {
+        &self.outbox
+    }
+
     /// A new session in `workspace` (an existing directory), as `flags` ask.
     pub fn plan(&self, flags: &Flags, workspace: PathBuf) -> Result<Plan, LaunchError> {
         Ok(Plan {
             place: self.place.clone(),
+            outbox: self.outbox.clone(),
             settings: Resolved::resolve(flags, None)?,
             workspace,
             mcp_config: flags.mcp_config.clone(),
@@ -144,6 +166,7 @@ impl Launcher {
         let settings = Resolved::resolve(flags, recorded.as_ref())?;
         Ok(Plan {
             place: self.place.clone(),
+            outbox: self.outbox.clone(),
             settings,
             workspace,
             mcp_config: flags.mcp_config.clone(),
@@ -151,6 +174,7 @@ impl Launcher {
                 id,
                 assistant_items: loaded.assistant_items(),
                 servers: recorded.map(|l| l.mcp_servers).unwrap_or_default(),
+                title: loaded.summary.title.clone(),
             }),
         })
     }
@@ -187,6 +211,7 @@ impl Plan {
     /// Builds the model, starts the MCP servers and writes the Pod's config.
     pub async fn prepare(self, options: Options) -> Result<Prepared, LaunchError> {
         let settings = &self.settings;
+        let notifier = crate::notify::notifier(&settings.notify, &self.outbox)?;
         let model = Model::from_choice(&settings.choice)?;
         let subagents = subagents::with_model(settings.subagents.clone(), &settings.choice)?;
         if let Some(resume) = &self.resume {
@@ -236,8 +261,11 @@ impl Plan {
             mcp: started,
             warnings,
             until_done: settings.until_done,
+            title: self.resume.as_ref().and_then(|r| r.title.clone()),
             resume: self.resume.map(|r| r.id),
             busy_wait: options.busy_wait,
+            notifier,
+            outbox: self.outbox.clone(),
         })
     }
 }
@@ -250,6 +278,8 @@ impl Prepared {
     /// log. On failure the MCP servers are shut down.
     pub async fn start(self) -> Result<Session, LaunchError> {
         let model = self.config.provider.model_name();
+        let workspace = self.config.workspace.clone();
+        let answered_via = self.config.approver.as_ref().map(|a| a.answerer().via);
         let started = match self.resume {
             None => Pod::spawn(self.config)
                 .await
@@ -259,13 +289,28 @@ impl Prepared {
                 .map_err(|err| LaunchError::pod(format!("cannot resume session {id}"), err)),
         };
         match started {
-            Ok(handle) => Ok(Session {
-                handle,
-                mcp: self.mcp,
-                warnings: self.warnings,
-                until_done: self.until_done,
-                model,
-            }),
+            Ok(handle) => {
+                if let Some(notifier) = self.notifier {
+                    crate::notify::watch(
+                        &handle,
+                        notifier,
+                        crate::notify::About {
+                            session: handle.session_id(),
+                            workspace,
+                            title: self.title,
+                            answered_via,
+                        },
+                    );
+                }
+                Ok(Session {
+                    handle,
+                    mcp: self.mcp,
+                    warnings: self.warnings,
+                    until_done: self.until_done,
+                    model,
+                    notifications: self.outbox,
+                })
+            }
             Err(err) => {
                 self.mcp.shutdown().await;
                 Err(err)

@@ -39,6 +39,7 @@ mod flags;
 mod launcher;
 mod mcp;
 mod model;
+pub mod notify;
 mod record;
 mod sandbox;
 pub mod sessions;

@@ -87,6 +87,9 @@ pub struct Summary {
     pub updated_at: DateTime<Utc>,
     /// The agent's workspace.
     pub workspace: PathBuf,
+    /// Its task: the first line of its first prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// The model it started with.
     pub model: String,
     /// Where it stands.
@@ -199,6 +202,13 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         created_at: header.created_at,
         updated_at: stat.updated_at,
         workspace: header.workspace.clone(),
+        title: contents.records.iter().find_map(|record| match record {
+            LogRecord::Item(Item {
+                kind: ItemKind::User { text },
+                ..
+            }) => Some(title_of(text)),
+            _ => None,
+        }),
         model: header.model.clone(),
         status,
         todos: progress(&replayed.todos),
@@ -218,6 +228,21 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         records: contents.records,
         todos: replayed.todos,
     })
+}
+
+/// A task's title: the first line of its prompt with text, at most 80
+/// characters.
+pub fn title_of(prompt: &str) -> String {
+    const MAX: usize = 80;
+    let line = prompt
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("");
+    match line.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", line[..cut].trim_end()),
+        None => line.to_string(),
+    }
 }
 
 /// Completed and total todos.

@@ -36,6 +36,8 @@ pub struct Resolved {
     pub sandbox: SandboxPolicy,
     /// Subagents' limits (their model is built with the providers).
     pub subagents: pod::SubagentConfig,
+    /// Where notifications go (`[notify]`, the profile's over it).
+    pub notify: pod_notify::NotifyConfig,
 }
 
 impl Resolved {
@@ -59,6 +61,7 @@ impl Resolved {
             ));
         }
         let subagents = crate::subagents::resolve(&file)?;
+        let notify = crate::notify::resolve(&file, choice.raw.notify.as_ref())?;
         let budget = budget::resolve(
             &file,
             choice.raw.budget.as_ref(),
@@ -76,6 +79,7 @@ impl Resolved {
             max_cost,
             sandbox,
             subagents,
+            notify,
         })
     }
 
@@ -84,6 +88,7 @@ impl Resolved {
     pub fn launch(&self) -> Launch {
         let mut provider = self.choice.raw.clone();
         provider.budget = None;
+        provider.notify = None;
         Launch {
             profile: self.choice.profile.clone(),
             provider,

@@ -70,6 +70,23 @@ pub async fn launch(plan: pod_launch::Plan, drive: &crate::cli::DriveArgs) -> Re
     Ok(Launched { session, asks })
 }
 
+/// How long a command about to exit waits for its notifications.
+const NOTIFY_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits a bounded time for notifications still being delivered (a
+/// receiver that is down must not hold the exit), saying so if some are
+/// not done.
+pub async fn flush_notifications(outbox: &pod_notify::Outbox) {
+    if !outbox.flush(NOTIFY_FLUSH).await {
+        let _ = crate::output::eprint(&format!(
+            "warning: {} notification(s) not delivered before exit (the receiver did not \
+             answer in {}s)\n",
+            outbox.in_flight(),
+            NOTIFY_FLUSH.as_secs()
+        ));
+    }
+}
+
 /// Where a command finds sessions: pod's home (scratch directories, and
 /// the session logs of the file store) and the store of session logs.
 #[derive(Clone)]

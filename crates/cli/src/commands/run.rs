@@ -64,6 +64,7 @@ pub async fn drive_session(
     )
     .await;
     session.mcp.shutdown().await;
+    super::flush_notifications(&session.notifications).await;
     outcome
 }
 

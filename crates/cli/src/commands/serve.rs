@@ -73,6 +73,9 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
 /// Runs fleet sessions until stopped (or, with `--exit-when-idle`, until
 /// the fleet has nothing left).
 pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
+    // One launcher for the API's sessions and the worker's: one outbox of
+    // notifications to wait for at the end.
+    let launcher = place.launcher();
     let stop = CancellationToken::new();
     spawn_signal_watch(stop.clone());
     let (runner, http) = match args.http {
@@ -85,7 +88,7 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
                 approval: args.approval.flags(),
                 sandbox: args.sandbox.flags(),
             };
-            let (runner, bound) = pod_http::start(options, place.launcher()).await?;
+            let (runner, bound) = pod_http::start(options, launcher.clone()).await?;
             crate::output::print(&format!("{}\n", bound.banner().join("\n")))?;
             let http = tokio::spawn(bound.serve(runner.clone(), stop.clone()));
             (Some(runner), Some(http))
@@ -94,7 +97,7 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
     };
     let outcome = match (&place.fleet, http) {
         (Some(_), http) => {
-            let outcome = work(&args, &place, runner, stop.clone()).await;
+            let outcome = work(&args, &place, &launcher, runner, stop.clone()).await;
             stop.cancel();
             if let Some(http) = http {
                 http.await.context("the HTTP server's task failed")?;
@@ -111,6 +114,7 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
             Ok(Outcome::Done)
         }
     };
+    super::flush_notifications(launcher.outbox()).await;
     outcome
 }
 
@@ -119,12 +123,13 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
 async fn work(
     args: &ServeArgs,
     place: &Place,
+    launcher: &pod_launch::Launcher,
     runner: Option<pod_http::Runner>,
     stop: CancellationToken,
 ) -> Result<Outcome> {
     let worker = pod_fleet::Worker {
         store: fleet(place, "serve")?,
-        launcher: place.launcher(),
+        launcher: launcher.clone(),
         slots: args.workers,
         exit_when_idle: args.exit_when_idle,
         api: runner.map(|runner| Arc::new(Api(runner)) as Arc<dyn pod_fleet::Api>),

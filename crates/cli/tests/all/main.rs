@@ -18,6 +18,7 @@ mod fork;
 mod http;
 mod ledger;
 mod mcp;
+mod notify;
 mod questions;
 mod run_resume;
 mod sandbox;

@@ -199,6 +199,13 @@ fn two_answers_race_and_one_wins() {
 fn a_fleet_worker_parks_a_waiting_session_and_another_continues_it_after_the_answer() {
     let pg = pod_testkit::postgres::Postgres::start();
     let env = TestEnv::new();
+    // The workers tell a command when the question waits.
+    let seen = env.workspace().join("..").join("events.jsonl");
+    env.config_file(&format!(
+        "[notify]\ncommand = [\"sh\", \"-c\", \"cat >> '{}'; echo >> '{}'\"]\nevents = [\"question\"]\n",
+        seen.display(),
+        seen.display()
+    ));
     let script = env.script("fleet.json", &writing_script());
     let out = env
         .pod()
@@ -229,6 +236,17 @@ fn a_fleet_worker_parks_a_waiting_session_and_another_continues_it_after_the_ans
     let said = worker("first");
     assert!(said.contains("parked, waiting for an answer"), "{said}");
     assert!(!env.workspace().join("notes.md").exists());
+    let told: Value = serde_json::from_str(
+        std::fs::read_to_string(&seen)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(told["type"], "session.question");
+    assert_eq!(told["data"]["session_id"], id.as_str());
+    assert_eq!(told["data"]["title"], "Write the notes");
     let sessions: Vec<Value> = {
         let out = env
             .pod()

@@ -57,6 +57,10 @@ pub struct ConfigFile {
     /// limits), kept as parsed for front ends, like `approval`.
     #[serde(default)]
     pub http: Option<toml::Value>,
+    /// The `[notify]` table (where notifications go), kept as parsed for
+    /// front ends, like `approval`.
+    #[serde(default)]
+    pub notify: Option<toml::Value>,
 }
 
 impl ConfigFile {

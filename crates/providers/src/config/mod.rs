@@ -116,6 +116,11 @@ pub struct RawProviderConfig {
     /// part of what is stored of a profile.
     #[serde(default, skip_serializing)]
     pub budget: Option<toml::Value>,
+    /// The profile's `notify` table (where notifications go), kept as
+    /// parsed for front ends, its keys over the top-level `[notify]`'s.
+    /// Not part of what is stored of a profile.
+    #[serde(default, skip_serializing)]
+    pub notify: Option<toml::Value>,
     /// The profile's `[profiles.NAME.mcp_servers.SERVER]` tables, kept as
     /// parsed for front ends. Never stored (they may hold secrets in `env`).
     #[serde(default, skip_serializing)]
@@ -280,6 +285,7 @@ impl RawProviderConfig {
             store: over.store.or(self.store),
             subagent_model: over.subagent_model.or(self.subagent_model),
             budget: over.budget.or(self.budget),
+            notify: over.notify.or(self.notify),
             mcp_servers: over.mcp_servers.or(self.mcp_servers),
         }
     }

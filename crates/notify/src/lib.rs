@@ -1,0 +1,356 @@
+//! Notifications out: when an agent needs a person (a question waits), its
+//! run stops at a budget, fails, or finishes, pod tells someone, by a
+//! webhook and/or a command of the operator's.
+//!
+//! ```toml
+//! [notify]
+//! webhook = "https://hooks.example.com/pod"   # POSTed the event's JSON
+//! secret_env = "POD_NOTIFY_SECRET"            # signs it (Standard Webhooks)
+//! command = ["/usr/local/bin/page-me"]         # run with the JSON on stdin
+//! events = ["question", "stopped", "failed", "finished"]
+//! dashboard = "https://pod.example.com"        # links in the events
+//! ```
+//!
+//! The body is a [Standard Webhooks](https://www.standardwebhooks.com/)
+//! message: `{"type": "session.question", "timestamp": ..., "data": {...}}`
+//! with the `webhook-id`, `webhook-timestamp` and `webhook-signature`
+//! headers (`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`, keyed
+//! with the secret: a `whsec_` secret is base64 after the prefix, any other
+//! is taken as bytes), so a receiver verifies it with that project's
+//! libraries.
+//!
+//! Delivery never blocks the agent: [`Notifier::send`] hands the event to
+//! a background task and returns. A webhook is retried with back-off (1 s,
+//! 2 s, 4 s, …) on a connection error, a timeout, a 408, a 429 or a 5xx;
+//! the same message keeps its id across retries, so a receiver can drop
+//! duplicates. A command runs once, killed after the timeout. Failures are
+//! logged, never raised. A process about to exit waits a bounded time for
+//! deliveries in flight ([`Outbox::flush`]).
+//!
+//! It knows nothing of sessions or Pods: front ends (through `pod-launch`)
+//! turn session events into [`Event`]s.
+
+#![deny(missing_docs)]
+
+mod deliver;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, Semaphore};
+use uuid::Uuid;
+
+/// The environment variable holding the signing secret, when `secret_env`
+/// does not name another.
+pub const DEFAULT_SECRET_ENV: &str = "POD_NOTIFY_SECRET";
+
+/// Deliveries in flight at once; more events are dropped (and logged).
+const MAX_IN_FLIGHT: usize = 64;
+
+/// The `[notify]` table (and a profile's `notify` table): every key
+/// optional, so a profile's keys replace the top-level ones.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// Where events are POSTed (http or https).
+    pub webhook: Option<String>,
+    /// The environment variable holding the webhook's signing secret
+    /// ([`DEFAULT_SECRET_ENV`] when unset; unsigned when that is unset too).
+    pub secret_env: Option<String>,
+    /// A program and its arguments, run with the event's JSON on stdin.
+    pub command: Option<Vec<String>>,
+    /// Which events go out (all when unset).
+    pub events: Option<Vec<Kind>>,
+    /// The dashboard's base URL, for links to the session.
+    pub dashboard: Option<String>,
+    /// How long one webhook attempt or the command may take (10 s).
+    pub timeout_secs: Option<u64>,
+    /// Webhook attempts after the first (5).
+    pub retries: Option<u32>,
+}
+
+impl NotifyConfig {
+    /// `self` with every key `over` sets replaced.
+    pub fn merged(self, over: NotifyConfig) -> Self {
+        Self {
+            webhook: over.webhook.or(self.webhook),
+            secret_env: over.secret_env.or(self.secret_env),
+            command: over.command.or(self.command),
+            events: over.events.or(self.events),
+            dashboard: over.dashboard.or(self.dashboard),
+            timeout_secs: over.timeout_secs.or(self.timeout_secs),
+            retries: over.retries.or(self.retries),
+        }
+    }
+
+    /// Whether anything would be sent.
+    pub fn is_set(&self) -> bool {
+        self.webhook.is_some() || self.command.is_some()
+    }
+}
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A question waits for a person's answer.
+    Question,
+    /// A run stopped at a budget (or made no progress).
+    Stopped,
+    /// A run failed.
+    Failed,
+    /// A run finished.
+    Finished,
+}
+
+impl Kind {
+    /// The message's `type`.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Kind::Question => "session.question",
+            Kind::Stopped => "session.stopped",
+            Kind::Failed => "session.failed",
+            Kind::Finished => "session.finished",
+        }
+    }
+}
+
+/// One event about one session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    /// What happened.
+    #[serde(skip)]
+    pub kind: Kind,
+    /// When.
+    #[serde(skip)]
+    pub at: DateTime<Utc>,
+    /// The session.
+    pub session_id: Uuid,
+    /// Its task: the first line of its first prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its workspace.
+    pub workspace: PathBuf,
+    /// The question waiting (`question` events): its id, call, tool and
+    /// summary, and when it times out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<serde_json::Value>,
+    /// How a person answers it from any machine (`question` events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_with: Option<String>,
+    /// Why the run stopped or failed, or how it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The session on the dashboard, when `dashboard` is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+}
+
+impl Event {
+    /// An event of `kind` about session `session_id` in `workspace`, now.
+    pub fn new(kind: Kind, session_id: Uuid, workspace: PathBuf) -> Self {
+        Self {
+            kind,
+            at: Utc::now(),
+            session_id,
+            title: None,
+            workspace,
+            question: None,
+            answer_with: None,
+            reason: None,
+            link: None,
+        }
+    }
+
+    /// The message body: Standard Webhooks' `type`, `timestamp`, `data`.
+    pub fn body(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(&serde_json::json!({
+            "type": self.kind.type_name(),
+            "timestamp": self.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "data": self,
+        }))
+    }
+}
+
+/// Why a `[notify]` table cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// The webhook is not an http(s) URL.
+    #[error("[notify] webhook `{url}` is not an http:// or https:// URL")]
+    Url {
+        /// As written.
+        url: String,
+    },
+    /// `secret_env` names a variable that is not set.
+    #[error("[notify] secret_env names {name}, which is not set in the environment")]
+    NoSecret {
+        /// The variable.
+        name: String,
+    },
+    /// A `whsec_` secret whose rest is not base64.
+    #[error("the webhook secret in {name} starts with whsec_ but the rest is not base64")]
+    BadSecret {
+        /// The variable.
+        name: String,
+    },
+    /// An empty `command`.
+    #[error("[notify] command is empty: give the program and its arguments")]
+    NoCommand,
+    /// The HTTP client could not be built.
+    #[error("cannot build the webhook's HTTP client")]
+    Client(#[source] reqwest::Error),
+}
+
+/// The deliveries of a process: bounded, and waited for before it exits.
+#[derive(Clone, Debug)]
+pub struct Outbox {
+    inner: Arc<OutboxInner>,
+}
+
+#[derive(Debug)]
+struct OutboxInner {
+    in_flight: AtomicUsize,
+    idle: Notify,
+    slots: Arc<Semaphore>,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Self {
+            inner: Arc::new(OutboxInner {
+                in_flight: AtomicUsize::new(0),
+                idle: Notify::new(),
+                slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            }),
+        }
+    }
+}
+
+impl Outbox {
+    /// Waits until every delivery in flight is done, at most `within`;
+    /// whether they all are.
+    pub async fn flush(&self, within: Duration) -> bool {
+        let done = async {
+            loop {
+                let idle = self.inner.idle.notified();
+                if self.inner.in_flight.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                idle.await;
+            }
+        };
+        tokio::time::timeout(within, done).await.is_ok()
+    }
+
+    /// Deliveries not done yet.
+    pub fn in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Runs `delivery` in the background, counted; `false` (and nothing
+    /// runs) when too many are in flight.
+    fn spawn(&self, delivery: impl std::future::Future<Output = ()> + Send + 'static) -> bool {
+        let Ok(permit) = Arc::clone(&self.inner.slots).try_acquire_owned() else {
+            return false;
+        };
+        self.inner.in_flight.fetch_add(1, Ordering::SeqCst);
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move {
+            delivery.await;
+            drop(permit);
+            if inner.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+                inner.idle.notify_waiters();
+            }
+        });
+        true
+    }
+}
+
+/// Sends a session's events where its `[notify]` table says.
+#[derive(Clone, Debug)]
+pub struct Notifier {
+    target: Arc<deliver::Target>,
+    events: BTreeSet<Kind>,
+    dashboard: Option<String>,
+    outbox: Outbox,
+}
+
+impl Notifier {
+    /// A notifier for `config` delivering through `outbox`, reading the
+    /// secret with `env`; `None` when the table sends nothing.
+    pub fn new(
+        config: &NotifyConfig,
+        outbox: &Outbox,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, NotifyError> {
+        if !config.is_set() {
+            return Ok(None);
+        }
+        let target = deliver::Target::new(config, env)?;
+        Ok(Some(Self {
+            target: Arc::new(target),
+            events: config
+                .events
+                .clone()
+                .map(|events| events.into_iter().collect())
+                .unwrap_or_else(|| {
+                    [Kind::Question, Kind::Stopped, Kind::Failed, Kind::Finished]
+                        .into_iter()
+                        .collect()
+                }),
+            dashboard: config
+                .dashboard
+                .as_ref()
+                .map(|d| d.trim_end_matches('/').to_string()),
+            outbox: outbox.clone(),
+        }))
+    }
+
+    /// Whether `kind` goes out.
+    pub fn wants(&self, kind: Kind) -> bool {
+        self.events.contains(&kind)
+    }
+
+    /// The dashboard's page of session `id`, if a dashboard is set.
+    pub fn link(&self, id: Uuid) -> Option<String> {
+        self.dashboard
+            .as_ref()
+            .map(|base| format!("{base}/#/s/{id}"))
+    }
+
+    /// Delivers `event` in the background (if its kind goes out); returns
+    /// at once.
+    pub fn send(&self, mut event: Event) {
+        if !self.wants(event.kind) {
+            return;
+        }
+        if event.link.is_none() {
+            event.link = self.link(event.session_id);
+        }
+        let body = match event.body() {
+            Ok(body) => body,
+            Err(err) => {
+                tracing::warn!(%err, "cannot encode a notification");
+                return;
+            }
+        };
+        let target = Arc::clone(&self.target);
+        let (kind, session) = (event.kind, event.session_id);
+        let sent = self.outbox.spawn(async move {
+            target.deliver(kind, session, body).await;
+        });
+        if !sent {
+            tracing::warn!(session = %session, kind = kind.type_name(), "too many notifications in flight; this one is dropped");
+        }
+    }
+}
+
+/// How long one attempt may take when `timeout_secs` is unset.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Webhook attempts after the first when `retries` is unset.
+pub const DEFAULT_RETRIES: u32 = 5;
