@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
 
 /// One request as the receiver got it.
 #[derive(Debug, Clone)]
@@ -58,7 +59,14 @@ impl Received {
 pub struct Receiver {
     /// Where to POST.
     pub url: String,
-    got: Arc<Mutex<Vec<Received>>>,
+    got: Arc<Log>,
+}
+
+#[derive(Default)]
+struct Log {
+    requests: Mutex<Vec<Received>>,
+    // Woken at each request, for `wait_for`.
+    arrived: Notify,
 }
 
 impl Receiver {
@@ -66,7 +74,7 @@ impl Receiver {
     pub async fn start(status: u16) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        let got = Arc::new(Mutex::new(Vec::new()));
+        let got = Arc::new(Log::default());
         let log = Arc::clone(&got);
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -78,22 +86,28 @@ impl Receiver {
 
     /// Everything received so far.
     pub fn received(&self) -> Vec<Received> {
-        self.got.lock().unwrap().clone()
+        self.got.requests.lock().unwrap().clone()
     }
 
     /// Waits (up to 30 s) until a request passes `pick`, and returns it.
     pub async fn wait_for(&self, mut pick: impl FnMut(&Received) -> bool) -> Received {
-        for _ in 0..600 {
-            if let Some(found) = self.received().into_iter().find(|r| pick(r)) {
-                return found;
+        let found = async {
+            loop {
+                let arrived = self.got.arrived.notified();
+                if let Some(found) = self.received().into_iter().find(|r| pick(r)) {
+                    return found;
+                }
+                arrived.await;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        match tokio::time::timeout(Duration::from_secs(30), found).await {
+            Ok(found) => found,
+            Err(_) => panic!("no such request in 30 s; got {:?}", self.received()),
         }
-        panic!("no such request in 30 s; got {:?}", self.received());
     }
 }
 
-async fn serve(mut socket: tokio::net::TcpStream, log: Arc<Mutex<Vec<Received>>>, status: u16) {
+async fn serve(mut socket: tokio::net::TcpStream, log: Arc<Log>, status: u16) {
     let mut data = Vec::new();
     let mut buf = [0u8; 4096];
     let (head_end, length) = loop {
@@ -130,10 +144,11 @@ async fn serve(mut socket: tokio::net::TcpStream, log: Arc<Mutex<Vec<Received>>>
             Some((name.trim().to_ascii_lowercase(), value.trim().to_string()))
         })
         .collect();
-    log.lock().unwrap().push(Received {
+    log.requests.lock().unwrap().push(Received {
         headers,
         body: data[head_end..].to_vec(),
     });
+    log.arrived.notify_waiters();
     let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
     let _ = socket.write_all(reply.as_bytes()).await;
 }

@@ -48,7 +48,10 @@ use uuid::Uuid;
 /// does not name another.
 pub const DEFAULT_SECRET_ENV: &str = "POD_NOTIFY_SECRET";
 
-/// Deliveries in flight at once; more events are dropped (and logged).
+/// Deliveries in flight at once; more events are dropped (and logged). A
+/// receiver that hangs holds a connection and a task per event for the
+/// whole retry schedule: the cap bounds what it can pile up in a server
+/// running thousands of sessions.
 const MAX_IN_FLIGHT: usize = 64;
 
 /// The `[notify]` table (and a profile's `notify` table): every key
