@@ -109,6 +109,13 @@ async fn the_dashboard_follows_a_plan_live_allows_a_write_and_delivers_a_note() 
         "the checklist went through the plan's states live: {seen:?}"
     );
     assert!(!env.workspace().join("notes.md").exists());
+    // The session parked on its question: its status says so.
+    browser
+        .wait_for(
+            "the session awaiting approval",
+            "return document.getElementById('s-meta').textContent.startsWith('awaiting_approval');",
+        )
+        .await;
 
     browser.screenshot("approval").await;
     // Allow the write: the turn goes on.

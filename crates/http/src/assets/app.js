@@ -184,6 +184,11 @@ function renderApprovals(approvals) {
     const who = a.request.subagent ? "[subagent " + a.request.subagent.description + "] " : "";
     card.append(el("strong", "", who + a.request.summary), el("br"));
     card.append(el("code", "", a.request.arguments), el("br"));
+    // A parked session waits in the store, not in a process: say since
+    // when, and when the question is refused by itself.
+    const waiting = ["waiting since " + when(a.asked_at)];
+    if (a.expires_at) waiting.push("refused by itself " + when(a.expires_at));
+    card.append(el("span", "dim", waiting.join(" · ")), el("br"));
     const answer = (decision) => async () => {
       try {
         // The session and call travel with the answer: it lands on this
