@@ -7,9 +7,24 @@ use crate::http::{is_record_text, writing_script, Server};
 use crate::support::*;
 use serde_json::{json, Value};
 
+/// `pod show --json` of session `id` in `store` (the file store: None).
+fn shown(env: &TestEnv, id: &str, store: Option<&str>) -> Value {
+    let mut command = env.pod();
+    if let Some(url) = store {
+        command.env("POD_STORE", url);
+    }
+    let out = command.args(["show", id, "--json"]).output().unwrap();
+    assert_success(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The results of the session's `write_file` calls, from its log.
 fn write_results(env: &TestEnv, id: &str) -> Vec<Value> {
-    let shown = env.show_json(id);
+    write_results_in(env, id, None)
+}
+
+fn write_results_in(env: &TestEnv, id: &str, store: Option<&str>) -> Vec<Value> {
+    let shown = shown(env, id, store);
     let history = shown["history"].as_array().unwrap().clone();
     let calls: Vec<String> = history
         .iter()
@@ -72,11 +87,9 @@ async fn survives_sigkill(store: Option<&str>) {
         "n\n"
     );
     // The write ran once, and its one result is the write's own.
-    if store.is_none() {
-        let results = write_results(&env, &id);
-        assert_eq!(results.len(), 1, "{results:?}");
-        assert_eq!(results[0]["is_error"], false, "{results:?}");
-    }
+    let results = write_results_in(&env, &id, store);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["is_error"], false, "{results:?}");
     // The answer names who gave it and from where.
     let history = server.get(&format!("/sessions/{id}/history")).await;
     let answer = history["records"]
@@ -166,14 +179,16 @@ async fn pod_approve_answers_a_parked_session_and_pod_resume_runs_the_call_once(
     assert_eq!(results[0]["is_error"], false);
 }
 
-#[test]
-fn two_answers_race_and_one_wins() {
-    let env = TestEnv::new();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let id = runtime.block_on(parked_by_a_killed_server(&env));
+/// Two `pod approve` processes answer session `id` at once: one wins, the
+/// other is told, and the log holds one answer.
+fn race(env: &TestEnv, id: &str, store: Option<&str>) {
     let spawn = |decision: &str| {
-        env.pod_process()
-            .args(["approve", &id, decision])
+        let mut command = env.pod_process();
+        if let Some(url) = store {
+            command.env("POD_STORE", url);
+        }
+        command
+            .args(["approve", id, decision])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -189,10 +204,60 @@ fn two_answers_race_and_one_wins() {
         said.contains("already answered") || said.contains("waits for no answer"),
         "{said}"
     );
-    // The log holds exactly one answer.
-    let log = std::fs::read_to_string(env.pod_home().join("sessions").join(&id).join("log.jsonl"))
+    let answers = shown(env, id, store)["answers"].clone();
+    assert_eq!(answers.as_array().unwrap().len(), 1, "{answers}");
+}
+
+#[test]
+fn two_answers_race_and_one_wins() {
+    let env = TestEnv::new();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let id = runtime.block_on(parked_by_a_killed_server(&env));
+    race(&env, &id, None);
+}
+
+#[test]
+fn on_postgresql_two_answers_race_and_one_wins_and_the_session_is_queued() {
+    let pg = pod_testkit::postgres::Postgres::start();
+    let env = TestEnv::new();
+    let script = env.script("fleet.json", &writing_script());
+    let out = env
+        .pod()
+        .env("POD_STORE", pg.url())
+        .args(["submit", "--script"])
+        .arg(&script)
+        .arg("--workspace")
+        .arg(env.workspace())
+        .arg("Write the notes")
+        .output()
         .unwrap();
-    assert_eq!(log.matches("\"answer\":{").count(), 1, "{log}");
+    assert_success(&out);
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let out = env
+        .pod()
+        .env("POD_STORE", pg.url())
+        .args(["serve", "--exit-when-idle"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    race(&env, &id, Some(&pg.url()));
+    // The winner's answer queued it (the loser did not take it out of the
+    // queue): a worker runs the call as the winner decided.
+    let out = env
+        .pod()
+        .env("POD_STORE", pg.url())
+        .args(["serve", "--exit-when-idle"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("claimed {id}")), "{said}");
+    let decided = shown(&env, &id, Some(&pg.url()))["answers"][0]["decision"].clone();
+    assert_eq!(
+        env.workspace().join("notes.md").exists(),
+        decided == "allow_once",
+        "{decided}"
+    );
 }
 
 #[test]
