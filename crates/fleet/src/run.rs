@@ -100,9 +100,6 @@ impl Claim {
     /// Runs the session; see [`Ended`].
     pub async fn run(self) -> Result<Ended, RunError> {
         let (id, store) = (self.id, &self.store);
-        // Without the HTTP API nobody answers `ask` on a fleet worker: such
-        // calls are refused with a message saying so, and the recorded
-        // --yes/--allow decide the rest. With it, they wait there.
         // A question parks the session (waiting holds no slot and no
         // lease); it is answered from anywhere (`pod approve`, any server's
         // API) and the session queued again. With this process's API, its

@@ -189,13 +189,18 @@ pub async fn approvals(State(app): State<AppState>) -> Result<Json<serde_json::V
 /// first: questions the logs hold, and those waiting in this process.
 pub async fn waiting(app: &AppState, only: Option<Uuid>) -> Result<Vec<PendingApproval>, ApiError> {
     let mut waiting: Vec<PendingApproval> = match only {
-        Some(id) => entry(app, id)
-            .await?
-            .summary
-            .question
-            .map(|q| PendingApproval::parked(id, &q))
-            .into_iter()
-            .collect(),
+        Some(id) => {
+            let summary = entry(app, id).await?.summary;
+            summary
+                .question
+                .map(|q| PendingApproval {
+                    // A process holds it: it asks the question itself.
+                    parked: summary.holder.is_none(),
+                    ..PendingApproval::parked(id, &q)
+                })
+                .into_iter()
+                .collect()
+        }
         None => app
             .summaries
             .all(app.store.as_ref())
@@ -204,14 +209,28 @@ pub async fn waiting(app: &AppState, only: Option<Uuid>) -> Result<Vec<PendingAp
             .into_iter()
             .filter_map(|entry| {
                 let question = entry.summary.question?;
-                Some(PendingApproval::parked(entry.summary.id, &question))
+                Some(PendingApproval {
+                    parked: entry.summary.holder.is_none(),
+                    ..PendingApproval::parked(entry.summary.id, &question)
+                })
             })
             .collect(),
     };
+    let live = app.runner.approvals();
+    // A subagent's question asked here is in its own log too: listed once,
+    // as asked here (where it is answered).
+    waiting.retain(|logged| {
+        !live.iter().any(|asked| {
+            asked.request.call_id == logged.request.call_id
+                && asked
+                    .request
+                    .subagent
+                    .as_ref()
+                    .is_some_and(|s| s.session_id == logged.session_id)
+        })
+    });
     waiting.extend(
-        app.runner
-            .approvals()
-            .into_iter()
+        live.into_iter()
             .filter(|a| only.is_none_or(|id| a.session_id == id)),
     );
     waiting.sort_by_key(|a| a.asked_at);

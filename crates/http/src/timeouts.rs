@@ -1,12 +1,14 @@
-//! Questions that time out while their session is parked here (the file
-//! store): nobody holds such a session, so the server looks for them and
-//! continues each; its approval gate then records the "no" (`via:
-//! timeout`) and the turn goes on without the call. On PostgreSQL a fleet
-//! worker claims a parked session at its question's timeout instead (the
-//! resume here refuses a session queued for the fleet).
+//! Parked sessions that can go on (the file store): nobody holds them, so
+//! the server looks for them and continues each. Those whose question was
+//! answered elsewhere (`pod approve`) run the call as answered; those whose
+//! question timed out have their approval gate record the "no" (`via:
+//! timeout`) and go on without the call. On PostgreSQL a fleet worker
+//! claims them instead (the resume here refuses a session queued for the
+//! fleet).
 
 use crate::api::AppState;
 use chrono::Utc;
+use pod_launch::sessions::Status;
 use std::collections::HashSet;
 use std::time::Duration;
 use uuid::Uuid;
@@ -14,11 +16,12 @@ use uuid::Uuid;
 /// How often the server looks.
 const EVERY: Duration = Duration::from_secs(2);
 
-/// Continues parked sessions whose question timed out, until the server
-/// stops. Each question is tried once per process: a session this server
-/// may not run (wider than it allows) is not retried every few seconds.
+/// Continues parked sessions that were answered or whose question timed
+/// out, until the server stops. Each session is tried once per state (its
+/// log's length) per process: a session this server may not run (wider
+/// than it allows) is not retried every few seconds.
 pub async fn sweep(app: AppState) {
-    let mut tried: HashSet<Uuid> = HashSet::new();
+    let mut tried: HashSet<(Uuid, usize)> = HashSet::new();
     loop {
         tokio::select! {
             _ = app.stop.cancelled() => return,
@@ -33,20 +36,23 @@ pub async fn sweep(app: AppState) {
         };
         let now = Utc::now();
         for entry in entries {
-            let id = entry.summary.id;
-            let Some(question) = entry.summary.question else {
-                continue;
+            let summary = &entry.summary;
+            let id = summary.id;
+            let why = match (&summary.question, summary.status) {
+                (_, Status::Answered) => "answered",
+                (Some(q), _) if q.expires_at.is_some_and(|at| at <= now) => "question timed out",
+                _ => continue,
             };
-            let due = question.expires_at.is_some_and(|at| at <= now);
-            if !due || app.runner.is_live(id) || !tried.insert(question.id) {
+            if summary.holder.is_some()
+                || app.runner.is_live(id)
+                || !tried.insert((id, entry.records))
+            {
                 continue;
             }
             match app.runner.continue_parked(id).await {
-                Ok(()) => {
-                    tracing::info!(session = %id, question = %question.id, "question timed out; continuing the session")
-                }
+                Ok(()) => tracing::info!(session = %id, why, "continuing a parked session"),
                 Err(err) => {
-                    tracing::info!(session = %id, question = %question.id, error = %err.message(), "question timed out; not continued here")
+                    tracing::info!(session = %id, why, error = %err.message(), "a parked session is not continued here")
                 }
             }
         }

@@ -90,9 +90,6 @@ pub struct Prepared {
     pub until_done: bool,
     resume: Option<Uuid>,
     busy_wait: Duration,
-    // Where the session's notifications go, and its task's title.
-    notifier: Option<pod_notify::Notifier>,
-    title: Option<String>,
     outbox: pod_notify::Outbox,
 }
 
@@ -240,6 +237,12 @@ impl Plan {
         config.sandbox = settings.sandbox;
         config.subagents = subagents;
         config.approver = options.approver;
+        // Every front end's sessions notify, whoever spawns the Pod (ACP
+        // spawns its own).
+        if let Some(notifier) = notifier {
+            let title = self.resume.as_ref().and_then(|r| r.title.clone());
+            config.on_start.push(crate::notify::hook(notifier, title));
+        }
         // The config directory (profiles, approval and MCP settings) is
         // pod's, like its home: out of reach of the agent's commands.
         config.private_paths.extend(
@@ -261,10 +264,8 @@ impl Plan {
             mcp: started,
             warnings,
             until_done: settings.until_done,
-            title: self.resume.as_ref().and_then(|r| r.title.clone()),
             resume: self.resume.map(|r| r.id),
             busy_wait: options.busy_wait,
-            notifier,
             outbox: self.outbox.clone(),
         })
     }
@@ -278,8 +279,6 @@ impl Prepared {
     /// log. On failure the MCP servers are shut down.
     pub async fn start(self) -> Result<Session, LaunchError> {
         let model = self.config.provider.model_name();
-        let workspace = self.config.workspace.clone();
-        let answered_via = self.config.approver.as_ref().map(|a| a.answerer().via);
         let started = match self.resume {
             None => Pod::spawn(self.config)
                 .await
@@ -289,28 +288,14 @@ impl Prepared {
                 .map_err(|err| LaunchError::pod(format!("cannot resume session {id}"), err)),
         };
         match started {
-            Ok(handle) => {
-                if let Some(notifier) = self.notifier {
-                    crate::notify::watch(
-                        &handle,
-                        notifier,
-                        crate::notify::About {
-                            session: handle.session_id(),
-                            workspace,
-                            title: self.title,
-                            answered_via,
-                        },
-                    );
-                }
-                Ok(Session {
-                    handle,
-                    mcp: self.mcp,
-                    warnings: self.warnings,
-                    until_done: self.until_done,
-                    model,
-                    notifications: self.outbox,
-                })
-            }
+            Ok(handle) => Ok(Session {
+                handle,
+                mcp: self.mcp,
+                warnings: self.warnings,
+                until_done: self.until_done,
+                model,
+                notifications: self.outbox,
+            }),
             Err(err) => {
                 self.mcp.shutdown().await;
                 Err(err)

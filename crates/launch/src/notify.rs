@@ -45,7 +45,7 @@ pub fn notifier(config: &NotifyConfig, outbox: &Outbox) -> Result<Option<Notifie
 }
 
 /// What a session's events are about.
-pub(crate) struct About {
+struct About {
     pub session: Uuid,
     pub workspace: PathBuf,
     /// The task's title, when known before the first prompt (a resume).
@@ -54,9 +54,26 @@ pub(crate) struct About {
     pub answered_via: Option<String>,
 }
 
+/// The start hook that watches a session for `notifier`; `title` when it
+/// is known before the first prompt (a resume).
+pub(crate) fn hook(notifier: Notifier, title: Option<String>) -> pod::StartHook {
+    std::sync::Arc::new(move |handle: &PodHandle, config: &pod::PodConfig| {
+        watch(
+            handle,
+            notifier.clone(),
+            About {
+                session: handle.session_id(),
+                workspace: config.workspace.clone(),
+                title: title.clone(),
+                answered_via: config.approver.as_ref().map(|a| a.answerer().via),
+            },
+        );
+    })
+}
+
 /// Sends `handle`'s events through `notifier` until the session's events
 /// end.
-pub(crate) fn watch(handle: &PodHandle, notifier: Notifier, about: About) {
+fn watch(handle: &PodHandle, notifier: Notifier, about: About) {
     let mut events = handle.subscribe();
     tokio::spawn(async move {
         let mut about = about;

@@ -25,6 +25,10 @@ pub enum Status {
     AwaitingApproval,
     /// Submitted to a fleet; waiting for a worker.
     Queued,
+    /// Its question was answered while it was parked; the call runs when
+    /// the session continues (a fleet worker or the `pod serve --http` that
+    /// parked it does so by itself; else `pod resume`).
+    Answered,
     /// The model answered; the plan is empty or has unfinished items.
     Idle,
     /// The model answered and every todo of a non-empty plan is completed.
@@ -43,6 +47,7 @@ impl Status {
             Status::Running => "running",
             Status::AwaitingApproval => "awaiting_approval",
             Status::Queued => "queued",
+            Status::Answered => "answered",
             Status::Idle => "idle",
             Status::Done => "done",
             Status::Interrupted => "interrupted",
@@ -173,10 +178,12 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         .await
         .map_err(|err| LaunchError::pod(format!("cannot stat {location}"), err))?;
     let replayed = replay(&contents.records);
-    let question = pod::questions::Questions::from_records(&contents.records)
+    let questions = pod::questions::Questions::from_records(&contents.records);
+    let question = questions
         .open(&replayed.history)
         .first()
         .map(|q| (*q).clone());
+    let answered = !questions.pending(&replayed.history).is_empty();
     let items = pod::fork_item_count(&contents.records);
     let stopped_by = match contents.records.last() {
         Some(LogRecord::Stopped(stopped)) => Some(stopped.limit.clone()),
@@ -188,6 +195,8 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         Status::Running
     } else if stat.queued {
         Status::Queued
+    } else if answered {
+        Status::Answered
     } else if stopped_by.is_some() {
         Status::Stopped
     } else {

@@ -19,8 +19,9 @@
 //! is taken as bytes), so a receiver verifies it with that project's
 //! libraries.
 //!
-//! Delivery never blocks the agent: [`Notifier::send`] hands the event to
-//! a background task and returns. A webhook is retried with back-off (1 s,
+//! Delivery never blocks the agent: [`Notifier::send`] queues the event
+//! for the session's delivery task and returns; a session's events go out
+//! in order. A webhook is retried with back-off (1 s,
 //! 2 s, 4 s, …) on a connection error, a timeout, a 408, a 429 or a 5xx;
 //! the same message keeps its id across retries, so a receiver can drop
 //! duplicates. A command runs once, killed after the timeout. Failures are
@@ -41,18 +42,17 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{mpsc, Notify};
 use uuid::Uuid;
 
 /// The environment variable holding the signing secret, when `secret_env`
 /// does not name another.
 pub const DEFAULT_SECRET_ENV: &str = "POD_NOTIFY_SECRET";
 
-/// Deliveries in flight at once; more events are dropped (and logged). A
-/// receiver that hangs holds a connection and a task per event for the
-/// whole retry schedule: the cap bounds what it can pile up in a server
-/// running thousands of sessions.
-const MAX_IN_FLIGHT: usize = 64;
+/// Events of one session waiting for delivery; more are dropped (and
+/// logged). A receiver that hangs holds each event for its whole retry
+/// schedule: the cap bounds what a session can pile up behind it.
+const QUEUE: usize = 64;
 
 /// The `[notify]` table (and a profile's `notify` table): every key
 /// optional, so a profile's keys replace the top-level ones.
@@ -208,29 +208,16 @@ pub enum NotifyError {
     Client(#[source] reqwest::Error),
 }
 
-/// The deliveries of a process: bounded, and waited for before it exits.
-#[derive(Clone, Debug)]
+/// The deliveries of a process, waited for before it exits.
+#[derive(Clone, Debug, Default)]
 pub struct Outbox {
     inner: Arc<OutboxInner>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct OutboxInner {
     in_flight: AtomicUsize,
     idle: Notify,
-    slots: Arc<Semaphore>,
-}
-
-impl Default for Outbox {
-    fn default() -> Self {
-        Self {
-            inner: Arc::new(OutboxInner {
-                in_flight: AtomicUsize::new(0),
-                idle: Notify::new(),
-                slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
-            }),
-        }
-    }
 }
 
 impl Outbox {
@@ -254,29 +241,30 @@ impl Outbox {
         self.inner.in_flight.load(Ordering::SeqCst)
     }
 
-    /// Runs `delivery` in the background, counted; `false` (and nothing
-    /// runs) when too many are in flight.
-    fn spawn(&self, delivery: impl std::future::Future<Output = ()> + Send + 'static) -> bool {
-        let Ok(permit) = Arc::clone(&self.inner.slots).try_acquire_owned() else {
-            return false;
-        };
+    fn started(&self) {
         self.inner.in_flight.fetch_add(1, Ordering::SeqCst);
-        let inner = Arc::clone(&self.inner);
-        tokio::spawn(async move {
-            delivery.await;
-            drop(permit);
-            if inner.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-                inner.idle.notify_waiters();
-            }
-        });
-        true
+    }
+
+    fn done(&self) {
+        if self.inner.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.inner.idle.notify_waiters();
+        }
     }
 }
 
-/// Sends a session's events where its `[notify]` table says.
+/// One event's delivery, queued.
+struct Job {
+    kind: Kind,
+    session: Uuid,
+    body: Vec<u8>,
+}
+
+/// Sends a session's events where its `[notify]` table says, one after
+/// the other: a receiver sees them in the order they happened (a retried
+/// event holds the later ones back).
 #[derive(Clone, Debug)]
 pub struct Notifier {
-    target: Arc<deliver::Target>,
+    queue: mpsc::Sender<Job>,
     events: BTreeSet<Kind>,
     dashboard: Option<String>,
     outbox: Outbox,
@@ -284,7 +272,9 @@ pub struct Notifier {
 
 impl Notifier {
     /// A notifier for `config` delivering through `outbox`, reading the
-    /// secret with `env`; `None` when the table sends nothing.
+    /// secret with `env`; `None` when the table sends nothing. Its
+    /// delivery task runs on the current tokio runtime until the last
+    /// clone is dropped and the queue is empty.
     pub fn new(
         config: &NotifyConfig,
         outbox: &Outbox,
@@ -294,8 +284,16 @@ impl Notifier {
             return Ok(None);
         }
         let target = deliver::Target::new(config, env)?;
+        let (queue, mut jobs) = mpsc::channel::<Job>(QUEUE);
+        let done = outbox.clone();
+        tokio::spawn(async move {
+            while let Some(job) = jobs.recv().await {
+                target.deliver(job.kind, job.session, job.body).await;
+                done.done();
+            }
+        });
         Ok(Some(Self {
-            target: Arc::new(target),
+            queue,
             events: config
                 .events
                 .clone()
@@ -325,8 +323,7 @@ impl Notifier {
             .map(|base| format!("{base}/#/s/{id}"))
     }
 
-    /// Delivers `event` in the background (if its kind goes out); returns
-    /// at once.
+    /// Queues `event` for delivery (if its kind goes out); returns at once.
     pub fn send(&self, mut event: Event) {
         if !self.wants(event.kind) {
             return;
@@ -341,13 +338,19 @@ impl Notifier {
                 return;
             }
         };
-        let target = Arc::clone(&self.target);
         let (kind, session) = (event.kind, event.session_id);
-        let sent = self.outbox.spawn(async move {
-            target.deliver(kind, session, body).await;
-        });
-        if !sent {
-            tracing::warn!(session = %session, kind = kind.type_name(), "too many notifications in flight; this one is dropped");
+        self.outbox.started();
+        if self
+            .queue
+            .try_send(Job {
+                kind,
+                session,
+                body,
+            })
+            .is_err()
+        {
+            self.outbox.done();
+            tracing::warn!(session = %session, kind = kind.type_name(), "too many notifications waiting for a receiver; this one is dropped");
         }
     }
 }

@@ -148,3 +148,34 @@ async fn a_command_gets_the_same_json_on_stdin_and_only_the_events_asked_for() {
     assert_eq!(event.trim(), "session.finished");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn a_sessions_events_reach_the_command_in_the_order_they_happened() {
+    let dir = std::env::temp_dir().join(format!("pod-notify-{}", Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("order.txt");
+    let config = NotifyConfig {
+        // Slow enough that deliveries run at once would interleave.
+        command: Some(vec![
+            "sh".into(),
+            "-c".into(),
+            format!(
+                "cat > /dev/null; sleep 0.1; echo \"$POD_EVENT\" >> '{}'",
+                out.display()
+            ),
+        ]),
+        ..Default::default()
+    };
+    let outbox = Outbox::default();
+    let notifier = Notifier::new(&config, &outbox, |_| None).unwrap().unwrap();
+    let session = Uuid::new_v4();
+    for kind in [Kind::Question, Kind::Stopped, Kind::Failed, Kind::Finished] {
+        notifier.send(Event::new(kind, session, "/w".into()));
+    }
+    assert!(outbox.flush(Duration::from_secs(20)).await);
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "session.question\nsession.stopped\nsession.failed\nsession.finished\n"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

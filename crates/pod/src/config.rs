@@ -36,6 +36,11 @@ pub enum Durability {
 /// belongs in the log.
 pub type InterceptorFactory = Arc<dyn Fn() -> Box<dyn Interceptor> + Send + Sync>;
 
+/// Called once a session's Pod runs (started or resumed), before its first
+/// job, with its handle and settings: where a front end subscribes to its
+/// events for good (notifications do). Not called for its subagents.
+pub type StartHook = Arc<dyn Fn(&crate::PodHandle, &PodConfig) + Send + Sync>;
+
 /// Settings of a Pod.
 #[derive(Clone)]
 pub struct PodConfig {
@@ -91,6 +96,8 @@ pub struct PodConfig {
     /// The money a run and its subagents may spend together (none by
     /// default); subagents share the meter.
     pub cost_budget: Option<CostBudget>,
+    /// Called once the Pod runs ([`StartHook`]); none by default.
+    pub on_start: Vec<StartHook>,
     /// How the front end started the session, stored in a new session's log
     /// header ([`SessionHeader::launch`](crate::log::SessionHeader::launch))
     /// for it to read back on resume. Never put secrets here.
@@ -142,6 +149,7 @@ impl PodConfig {
             interceptors: Vec::new(),
             session_budget: SessionBudget::default(),
             cost_budget: None,
+            on_start: Vec::new(),
             launch: None,
             sandbox: SandboxPolicy::default(),
             private_paths: Vec::new(),

@@ -66,7 +66,7 @@ pub use approval::{
     ToolPolicy,
 };
 pub use compact::{CompactionConfig, CompactionReport};
-pub use config::{Durability, InterceptorFactory, PodConfig, DEFAULT_SYSTEM_PROMPT};
+pub use config::{Durability, InterceptorFactory, PodConfig, StartHook, DEFAULT_SYSTEM_PROMPT};
 pub use error::PodError;
 pub use events::PodEvent;
 pub use fork::{fork_item_count, fork_session};

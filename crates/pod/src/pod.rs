@@ -162,6 +162,9 @@ fn start(
         session_id: session.id,
         log_path: session.log.path().map(PathBuf::from),
     };
+    for hook in &config.on_start {
+        hook(&handle, &config);
+    }
     let notifications = NotificationQueue::default();
     let todos = tools.todos.clone();
     let parked = ParkedOn::default();

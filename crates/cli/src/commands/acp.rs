@@ -12,8 +12,9 @@ use uuid::Uuid;
 
 /// Serves ACP on stdin/stdout until stdin closes.
 pub async fn run(args: AcpArgs, place: super::Place) -> Result<Outcome> {
+    let launcher = place.launcher();
     let factory = Factory {
-        launcher: place.launcher(),
+        launcher: launcher.clone(),
         flags: args.session.flags(false),
     };
     // Fail at startup, where the editor's log shows it, not at the first
@@ -22,9 +23,11 @@ pub async fn run(args: AcpArgs, place: super::Place) -> Result<Outcome> {
     if let Some(warning) = settings.sandbox_warning() {
         let _ = crate::output::eprint(&format!("{warning}\n"));
     }
-    pod_acp::serve(factory, tokio::io::stdin(), tokio::io::stdout())
+    let served = pod_acp::serve(factory, tokio::io::stdin(), tokio::io::stdout())
         .await
-        .context("the ACP connection failed")?;
+        .context("the ACP connection failed");
+    super::flush_notifications(launcher.outbox()).await;
+    served?;
     Ok(Outcome::Done)
 }
 

@@ -78,7 +78,7 @@ fn table(summaries: &[Summary], style: Style) -> String {
         let status = format!("{:<17}", s.status.as_str());
         let status = match s.status {
             session::Status::Running => style.yellow(&status),
-            session::Status::AwaitingApproval => style.cyan(&status),
+            session::Status::AwaitingApproval | session::Status::Answered => style.cyan(&status),
             session::Status::Done => style.green(&status),
             session::Status::Interrupted => style.red(&status),
             session::Status::Stopped => style.yellow(&status),

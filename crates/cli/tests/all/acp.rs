@@ -175,6 +175,13 @@ async fn the_editor_is_asked_before_a_write_and_allowing_it_runs_it() {
                          "arguments": {"path": "notes.txt", "content": "hi\n"}}]},
         {"text": "Written."},
     ]});
+    // Its sessions notify too: the question, asked in the editor, and the end.
+    let seen = env.workspace().join("..").join("events.jsonl");
+    env.config_file(&format!(
+        "[notify]\ncommand = [\"sh\", \"-c\", \"cat >> '{}'; echo >> '{}'\"]\n",
+        seen.display(),
+        seen.display()
+    ));
     let mut agent = Agent::start(&env, &script);
     agent.client.initialize().await;
     let session = agent.client.new_session(&workspace).await;
@@ -202,6 +209,20 @@ async fn the_editor_is_asked_before_a_write_and_allowing_it_runs_it() {
         "hi\n"
     );
     agent.finish().await;
+    // `pod acp` waited for its notifications before it exited.
+    let told: Vec<Value> = std::fs::read_to_string(&seen)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = told.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["session.question", "session.finished"], "{told:?}");
+    assert_eq!(
+        told[0]["data"]["answer_with"],
+        "in the editor that runs this session (pod acp)"
+    );
+    assert_eq!(told[0]["data"]["title"], "Take notes");
 }
 
 #[tokio::test]

@@ -432,3 +432,63 @@ fn a_fleet_session_parked_past_its_question_timeout_is_claimed_again() {
     assert_eq!(answers[0]["via"], "timeout");
     assert!(!env.workspace().join("notes.md").exists());
 }
+
+#[tokio::test]
+async fn pod_approve_from_another_process_is_run_by_the_server_that_parked_it() {
+    let env = TestEnv::new();
+    let server = store_server(&env, None);
+    let id = server.create(&env, "Write the notes").await;
+    let mut events = server.events(&id, None).await;
+    events
+        .until(|e| e.event == "approvals" && !e.data["approvals"].as_array().unwrap().is_empty())
+        .await;
+    let out = env.pod().args(["approve", &id, "allow"]).output().unwrap();
+    assert_success(&out);
+    // The server sees the answer in the log and continues the session.
+    events.until(|e| is_record_text(e, "Notes written.")).await;
+    assert_eq!(
+        std::fs::read_to_string(env.workspace().join("notes.md")).unwrap(),
+        "n\n"
+    );
+    let results = write_results(&env, &id);
+    assert_eq!(results.len(), 1, "{results:?}");
+}
+
+#[tokio::test]
+async fn a_subagents_question_is_listed_once_and_answered_where_it_is_asked() {
+    let env = TestEnv::new();
+    let script = json!({
+        "steps": [
+            {"tool_calls": [{"name": "task", "arguments": {"description": "notes", "prompt": "Write the notes"}}]},
+            {"text": "Delegated."}
+        ],
+        "agents": [
+            {"task": "Write the notes", "steps": [
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.md", "content": "n\n"}}]},
+                {"text": "Written."}
+            ]}
+        ]
+    });
+    let server = Server::start(&env, &script);
+    let id = server.create(&env, "Delegate the notes").await;
+    let mut events = server.events(&id, None).await;
+    let asked = events
+        .until(|e| e.event == "approvals" && !e.data["approvals"].as_array().unwrap().is_empty())
+        .await;
+    let approval = asked.data["approvals"][0].clone();
+    assert_eq!(approval["request"]["subagent"]["description"], "notes");
+    // Its log holds the question too; the list shows it once, as asked live.
+    let listed = server.get("/approvals").await;
+    let all = listed["approvals"].as_array().unwrap();
+    assert_eq!(all.len(), 1, "{listed}");
+    assert_eq!(all[0]["parked"], false, "{listed}");
+    let (status, body) = server
+        .post(
+            &format!("/approvals/{}", all[0]["id"].as_str().unwrap()),
+            &json!({"decision": "allow_once"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    events.until(|e| is_record_text(e, "Delegated.")).await;
+    assert!(env.workspace().join("notes.md").exists());
+}

@@ -305,6 +305,9 @@ fn child_config(parent: &Inner, task: &Task) -> PodConfig {
     // The parent's session budget counts the parent's requests; a child's
     // are bounded by its run budget.
     config.session_budget = SessionBudget::default();
+    // The parent's front end watches the parent (a child's events reach
+    // it wrapped), not each child.
+    config.on_start.clear();
     config
 }
 
