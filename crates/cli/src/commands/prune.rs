@@ -14,9 +14,17 @@ pub async fn run(args: PruneArgs, place: super::Place) -> Result<Outcome> {
     let mut old = Vec::new();
     for id in store.list().await? {
         match session::load(store, id).await {
-            // A running session is busy, however old its last write.
+            // A running session is busy, however old its last write; one
+            // that waits for a person's answer or a worker is not done.
             Ok(loaded)
-                if loaded.summary.holder.is_some() || loaded.summary.status == Status::Running => {}
+                if loaded.summary.holder.is_some()
+                    || matches!(
+                        loaded.summary.status,
+                        Status::Running
+                            | Status::AwaitingApproval
+                            | Status::Answered
+                            | Status::Queued
+                    ) => {}
             Ok(loaded) if cutoff.is_none_or(|cutoff| loaded.summary.updated_at < cutoff) => {
                 old.push(loaded.summary)
             }

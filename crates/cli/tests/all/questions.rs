@@ -144,6 +144,14 @@ async fn pod_approve_answers_a_parked_session_and_pod_resume_runs_the_call_once(
         "{}",
         String::from_utf8_lossy(&shown.stdout)
     );
+    // Pruning everything leaves a session that waits for a person.
+    let out = env
+        .pod()
+        .args(["prune", "--older-than", "0s", "--yes"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_eq!(env.sessions_json().len(), 1);
     // A wrong answer is refused and changes nothing.
     let out = env.pod().args(["approve", &id, "maybe"]).output().unwrap();
     assert!(!out.status.success());
