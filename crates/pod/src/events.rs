@@ -71,13 +71,14 @@ pub enum PodEvent {
     },
     /// A tool call waits for a person's answer: the question is in the log.
     QuestionAsked {
-        /// The question.
-        question: crate::log::QuestionRecord,
+        /// The question (boxed, like the answer: a subscribed Pod's channel
+        /// keeps `event_capacity` slots the size of the largest variant).
+        question: Box<crate::log::QuestionRecord>,
     },
     /// A question was answered (and the answer recorded).
     QuestionAnswered {
         /// The answer.
-        answer: crate::log::AnswerRecord,
+        answer: Box<crate::log::AnswerRecord>,
     },
     /// A todo reminder was committed.
     ReminderInjected {

@@ -180,7 +180,7 @@ impl ApprovalGate {
                     return PreToolAction::Abort(reason);
                 }
                 self.announce(PodEvent::QuestionAsked {
-                    question: question.clone(),
+                    question: Box::new(question.clone()),
                 });
                 self.open.insert(call_id.to_string(), question.clone());
                 question
@@ -244,7 +244,9 @@ impl ApprovalGate {
             return PreToolAction::Abort(reason);
         }
         self.open.remove(&question.request.call_id);
-        self.announce(PodEvent::QuestionAnswered { answer });
+        self.announce(PodEvent::QuestionAnswered {
+            answer: Box::new(answer),
+        });
         if by.via == "timeout" {
             return PreToolAction::Skip(format!(
                 "Not run: nobody answered the question about this `{}` call in time, so it was \

@@ -347,27 +347,39 @@ fn context_window(config: &PodConfig) -> Option<u64> {
         .or_else(|| config.provider.context_window())
 }
 
+/// What woke the actor.
+enum Woken {
+    Command(Option<Command>),
+    // Boxed: the parts it carries are most of a Pod, and whatever the
+    // actor's future holds, every idle Pod holds.
+    Joined(Box<Result<Done, tokio::task::JoinError>>),
+}
+
 impl PodActor {
     async fn run(mut self) {
         loop {
             self.start_next_turn();
-            tokio::select! {
-                command = self.rx.recv() => match command {
-                    Some(Command::Shutdown { reply }) => {
-                        let _ = reply.send(self.shutdown().await);
-                        return;
-                    }
-                    Some(command) => self.handle(command).await,
-                    None => {
-                        if let Err(err) = self.shutdown().await {
-                            tracing::error!(%err, "pod shutdown after last handle dropped");
-                        }
-                        return;
-                    }
-                },
-                joined = wait_for(&mut self.running), if self.running.is_some() => {
-                    self.finish_turn(joined).await;
+            let woken = tokio::select! {
+                command = self.rx.recv() => Woken::Command(command),
+                joined = wait_for(&mut self.running), if self.running.is_some() => Woken::Joined(Box::new(joined)),
+            };
+            // The work a wake-up starts is boxed: an idle Pod's task keeps
+            // only what waiting needs, not the largest of these futures
+            // (several KB, with a rebuild from the log inside), for every
+            // Pod of a process that runs thousands.
+            match woken {
+                Woken::Command(Some(Command::Shutdown { reply })) => {
+                    let _ = reply.send(Box::pin(self.shutdown()).await);
+                    return;
                 }
+                Woken::Command(Some(command)) => Box::pin(self.handle(command)).await,
+                Woken::Command(None) => {
+                    if let Err(err) = Box::pin(self.shutdown()).await {
+                        tracing::error!(%err, "pod shutdown after last handle dropped");
+                    }
+                    return;
+                }
+                Woken::Joined(joined) => Box::pin(self.finish_turn(*joined)).await,
             }
         }
     }
