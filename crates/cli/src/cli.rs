@@ -612,6 +612,14 @@ pub struct SessionsArgs {
     /// One JSON array on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Only the N most recently updated sessions (with their subagents).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Only sessions in these states (repeat, or separate with commas):
+    /// running, awaiting_approval, answered, queued, idle, done, stopped,
+    /// failed, cancelled, interrupted, damaged.
+    #[arg(long, value_name = "STATUS", value_delimiter = ',')]
+    pub status: Vec<String>,
 }
 
 /// `pod show`.

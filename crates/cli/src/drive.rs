@@ -131,7 +131,7 @@ pub async fn drive(
                     }
                     interrupted = Some(Interruption::OutputClosed);
                     answer_cancelled(&mut asking);
-                    let _ = handle.cancel().await;
+                    let _ = handle.interrupt().await;
                 }
             }
             Some(ask) = next_ask(&mut asks), if asking.is_none() => {
@@ -146,8 +146,10 @@ pub async fn drive(
             decision = answer(&mut asking) => {
                 if let Some(asked) = asking.take() {
                     if decision == ApprovalDecision::Cancelled && interrupted.is_none() {
-                        // End of input: the user left the question unanswered.
+                        // End of input: the user left the question unanswered
+                        // (the log says the run was interrupted, not failed).
                         interrupted = Some(Interruption::User);
+                        let _ = handle.interrupt().await;
                     }
                     // The Pod may have stopped waiting (cancelled turn).
                     let _ = asked.reply.send(decision);
@@ -159,7 +161,7 @@ pub async fn drive(
                 out.note("cancelling the turn (Ctrl-C again to quit at once)")?;
                 exit_on_second_ctrl_c();
                 // A closed Pod has nothing to cancel.
-                let _ = handle.cancel().await;
+                let _ = handle.interrupt().await;
             }
             result = &mut turn => break result,
         }

@@ -42,7 +42,8 @@ pub fn accepted_todo_lists(records: &[LogRecord]) -> Vec<(usize, Vec<TodoItem>)>
             LogRecord::Header(_)
             | LogRecord::Stopped(_)
             | LogRecord::Question(_)
-            | LogRecord::Answer(_) => {}
+            | LogRecord::Answer(_)
+            | LogRecord::Ended(_) => {}
         }
     }
     lists

@@ -29,15 +29,24 @@ pub enum Status {
     /// the session continues (a fleet worker or the `pod serve --http` that
     /// parked it does so by itself; else `pod resume`).
     Answered,
-    /// The model answered; the plan is empty or has unfinished items.
+    /// Nothing happened yet, or the model answered with items of its plan
+    /// unfinished.
     Idle,
-    /// The model answered and every todo of a non-empty plan is completed.
+    /// The model answered, and its plan (if it made one) is complete.
     Done,
-    /// It stopped mid-turn (crash, kill, Ctrl-C, error): the last item is
-    /// not a final answer, or a tool call has no result.
+    /// Its last run was cut short: the person at the terminal interrupted
+    /// it (Ctrl-C), or its process died (a crash, a kill) mid-turn; the
+    /// reason says what was cut.
     Interrupted,
     /// A budget limit ended its last run (the log's last record says so).
     Stopped,
+    /// Its last run failed; the reason says why (the provider's error, an
+    /// abort).
+    Failed,
+    /// Someone cancelled its last run (the API, the dashboard, an editor).
+    Cancelled,
+    /// Its log cannot be read; the reason says where it is damaged.
+    Damaged,
 }
 
 impl Status {
@@ -52,12 +61,15 @@ impl Status {
             Status::Done => "done",
             Status::Interrupted => "interrupted",
             Status::Stopped => "stopped",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+            Status::Damaged => "damaged",
         }
     }
 }
 
 /// Todo progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Progress {
     /// Completed items.
     pub completed: usize,
@@ -121,6 +133,10 @@ pub struct Summary {
     /// The limit that stopped its last run, when the status is `stopped`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<pod_worker::Limit>,
+    /// Why it is `failed`, `cancelled`, `interrupted` or `damaged`: the
+    /// error, what was cut short, where the log is damaged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// Tokens of all its answers, as the providers reported them.
     pub usage: pod_llm::Usage,
     /// What they cost, when the session's profile has prices.
@@ -163,6 +179,39 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
     pod::replay::full_history(records)
 }
 
+/// Session `id`'s summary, whatever state its log is in: a log that cannot
+/// be read is a `damaged` summary whose reason says where, so a listing
+/// never hides a session.
+pub async fn summary(store: &dyn SessionStore, id: Uuid) -> Summary {
+    match load(store, id).await {
+        Ok(loaded) => loaded.summary,
+        Err(err) => {
+            let stat = store.stat(id).await.ok();
+            let updated_at = stat.as_ref().map(|s| s.updated_at).unwrap_or_else(Utc::now);
+            Summary {
+                id,
+                created_at: updated_at,
+                updated_at,
+                workspace: PathBuf::new(),
+                title: None,
+                model: String::new(),
+                status: Status::Damaged,
+                todos: Progress::default(),
+                items: 0,
+                log_path: store.log_location(id),
+                holder: stat.and_then(|s| s.holder),
+                forked_from: None,
+                parent: None,
+                question: None,
+                stopped_by: None,
+                reason: Some(pod_llm::error_chain(&err)),
+                usage: pod_llm::Usage::default(),
+                cost: None,
+            }
+        }
+    }
+}
+
 /// Reads session `id` from `store`.
 pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchError> {
     let location = store.log_location(id);
@@ -185,10 +234,12 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         .map(|q| (*q).clone());
     let answered = !questions.pending(&replayed.history).is_empty();
     let items = pod::fork_item_count(&contents.records);
-    let stopped_by = match contents.records.last() {
-        Some(LogRecord::Stopped(stopped)) => Some(stopped.limit.clone()),
-        _ => None,
+    let (stopped_by, ended) = match contents.records.last() {
+        Some(LogRecord::Stopped(stopped)) => (Some(stopped.limit.clone()), None),
+        Some(LogRecord::Ended(ended)) => (None, Some(ended)),
+        _ => (None, None),
     };
+    let mut reason = ended.map(ended_reason);
     let status = if question.is_some() {
         Status::AwaitingApproval
     } else if stat.holder.is_some() {
@@ -197,10 +248,20 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         Status::Queued
     } else if answered {
         Status::Answered
+    } else if let Some(ended) = ended {
+        match ended.how {
+            pod::log::EndedHow::Failed => Status::Failed,
+            pod::log::EndedHow::Cancelled => Status::Cancelled,
+            pod::log::EndedHow::Interrupted => Status::Interrupted,
+        }
     } else if stopped_by.is_some() {
         Status::Stopped
     } else {
-        status_of(&replayed.history, &replayed.todos)
+        let status = status_of(&replayed.history, &replayed.todos);
+        if status == Status::Interrupted {
+            reason = Some(cut_by_a_crash(&replayed.history));
+        }
+        status
     };
     let (usage, _) = pod::ledger::session_usage(&contents.records);
     let cost = crate::record::Launch::from_header(&header)
@@ -228,6 +289,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         parent: header.parent.clone(),
         question,
         stopped_by,
+        reason,
         usage,
         cost,
     };
@@ -284,13 +346,61 @@ pub fn status_of(history: &[Item], todos: &[TodoItem]) -> Status {
             matches!(&item.kind, ItemKind::Assistant { tool_calls, .. } if tool_calls.is_empty())
         }
     };
-    if !answered || !unanswered_calls(history).is_empty() {
+    if last.is_none() {
+        Status::Idle
+    } else if !answered || !unanswered_calls(history).is_empty() {
         Status::Interrupted
-    } else if !todos.is_empty() && todos.iter().all(|t| t.status == TodoStatus::Completed) {
+    } else if todos.iter().all(|t| t.status == TodoStatus::Completed) {
+        // A session without a plan that answered is done too.
         Status::Done
     } else {
         Status::Idle
     }
+}
+
+/// What an [`EndedRecord`](pod::log::EndedRecord) says, in a line.
+fn ended_reason(ended: &pod::log::EndedRecord) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    parts.extend(ended.reason.clone());
+    if ended.partial_answer.is_some() {
+        parts.push("the model's answer was cut short (kept as it stood)".into());
+    }
+    if !ended.calls_not_made.is_empty() {
+        parts.push(format!(
+            "calls not made: {}",
+            ended.calls_not_made.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        parts.push(match ended.how {
+            pod::log::EndedHow::Failed => "the run failed".into(),
+            pod::log::EndedHow::Cancelled => "cancelled".into(),
+            pod::log::EndedHow::Interrupted => "interrupted at the terminal".into(),
+        });
+    }
+    parts.join("; ")
+}
+
+/// What a process that died mid-turn (a crash, a kill) left unfinished.
+fn cut_by_a_crash(history: &[Item]) -> String {
+    let open = unanswered_calls(history);
+    if !open.is_empty() {
+        let tools: Vec<String> = history
+            .iter()
+            .filter_map(|item| match &item.kind {
+                ItemKind::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .filter(|call| open.iter().any(|id| id == &call.id))
+            .map(|call| call.name.clone())
+            .collect();
+        return format!(
+            "its process stopped while {} ran (no result recorded)",
+            tools.join(", ")
+        );
+    }
+    "its process stopped before the model answered".into()
 }
 
 /// Finds the session `text` names: a full id, or a prefix of exactly one.
@@ -365,7 +475,8 @@ mod tests {
         let answered = vec![Item::user("go"), assistant(&[])];
         assert_eq!(status_of(&answered, &done), Status::Done);
         assert_eq!(status_of(&answered, &open), Status::Idle);
-        assert_eq!(status_of(&answered, &[]), Status::Idle);
+        // Without a plan, an answer is the end.
+        assert_eq!(status_of(&answered, &[]), Status::Done);
         assert_eq!(status_of(&[], &[]), Status::Idle);
         let calling = vec![Item::user("go"), assistant(&["c1"])];
         assert_eq!(status_of(&calling, &done), Status::Interrupted);

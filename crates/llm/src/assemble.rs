@@ -87,6 +87,12 @@ impl ResponseAssembler {
         &self.text
     }
 
+    /// The names of the tool calls started so far, in index order (none is
+    /// known complete before the stream ends).
+    pub fn started_calls(&self) -> Vec<String> {
+        self.calls.values().map(|c| c.name.clone()).collect()
+    }
+
     /// The response as it stands.
     pub fn finish(self) -> AssembledResponse {
         AssembledResponse {

@@ -21,7 +21,10 @@ pub(crate) enum Command {
     Compact {
         reply: oneshot::Sender<Result<crate::compact::CompactionReport, PodError>>,
     },
-    Cancel,
+    Cancel {
+        /// By the person at the terminal (recorded as interrupted).
+        interrupt: bool,
+    },
     GetHistory {
         reply: oneshot::Sender<Result<Vec<Item>, PodError>>,
     },
@@ -86,9 +89,17 @@ impl PodHandle {
     }
 
     /// Cancels the running turn, if any. Its prompt call returns with
-    /// `TurnEndReason::Cancelled`; the history stays valid.
+    /// `TurnEndReason::Cancelled`; the history stays valid; the log says the
+    /// run was cancelled.
     pub async fn cancel(&self) -> Result<(), PodError> {
-        self.send(Command::Cancel).await
+        self.send(Command::Cancel { interrupt: false }).await
+    }
+
+    /// Cancels the running turn as the person at the terminal does (Ctrl-C,
+    /// a closed output): the same as [`cancel`](Self::cancel), but the log
+    /// says the run was interrupted.
+    pub async fn interrupt(&self) -> Result<(), PodError> {
+        self.send(Command::Cancel { interrupt: true }).await
     }
 
     /// Compacts the history now (after any running or queued turn): a

@@ -42,6 +42,51 @@ impl Job {
     }
 }
 
+/// What the log says of a turn that did not finish: failed, cancelled or
+/// interrupted (by the person at the terminal), with what a cancel cut.
+/// `None` for a turn that ended by its answer, a budget, a question or a
+/// pause, and for a compaction.
+pub(crate) fn ended(
+    answer: &Answer,
+    interrupted: bool,
+    cut: Option<crate::observer::Cut>,
+) -> Option<crate::log::EndedRecord> {
+    use crate::log::EndedHow;
+    use pod_worker::TurnEndReason;
+    let Answer::Turn { result, .. } = answer else {
+        return None;
+    };
+    let (how, reason) = match result {
+        Ok(outcome) => match &outcome.reason {
+            TurnEndReason::Cancelled if interrupted => (EndedHow::Interrupted, None),
+            TurnEndReason::Cancelled => (EndedHow::Cancelled, None),
+            // The person at the terminal left a question unanswered.
+            TurnEndReason::Aborted(why) if interrupted => {
+                (EndedHow::Interrupted, Some(why.clone()))
+            }
+            TurnEndReason::Aborted(why) => (EndedHow::Failed, Some(why.clone())),
+            TurnEndReason::Refusal => (
+                EndedHow::Failed,
+                Some("the provider refused to answer".to_string()),
+            ),
+            TurnEndReason::MaxTokens => (
+                EndedHow::Failed,
+                Some("the answer was cut at the model's output token limit".to_string()),
+            ),
+            _ => return None,
+        },
+        Err(err) => (EndedHow::Failed, Some(pod_llm::error_chain(err))),
+    };
+    let cut = cut.unwrap_or_default();
+    Some(crate::log::EndedRecord {
+        how,
+        reason,
+        partial_answer: cut.partial_answer,
+        calls_not_made: cut.calls_not_made,
+        at: chrono::Utc::now(),
+    })
+}
+
 /// A job's result with its reply.
 pub(crate) enum Answer {
     /// A turn's.

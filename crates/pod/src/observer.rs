@@ -24,6 +24,17 @@ pub struct PodObserver {
     fenced: Option<(Uuid, i64)>,
     // The run's money limit: each answer is charged as it commits.
     cost: Option<CostBudget>,
+    // What a cancel cut while the model's answer streamed, for the Pod to
+    // record with the run's end.
+    cut: Option<Cut>,
+}
+
+/// What a cancel cut short: the partial answer committed, and the calls
+/// that were streaming (not made).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Cut {
+    pub partial_answer: Option<Uuid>,
+    pub calls_not_made: Vec<String>,
 }
 
 impl PodObserver {
@@ -36,7 +47,13 @@ impl PodObserver {
             durability,
             fenced: None,
             cost: None,
+            cut: None,
         }
+    }
+
+    /// What the last run's cancel cut, if it cut anything (taken).
+    pub(crate) fn take_cut(&mut self) -> Option<Cut> {
+        self.cut.take()
     }
 
     /// The same observer, charging every committed answer to `budget`'s
@@ -120,6 +137,16 @@ impl TurnObserver for PodObserver {
             },
             WorkerEvent::RequestRetried { attempt, error } => {
                 PodEvent::RequestRetried { attempt, error }
+            }
+            WorkerEvent::AnswerCut {
+                partial_answer,
+                calls_not_made,
+            } => {
+                self.cut = Some(Cut {
+                    partial_answer,
+                    calls_not_made,
+                });
+                return;
             }
             WorkerEvent::RequestStarted { .. } | WorkerEvent::Usage(_) => return,
         };

@@ -11,7 +11,7 @@ use crate::interceptors::{
     Reminders, SessionBudgetGuard, Spent, UntilDone,
 };
 use crate::job::{self, Answer, Done, Job};
-use crate::log::ParentLink;
+use crate::log::{LogRecord, ParentLink};
 use crate::observer::PodObserver;
 use crate::questions::Questions;
 use crate::session::{self, OpenSession};
@@ -116,6 +116,8 @@ fn tools_for(id: Uuid, lineage: Lineage, events: &EventBus) -> ToolsFor<'_> {
 struct Running {
     task: JoinHandle<Done>,
     cancel: CancellationToken,
+    // Cancelled by the person at the terminal, not by a cancel.
+    interrupted: bool,
 }
 
 struct PodActor {
@@ -389,8 +391,9 @@ impl PodActor {
             Command::Prompt { text, reply } => self.queue.push_back(Job::Prompt { text, reply }),
             Command::Compact { reply } => self.queue.push_back(Job::Compact { reply }),
             Command::Notify { text } => self.notifications.push(text),
-            Command::Cancel => {
-                if let Some(running) = &self.running {
+            Command::Cancel { interrupt } => {
+                if let Some(running) = &mut self.running {
+                    running.interrupted |= interrupt;
                     running.cancel.cancel();
                 }
             }
@@ -438,13 +441,17 @@ impl PodActor {
         }
         let cancel = CancellationToken::new();
         let task = tokio::spawn(job::run(parts, next, cancel.clone()));
-        self.running = Some(Running { task, cancel });
+        self.running = Some(Running {
+            task,
+            cancel,
+            interrupted: false,
+        });
     }
 
     async fn finish_turn(&mut self, joined: Result<Done, tokio::task::JoinError>) {
-        if self.running.take().is_none() {
+        let Some(running) = self.running.take() else {
             return;
-        }
+        };
         let Done { parts, mut answer } = match joined {
             Ok(done) => done,
             // The job catches its own panics; a task that still failed
@@ -485,6 +492,16 @@ impl PodActor {
                 self.emit(PodEvent::Error {
                     message: pod_llm::error_chain(&err),
                 });
+            }
+        }
+        // A turn that did not finish says how in the log, so every reader
+        // (`pod sessions`, the API, a later resume) tells the truth about it.
+        let cut = self.parts.as_mut().and_then(|p| p.observer.take_cut());
+        if self.fenced.is_none() {
+            if let Some(ended) = job::ended(&answer, running.interrupted, cut) {
+                if let Err(err) = self.log.append(&LogRecord::Ended(ended), true).await {
+                    tracing::warn!(err = %pod_llm::error_chain(&err), "cannot record how the run ended");
+                }
             }
         }
         if self.config.durability != Durability::Never {

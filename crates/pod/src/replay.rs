@@ -58,7 +58,8 @@ pub fn replay_into(
             LogRecord::Header(_)
             | LogRecord::Stopped(_)
             | LogRecord::Question(_)
-            | LogRecord::Answer(_) => {}
+            | LogRecord::Answer(_)
+            | LogRecord::Ended(_) => {}
         }
     }
     let interrupted = unanswered_calls(&history)
@@ -121,7 +122,8 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
             LogRecord::Header(_)
             | LogRecord::Stopped(_)
             | LogRecord::Question(_)
-            | LogRecord::Answer(_) => {}
+            | LogRecord::Answer(_)
+            | LogRecord::Ended(_) => {}
         }
     }
     items

@@ -74,6 +74,15 @@ pub enum WorkerEvent {
         /// Why the stream failed.
         error: String,
     },
+    /// The run was cancelled while the model's answer streamed: what had
+    /// arrived of its text is committed as an answer that is not whole,
+    /// and the calls it had started are not made.
+    AnswerCut {
+        /// The committed partial answer (none when no text had arrived).
+        partial_answer: Option<uuid::Uuid>,
+        /// The tools of the calls that were streaming.
+        calls_not_made: Vec<String>,
+    },
 }
 
 /// Watches a turn. `on_history_append` is awaited before the turn moves on,

@@ -129,7 +129,9 @@ pub struct Worker {
 
 enum Streamed {
     Complete(AssembledResponse),
-    Cancelled(String),
+    /// Cancelled mid-stream: the text that had arrived, and the tools of
+    /// the calls that had started.
+    Cancelled(String, Vec<String>),
 }
 
 /// A failed stream: before any event arrived, or midway through.
@@ -333,10 +335,18 @@ impl Worker {
         };
         let response = match self.stream_with_retries(request, observer, cancel).await? {
             Streamed::Complete(response) => response,
-            Streamed::Cancelled(partial_text) => {
+            Streamed::Cancelled(partial_text, calls_not_made) => {
+                let mut partial_answer = None;
                 if !partial_text.is_empty() {
                     let item = assistant_item(partial_text, None, Vec::new(), None);
+                    partial_answer = Some(item.id);
                     self.commit(item, observer).await?;
+                }
+                if partial_answer.is_some() || !calls_not_made.is_empty() {
+                    observer.on_event(WorkerEvent::AnswerCut {
+                        partial_answer,
+                        calls_not_made,
+                    });
                 }
                 return Ok(None);
             }
@@ -422,7 +432,7 @@ impl Worker {
             });
             let delay = self.config.stream_retry_delay * 2u32.saturating_pow(attempt - 1);
             tokio::select! {
-                _ = cancel.cancelled() => return Ok(Streamed::Cancelled(String::new())),
+                _ = cancel.cancelled() => return Ok(Streamed::Cancelled(String::new(), Vec::new())),
                 _ = tokio::time::sleep(delay) => {}
             }
         }
@@ -436,7 +446,7 @@ impl Worker {
     ) -> Result<Streamed, StreamFailure> {
         let mut stream = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return Ok(Streamed::Cancelled(String::new())),
+            _ = cancel.cancelled() => return Ok(Streamed::Cancelled(String::new(), Vec::new())),
             stream = self.provider.stream(request) => stream.map_err(StreamFailure::Start)?,
         };
         let mut assembler = ResponseAssembler::new();
@@ -445,7 +455,10 @@ impl Worker {
             let next = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => {
-                    return Ok(Streamed::Cancelled(assembler.text().to_string()));
+                    return Ok(Streamed::Cancelled(
+                        assembler.text().to_string(),
+                        assembler.started_calls(),
+                    ));
                 }
                 next = stream.next() => next,
             };

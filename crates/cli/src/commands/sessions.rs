@@ -9,22 +9,43 @@ use pod_launch::sessions::{self as session, Summary};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
+/// Every state `--status` takes.
+const STATES: &[session::Status] = &[
+    session::Status::Running,
+    session::Status::AwaitingApproval,
+    session::Status::Answered,
+    session::Status::Queued,
+    session::Status::Idle,
+    session::Status::Done,
+    session::Status::Stopped,
+    session::Status::Failed,
+    session::Status::Cancelled,
+    session::Status::Interrupted,
+    session::Status::Damaged,
+];
+
 /// Lists sessions, most recently updated first.
 pub async fn run(args: SessionsArgs, place: super::Place) -> Result<Outcome> {
+    let wanted = wanted_states(&args.status)?;
     let store = place.store.as_ref();
     let mut summaries = Vec::new();
     for id in store.list().await? {
-        match session::load(store, id).await {
-            Ok(loaded) => summaries.push(loaded.summary),
-            // One damaged log must not hide the others.
-            Err(err) => {
-                let _ =
-                    crate::output::eprint(&format!("warning: skipping session {id}: {err:#}\n"));
-            }
-        }
+        // A damaged log is listed as damaged, never hidden.
+        summaries.push(session::summary(store, id).await);
     }
+    summaries.retain(|s| wanted.is_empty() || wanted.contains(&s.status));
     summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
-    let summaries = tree(summaries);
+    let mut summaries = tree(summaries);
+    if let Some(limit) = args.limit {
+        // The N most recent top-level sessions, each with its subagents.
+        let mut roots = 0;
+        summaries.retain(|s| {
+            if s.parent.is_none() {
+                roots += 1;
+            }
+            roots <= limit
+        });
+    }
     if args.json {
         let json = crate::render::safe::json(&summaries, true).context("cannot encode sessions")?;
         crate::output::print(&format!("{json}\n"))?;
@@ -37,6 +58,33 @@ pub async fn run(args: SessionsArgs, place: super::Place) -> Result<Outcome> {
         crate::output::print(&table(&summaries, Style::for_stdout()))?;
     }
     Ok(Outcome::Done)
+}
+
+/// The states `--status` names.
+fn wanted_states(names: &[String]) -> Result<Vec<session::Status>> {
+    names
+        .iter()
+        .map(|name| {
+            let name = name.trim().to_ascii_lowercase().replace('-', "_");
+            STATES
+                .iter()
+                .copied()
+                .find(|s| s.as_str() == name)
+                .ok_or_else(|| {
+                    anyhow::Error::new(crate::error::Failure::new(
+                        format!("`{name}` is not a session state"),
+                        format!(
+                            "use one of {}",
+                            STATES
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// Sessions in tree order: each top-level session (most recently updated
@@ -70,8 +118,8 @@ fn tree(summaries: Vec<Summary>) -> Vec<Summary> {
 /// parent.
 fn table(summaries: &[Summary], style: Style) -> String {
     let mut out = style.bold(&format!(
-        "{:<8}  {:<17}  {:<5}  {:<16}  {:<16}  {:<14}  {}\n",
-        "ID", "STATUS", "TODOS", "UPDATED", "MODEL", "TOKENS", "WORKSPACE"
+        "{:<8}  {:<17}  {:<5}  {:<16}  {:<14}  {:<40}  {:<16}  {}\n",
+        "ID", "STATUS", "TODOS", "UPDATED", "TOKENS", "TASK", "MODEL", "WORKSPACE"
     ));
     for s in summaries {
         let id = s.id.to_string();
@@ -80,8 +128,10 @@ fn table(summaries: &[Summary], style: Style) -> String {
             session::Status::Running => style.yellow(&status),
             session::Status::AwaitingApproval | session::Status::Answered => style.cyan(&status),
             session::Status::Done => style.green(&status),
-            session::Status::Interrupted => style.red(&status),
-            session::Status::Stopped => style.yellow(&status),
+            session::Status::Interrupted | session::Status::Failed | session::Status::Damaged => {
+                style.red(&status)
+            }
+            session::Status::Stopped | session::Status::Cancelled => style.yellow(&status),
             session::Status::Idle | session::Status::Queued => status,
         };
         let todos = if s.todos.total == 0 {
@@ -101,8 +151,8 @@ fn table(summaries: &[Summary], style: Style) -> String {
                 s.usage.cache_read_tokens as f64 * 100.0 / prompt as f64
             ),
         };
-        // A subagent: its id indented by depth, and its task after the
-        // workspace.
+        // A subagent: its id indented by depth, and its task is the
+        // parent's description of it. A damaged log: where it is damaged.
         let (id, task) = match &s.parent {
             Some(link) => (
                 format!(
@@ -110,19 +160,27 @@ fn table(summaries: &[Summary], style: Style) -> String {
                     " ".repeat(link.depth.saturating_sub(1) as usize),
                     &id[..6]
                 ),
-                format!("  task: {}", render::shorten(&link.description, 40)),
+                link.description.clone(),
             ),
-            None => (id[..8].to_string(), String::new()),
+            None => (
+                id[..8].to_string(),
+                match s.status {
+                    session::Status::Damaged => s.reason.clone().unwrap_or_default(),
+                    _ => s.title.clone().unwrap_or_default(),
+                },
+            ),
         };
+        let task = render::safe::line(&task);
         out.push_str(&format!(
-            "{:<8}  {status}  {:<5}  {:<16}  {:<16}  {:<14}  {}{task}\n",
+            "{:<8}  {status}  {:<5}  {:<16}  {:<14}  {:<40}  {:<16}  {}\n",
             id,
             todos,
             s.updated_at
                 .with_timezone(&chrono::Local)
                 .format("%Y-%m-%d %H:%M"),
-            crate::render::shorten(&s.model, 16),
             spent,
+            render::shorten(&task, 40),
+            crate::render::shorten(&s.model, 16),
             render::safe::line(&s.workspace.display().to_string())
         ));
     }

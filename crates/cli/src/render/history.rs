@@ -69,10 +69,37 @@ impl Numbered {
                     ""
                 }
             ))),
+            LogRecord::Ended(ended) => out.push_str(&style.red(&ended_line(ended))),
             LogRecord::Header(_) => {}
         }
         out
     }
+}
+
+/// A run that did not finish, and what it cut.
+pub fn ended_line(ended: &pod::log::EndedRecord) -> String {
+    let how = match ended.how {
+        pod::log::EndedHow::Failed => "run failed",
+        pod::log::EndedHow::Cancelled => "run cancelled",
+        pod::log::EndedHow::Interrupted => "run interrupted",
+    };
+    let mut line = format!("── {how}");
+    if let Some(reason) = &ended.reason {
+        line.push_str(&format!(": {}", super::safe::line(reason)));
+    }
+    if ended.partial_answer.is_some() {
+        line.push_str("; the answer above is cut short");
+    }
+    if !ended.calls_not_made.is_empty() {
+        let calls: Vec<String> = ended
+            .calls_not_made
+            .iter()
+            .map(|c| super::safe::line(c).into_owned())
+            .collect();
+        line.push_str(&format!("; not made: {}", calls.join(", ")));
+    }
+    line.push_str(" ──\n");
+    line
 }
 
 /// A compaction boundary: what it saved and the summary the model now sees.

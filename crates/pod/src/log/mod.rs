@@ -8,8 +8,8 @@ mod writer;
 pub use codec::{decode_line, encode_line, verified_payload, LineError};
 pub use reader::{parse_log, read_log, LogContents, TornTail};
 pub use record::{
-    AnswerRecord, CompactionRecord, LogRecord, ParentLink, QuestionRecord, SessionHeader,
-    StoppedRecord, LOG_FORMAT_VERSION,
+    AnswerRecord, CompactionRecord, EndedHow, EndedRecord, LogRecord, ParentLink, QuestionRecord,
+    SessionHeader, StoppedRecord, LOG_FORMAT_VERSION,
 };
 pub(crate) use writer::lock as lock_exclusive;
 pub use writer::{is_locked, FileLog};

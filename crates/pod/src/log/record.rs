@@ -8,9 +8,10 @@ use uuid::Uuid;
 
 /// Version of the log format (framing and record kinds). Version 2 added
 /// the [`LogRecord::Stopped`] record and [`SessionHeader::launch`]; version 3
-/// the [`LogRecord::Question`] and [`LogRecord::Answer`] records. Logs of
-/// earlier versions are read as they are.
-pub const LOG_FORMAT_VERSION: u32 = 3;
+/// the [`LogRecord::Question`] and [`LogRecord::Answer`] records; version
+/// 4 the [`LogRecord::Ended`] record. Logs of earlier versions are read as
+/// they are.
+pub const LOG_FORMAT_VERSION: u32 = 4;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,6 +31,41 @@ pub enum LogRecord {
     Question(QuestionRecord),
     /// The answer to a question: who gave it, from where, what it was.
     Answer(AnswerRecord),
+    /// A run ended otherwise than by its answer or a budget: it failed, was
+    /// cancelled, or was interrupted (Ctrl-C), with what was cut.
+    Ended(EndedRecord),
+}
+
+/// How a run ended when it did not finish: what [`LogRecord::Ended`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndedHow {
+    /// An error ended it (a provider's, a tool's crash, an interceptor's
+    /// abort, a refused or truncated answer).
+    Failed,
+    /// Someone cancelled it (the API, the dashboard, an editor).
+    Cancelled,
+    /// The person at the terminal interrupted it (Ctrl-C, a closed output).
+    Interrupted,
+}
+
+/// A run that ended without finishing, and what it cut short.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndedRecord {
+    /// How.
+    pub how: EndedHow,
+    /// Why, in words (the error with its causes, for a failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The answer the model was streaming when it was cut: the item holds
+    /// only what had arrived, and was not a finished answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_answer: Option<Uuid>,
+    /// Tool calls the model was still streaming: they were not made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls_not_made: Vec<String>,
+    /// When.
+    pub at: DateTime<Utc>,
 }
 
 /// A question to a person about a tool call.
