@@ -217,6 +217,9 @@ const TASKS: &[&str] = &[
     "Split the approval gate into its own module",
 ];
 
+/// The repositories they work in.
+const REPOS: &[&str] = &["pod", "billing-api", "web-frontend", "infra", "docs-site"];
+
 /// A model of the generated sessions.
 struct Model {
     name: &'static str,
@@ -277,16 +280,13 @@ fn thousand_sessions(env: &TestEnv) -> Fleet {
         if let Some((input, output)) = model.prices {
             launch["provider"]["prices"] = json!({"input": input, "output": output});
         }
-        let workspace = env.workspace().join(format!("repo-{}", i % 9));
+        // Where a fleet's agents would work (the server never looks).
+        let workspace = std::path::Path::new("/srv/agents").join(REPOS[(i % 5) as usize]);
         let tokens = 2_000 + (i * 7_919) % 180_000;
         let log = SessionLog::new(model.name, &workspace)
             .launch(launch)
             .prompt(&format!("{task}\n\nThe details are in the issue."))
-            .plan(&[
-                ("Read the code", "in_progress"),
-                ("Make the change", "pending"),
-                ("Run the tests", "pending"),
-            ])
+            .plan(&steps((i % 3) as usize))
             .call("read_file", json!({"path": "src/lib.rs"}), tokens, 120)
             .result("//! The crate's root.\n", false);
         let (state, log) = match i {
@@ -322,13 +322,9 @@ fn thousand_sessions(env: &TestEnv) -> Fleet {
             ),
             _ => (
                 "done",
-                log.plan(&[
-                    ("Read the code", "completed"),
-                    ("Make the change", "completed"),
-                    ("Run the tests", "completed"),
-                ])
-                .answer("Done: the change is in and the tests pass.", tokens, 300)
-                .updated(minutes(300 + i * 13)),
+                log.plan(&steps(3))
+                    .answer("Done: the change is in and the tests pass.", tokens, 300)
+                    .updated(minutes(300 + i * 13)),
             ),
         };
         let path = log.write(&env.pod_home());
@@ -349,6 +345,22 @@ fn thousand_sessions(env: &TestEnv) -> Fleet {
         done,
         _locks: locks,
     }
+}
+
+/// A three-step plan with `done` steps completed and the next in progress.
+fn steps(done: usize) -> Vec<(&'static str, &'static str)> {
+    ["Read the code", "Make the change", "Run the tests"]
+        .into_iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let status = match i {
+                i if i < done => "completed",
+                i if i == done => "in_progress",
+                _ => "pending",
+            };
+            (step, status)
+        })
+        .collect()
 }
 
 /// The server's model: "Write the notes" plans, writes (which asks) and

@@ -161,6 +161,9 @@ function renderConnection() {
 }
 
 // --- how things are written ------------------------------------------------
+// A running session with no record for this long is shown as stalled.
+const STALLED_AFTER = 10 * 60 * 1000;
+
 // Times from the server (RFC 3339, up to nanoseconds) in milliseconds.
 function millis(text) {
   if (!text) return 0;

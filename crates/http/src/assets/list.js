@@ -14,8 +14,6 @@ const STATES = ["awaiting_approval", "failed", "damaged", "stalled", "running", 
 // Lower comes first; everything not named here is "the rest".
 const ATTENTION = { awaiting_approval: 0, failed: 1, damaged: 1, stalled: 2, running: 3 };
 const REST = 4;
-// A running session with no record for this long is shown as stalled.
-const STALLED_AFTER = 10 * 60 * 1000;
 // Past this many rows to move in one frame, one sort of all is cheaper.
 const RESORT_ALL = 200;
 // Relative times ("3 min ago") and stalls are looked at this often.
@@ -341,10 +339,10 @@ function paint(e, now) {
   });
 }
 
-// A path's last two parts ("…/app/backend"): the whole is in the title.
+// A path's last part ("…/backend"): the whole is in the title.
 function shortPath(path) {
   const parts = path.split("/").filter(Boolean);
-  return parts.length > 2 ? "…/" + parts.slice(-2).join("/") : path;
+  return parts.length > 1 ? "…/" + parts[parts.length - 1] : path;
 }
 
 function progress(todos) {
@@ -520,6 +518,8 @@ $("bulk-cancel").addEventListener("click", async () => {
   syncPicks();
   const report = $("bulk-report");
   report.hidden = false;
+  const dismiss = el("button", "dismiss", "Dismiss");
+  dismiss.addEventListener("click", () => { report.hidden = true; });
   report.replaceChildren(el("p", "", "Cancel sent to " + sent.length + " of " + chosen.length + " selected." +
     (failed.length ? " Not cancelled:" : "")));
   if (failed.length) {
@@ -534,4 +534,5 @@ $("bulk-cancel").addEventListener("click", async () => {
     }
     report.append(list);
   }
+  report.append(dismiss);
 });
