@@ -661,7 +661,7 @@ async fn a_thousand_sessions_show_what_needs_a_person_first_on_a_desk_and_a_phon
     browser.screenshot("session-390").await;
 }
 
-// --- a session's transcript, a wrong token, a server gone ------------------
+// --- a session's transcript, a wrong token, a server gone and back -------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_transcript_folds_calls_and_reminders_and_the_page_says_what_went_wrong() {
@@ -877,4 +877,13 @@ async fn the_transcript_folds_calls_and_reminders_and_the_page_says_what_went_wr
         .await;
     assert!(gone.as_str().unwrap().contains("server gone"), "{gone}");
     browser.screenshot("server-gone").await;
+    // Back at the same address: the page is live again by itself.
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let _again = Server::start_on(&env, &json!({"steps": []}), &addr);
+    browser
+        .wait_for(
+            "the page live again",
+            "return document.getElementById('conn').dataset.state === 'connected';",
+        )
+        .await;
 }
