@@ -2,8 +2,9 @@
 //! `chromium-driver`), for the dashboard's browser tests.
 //!
 //! The client speaks the handful of WebDriver commands the tests need
-//! (new session, navigate, find, click, type, execute, screenshot) as JSON
-//! over loopback HTTP; a full client crate would bring far more than that.
+//! (new session, navigate, find, click, type, execute, window size,
+//! screenshot) as JSON over loopback HTTP; a full client crate would bring
+//! far more than that.
 //! Without the binaries the test fails with how to install them: it is
 //! never skipped.
 
@@ -159,8 +160,25 @@ impl Browser {
         }
     }
 
-    /// Clicks `element`.
+    /// Clicks `element`, as a person would: scrolled to the middle of the
+    /// window first, and clicked once the page has drawn it there. (A page
+    /// that draws only what is on screen, `content-visibility: auto`,
+    /// moves things as it draws them: the click would land where the
+    /// element was before.)
     pub async fn click(&self, element: &Element) {
+        let reference = json!({ ELEMENT_KEY: element.0 });
+        self.command(
+            reqwest::Method::POST,
+            "/execute/async",
+            Some(json!({
+                "script": "const [node, done] = arguments;\
+                    node.scrollIntoView({block: 'center'});\
+                    requestAnimationFrame(() => requestAnimationFrame(() => {\
+                      node.scrollIntoView({block: 'center'}); done(); }));",
+                "args": [reference],
+            })),
+        )
+        .await;
         self.command(
             reqwest::Method::POST,
             &format!("/element/{}/click", element.0),
@@ -177,6 +195,40 @@ impl Browser {
             Some(json!({ "text": text })),
         )
         .await;
+    }
+
+    /// Sizes the window so that the page's viewport is `width` × `height`
+    /// CSS pixels (`window.innerWidth` and `innerHeight`), as on a phone
+    /// of that width: the window is sized, measured, and sized again by
+    /// what its frame takes.
+    pub async fn set_viewport(&self, width: u32, height: u32) {
+        let mut outer = (width, height);
+        for _ in 0..3 {
+            self.command(
+                reqwest::Method::POST,
+                "/window/rect",
+                Some(json!({"width": outer.0, "height": outer.1})),
+            )
+            .await;
+            let inner = self
+                .eval("return [window.innerWidth, window.innerHeight];", vec![])
+                .await;
+            let got = (
+                inner[0].as_u64().unwrap_or(0) as u32,
+                inner[1].as_u64().unwrap_or(0) as u32,
+            );
+            if got == (width, height) {
+                return;
+            }
+            outer = (
+                (outer.0 + width).saturating_sub(got.0),
+                (outer.1 + height).saturating_sub(got.1),
+            );
+        }
+        let inner = self
+            .eval("return [window.innerWidth, window.innerHeight];", vec![])
+            .await;
+        panic!("the viewport did not become {width}x{height}: it is {inner}");
     }
 
     /// Saves a screenshot as `name`.png in the screenshot directory.

@@ -10,6 +10,7 @@
 //! - [`provider`]: running one request against a real provider.
 //! - [`postgres`]: a throwaway PostgreSQL cluster per test.
 //! - [`browser`]: headless Chromium over WebDriver, for the dashboard.
+//! - [`logs`]: session logs written straight into a `POD_HOME`.
 //! - [`webhook`]: a webhook receiver on loopback that checks signatures.
 //!
 //! Test code: helpers panic with a message instead of returning errors.
@@ -17,6 +18,7 @@
 
 pub mod browser;
 pub mod history;
+pub mod logs;
 pub mod pod;
 pub mod postgres;
 pub mod provider;

@@ -1,13 +1,21 @@
 //! The dashboard's files, compiled in: no build step, nothing to install.
 //! They hold no data; every datum comes from the API with the token.
+//! The script is four plain files, loaded in order: `common.js` (safe
+//! text, the API, streams and the connection indicator), `list.js` (the
+//! sessions table), `session.js` (a session's page) and `app.js` (routes).
 
 use axum::extract::Path;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 const INDEX: &str = include_str!("assets/index.html");
-const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
+const SCRIPTS: [(&str, &str); 4] = [
+    ("common.js", include_str!("assets/common.js")),
+    ("list.js", include_str!("assets/list.js")),
+    ("session.js", include_str!("assets/session.js")),
+    ("app.js", include_str!("assets/app.js")),
+];
 
 /// `GET /`.
 pub async fn index() -> Response {
@@ -16,13 +24,15 @@ pub async fn index() -> Response {
 
 /// `GET /assets/{file}`.
 pub async fn file(Path(file): Path<String>) -> Response {
-    match file.as_str() {
-        "app.js" => (
+    if file == "app.css" {
+        return ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS).into_response();
+    }
+    match SCRIPTS.iter().find(|(name, _)| *name == file) {
+        Some((_, script)) => (
             [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-            APP_JS,
+            *script,
         )
             .into_response(),
-        "app.css" => ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS).into_response(),
-        _ => (StatusCode::NOT_FOUND, "no such file").into_response(),
+        None => (StatusCode::NOT_FOUND, "no such file").into_response(),
     }
 }

@@ -29,9 +29,22 @@ impl Server {
         Self::start_with(command, env)
     }
 
+    /// Starts the server on `script` at `addr` (`127.0.0.1:PORT`): another
+    /// server in the place of one that stopped.
+    pub fn start_on(env: &TestEnv, script: &Value, addr: &str) -> Self {
+        let path = env.script("serve-script.json", script);
+        let mut command = env.pod_process();
+        command.arg("--script").arg(path);
+        Self::spawn(command, env, addr)
+    }
+
     /// Starts `pod serve --http 127.0.0.1:0` with `command`'s environment
     /// and serve flags (it is `pod` plus flags after `serve`).
     pub fn start_with(command: std::process::Command, env: &TestEnv) -> Self {
+        Self::spawn(command, env, "127.0.0.1:0")
+    }
+
+    fn spawn(command: std::process::Command, env: &TestEnv, addr: &str) -> Self {
         let mut full = env.pod_process();
         for (key, value) in command.get_envs() {
             match value {
@@ -39,7 +52,7 @@ impl Server {
                 None => full.env_remove(key),
             };
         }
-        full.args(["serve", "--http", "127.0.0.1:0"])
+        full.args(["serve", "--http", addr])
             .args(command.get_args());
         let mut child = full
             .stdout(Stdio::piped())
