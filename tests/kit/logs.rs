@@ -159,6 +159,18 @@ impl SessionLog {
         }))
     }
 
+    /// A run that did not finish: failed, cancelled or interrupted, with
+    /// `reason`.
+    pub fn ended(self, how: pod::log::EndedHow, reason: Option<&str>) -> Self {
+        self.record(LogRecord::Ended(pod::log::EndedRecord {
+            how,
+            reason: reason.map(String::from),
+            partial_answer: None,
+            calls_not_made: Vec::new(),
+            at: chrono::Utc::now(),
+        }))
+    }
+
     /// Writes the log into `pod_home`'s sessions; returns its path.
     pub fn write(&self, pod_home: &Path) -> PathBuf {
         let dir = pod_home.join("sessions").join(self.id().to_string());
@@ -177,6 +189,27 @@ impl SessionLog {
             file.set_modified(at).expect("set its time");
         }
         path
+    }
+}
+
+/// Damages the log at `path` as a bad disk would: one byte of its third
+/// line changes, so its checksum no longer holds.
+pub fn damage(path: &Path) {
+    let mut bytes = std::fs::read(path).expect("read the log");
+    let third = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(1)
+        .map(|(at, _)| at + 10)
+        .expect("a third line");
+    bytes[third] = if bytes[third] == b'x' { b'y' } else { b'x' };
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    std::fs::write(path, bytes).expect("write the log");
+    if let Some(at) = modified {
+        if let Ok(file) = std::fs::File::options().write(true).open(path) {
+            let _ = file.set_modified(at);
+        }
     }
 }
 

@@ -190,12 +190,16 @@ fn json_event(name: &str, data: &serde_json::Value) -> Event {
 
 /// `GET /api/events`: every session's summary when it changes (all of
 /// them first), `removed` when one is deleted, and the waiting approvals
-/// when they change.
+/// when they change. After the first full pass (every session, then the
+/// approvals) comes one `ready` event: `{"server", "now"}` (who serves,
+/// and the server's clock, for relative times): a client that reconnects
+/// drops the sessions it knew that the pass did not name.
 pub async fn all(State(app): State<AppState>) -> Events {
     let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(async move {
         let mut seen: HashMap<Uuid, String> = HashMap::new();
         let mut approvals = None;
+        let mut ready = false;
         loop {
             match app.summaries.all(app.store.as_ref()).await {
                 Ok(entries) => {
@@ -244,6 +248,15 @@ pub async fn all(State(app): State<AppState>) -> Events {
                     return;
                 }
                 approvals = Some(ids);
+            }
+            if !std::mem::replace(&mut ready, true) {
+                let event = json_event(
+                    "ready",
+                    &json!({ "server": app.server, "now": chrono::Utc::now() }),
+                );
+                if tx.send(event).await.is_err() {
+                    return;
+                }
             }
             tokio::select! {
                 _ = tokio::time::sleep(LIST_POLL) => {}

@@ -52,11 +52,22 @@ impl Summaries {
                 return Ok(cached.entry.clone());
             }
         }
-        let loaded = session::load(store, id).await?;
-        let entry = Entry {
-            records: loaded.records.len(),
-            summary: loaded.summary,
-            todos: loaded.todos,
+        let entry = match session::load(store, id).await {
+            Ok(loaded) => Entry {
+                records: loaded.records.len(),
+                summary: loaded.summary,
+                todos: loaded.todos,
+            },
+            Err(err) if matches!(err.pod_error(), Some(pod::PodError::NoSuchSession { .. })) => {
+                return Err(err)
+            }
+            // A log that cannot be read is shown as damaged, with where;
+            // it is read again only when it changes.
+            Err(err) => Entry {
+                records: 0,
+                summary: session::damaged(id, Some(stat.clone()), store.log_location(id), &err),
+                todos: Vec::new(),
+            },
         };
         let cached = Cached {
             stat,
@@ -67,8 +78,8 @@ impl Summaries {
         Ok(entry)
     }
 
-    /// Every session's, most recently updated first; a damaged log is left
-    /// out (and logged).
+    /// Every session's, most recently updated first; a damaged log is a
+    /// `damaged` entry, and a session removed meanwhile is left out.
     pub async fn all(&self, store: &dyn SessionStore) -> Result<Vec<Entry>, LaunchError> {
         let ids = store
             .list()

@@ -185,30 +185,37 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
 pub async fn summary(store: &dyn SessionStore, id: Uuid) -> Summary {
     match load(store, id).await {
         Ok(loaded) => loaded.summary,
-        Err(err) => {
-            let stat = store.stat(id).await.ok();
-            let updated_at = stat.as_ref().map(|s| s.updated_at).unwrap_or_else(Utc::now);
-            Summary {
-                id,
-                created_at: updated_at,
-                updated_at,
-                workspace: PathBuf::new(),
-                title: None,
-                model: String::new(),
-                status: Status::Damaged,
-                todos: Progress::default(),
-                items: 0,
-                log_path: store.log_location(id),
-                holder: stat.and_then(|s| s.holder),
-                forked_from: None,
-                parent: None,
-                question: None,
-                stopped_by: None,
-                reason: Some(pod_llm::error_chain(&err)),
-                usage: pod_llm::Usage::default(),
-                cost: None,
-            }
-        }
+        Err(err) => damaged(id, store.stat(id).await.ok(), store.log_location(id), &err),
+    }
+}
+
+/// The summary of session `id`, whose log could not be read (`error`).
+pub fn damaged(
+    id: Uuid,
+    stat: Option<pod::SessionStat>,
+    log_path: String,
+    error: &LaunchError,
+) -> Summary {
+    let updated_at = stat.as_ref().map(|s| s.updated_at).unwrap_or_else(Utc::now);
+    Summary {
+        id,
+        created_at: updated_at,
+        updated_at,
+        workspace: PathBuf::new(),
+        title: None,
+        model: String::new(),
+        status: Status::Damaged,
+        todos: Progress::default(),
+        items: 0,
+        log_path,
+        holder: stat.and_then(|s| s.holder),
+        forked_from: None,
+        parent: None,
+        question: None,
+        stopped_by: None,
+        reason: Some(pod_llm::error_chain(error)),
+        usage: pod_llm::Usage::default(),
+        cost: None,
     }
 }
 

@@ -6,6 +6,7 @@
 
 use crate::http::Server;
 use crate::support::*;
+use pod::log::EndedHow;
 use pod_llm::SystemKind;
 use pod_testkit::browser::Browser;
 use pod_testkit::logs::{self, SessionLog};
@@ -265,8 +266,8 @@ struct Fleet {
 
 /// Writes 1,000 sessions into the test's `POD_HOME`: 5 awaiting approval,
 /// 10 stalled (held, no record for 25 minutes or more), 60 running (held),
-/// 40 stopped by a budget, 25 interrupted, 60 idle and 800 done, updated
-/// over the last days.
+/// 40 stopped by a budget, 25 interrupted, 10 failed, 5 cancelled, 45
+/// idle, 2 damaged and 798 done, updated over the last days.
 fn thousand_sessions(env: &TestEnv) -> Fleet {
     let now = SystemTime::now();
     let minutes = |m: u64| now - Duration::from_secs(60 * m);
@@ -315,7 +316,20 @@ fn thousand_sessions(env: &TestEnv) -> Fleet {
                 log.call("bash", json!({"command": "cargo build"}), tokens, 30)
                     .updated(minutes(90 + i * 2)),
             ),
-            140..200 => (
+            140..150 => (
+                "failed",
+                log.ended(
+                    EndedHow::Failed,
+                    Some("the provider answered 400 Bad Request: prompt is too long"),
+                )
+                .updated(minutes(100 + i * 2)),
+            ),
+            150..155 => (
+                "cancelled",
+                log.ended(EndedHow::Cancelled, None)
+                    .updated(minutes(100 + i * 2)),
+            ),
+            155..200 => (
                 "idle",
                 log.answer("I need the staging credentials to go on.", tokens, 80)
                     .updated(minutes(200 + i * 11)),
@@ -328,6 +342,14 @@ fn thousand_sessions(env: &TestEnv) -> Fleet {
             ),
         };
         let path = log.write(&env.pod_home());
+        let state = match (state, i) {
+            // A bad disk: the log cannot be read any more.
+            ("done", 998..) => {
+                logs::damage(&path);
+                "damaged"
+            }
+            (state, _) => state,
+        };
         if matches!(state, "running" | "stalled") {
             locks.push(logs::hold(&path));
             if state == "running" {
@@ -506,6 +528,28 @@ async fn a_thousand_sessions_show_what_needs_a_person_first_on_a_desk_and_a_phon
         detail.as_str().unwrap().starts_with("stopped by "),
         "{detail}"
     );
+    // A failed session says why, a damaged one where.
+    for (state, said) in [
+        ("failed", "400 Bad Request"),
+        ("damaged", "log.jsonl:3: corrupt"),
+    ] {
+        let count = browser
+            .find(&format!("#states [data-state={state}]"))
+            .await
+            .unwrap();
+        browser.click(&count).await;
+        let detail = browser
+            .wait_for(
+                &format!("the {state} sessions"),
+                &format!(
+                    "const shown = Array.from(document.querySelectorAll('#sessions tbody tr')).filter(r => !r.hidden);\
+                     if (!shown.length || !shown.every(r => r.dataset.status === '{state}')) return null;\
+                     return shown[0].querySelector('td.state .detail').textContent;"
+                ),
+            )
+            .await;
+        assert!(detail.as_str().unwrap().contains(said), "{state}: {detail}");
+    }
     let all = browser.find("#states [data-state=all]").await.unwrap();
     browser.click(&all).await;
     browser

@@ -22,7 +22,6 @@ function start() {
   api("/approvals").then(() => {
     openList();
     route();
-    api("/sessions").then((body) => { $("server").textContent = shown(body.server); }).catch(() => {});
   }).catch((err) => {
     // A refused token shows the form by itself; anything else is said.
     if (token) showLogin("Cannot reach the server: " + err.message);

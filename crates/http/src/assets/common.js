@@ -165,6 +165,19 @@ function renderConnection() {
 const STALLED_AFTER = 10 * 60 * 1000;
 
 // Times from the server (RFC 3339, up to nanoseconds) in milliseconds.
+// The server's clock less this browser's, from the events stream's `ready`.
+let serverSkew = 0;
+
+function setServerClock(now) {
+  const t = millis(now);
+  if (t) serverSkew = t - Date.now();
+}
+
+// Now, on the server's clock.
+function serverNow() {
+  return Date.now() + serverSkew;
+}
+
 function millis(text) {
   if (!text) return 0;
   const t = Date.parse(String(text).replace(/(\.\d{3})\d+/, "$1"));

@@ -37,8 +37,8 @@ const table = {
   query: "",
   selected: new Set(),
   approvals: [],
-  // Ids seen since the stream (re)opened, until its first `approvals`
-  // event, which follows the whole snapshot: what is not in it is gone.
+  // Ids seen since the stream (re)opened, until its `ready` event, which
+  // follows the whole snapshot: what is not in it is gone.
   seen: null,
 };
 
@@ -58,18 +58,22 @@ function openList() {
       schedule();
     },
     approvals: (a) => {
+      table.approvals = a.approvals;
+      renderBanner();
+    },
+    ready: (r) => {
+      // Who serves, and its clock: relative times and "stalled" are
+      // reckoned on the server's time, not this browser's.
+      $("server").textContent = shown(r.server);
+      setServerClock(r.now);
       if (table.seen) {
         // A reconnection sends every row again but no `removed` for those
         // deleted meanwhile: drop what the new snapshot did not have.
-        if (table.seen.size > 0) {
-          const known = new Set([...table.entries.keys(), ...table.pending.keys()]);
-          for (const id of known) if (!table.seen.has(id)) table.pending.set(id, null);
-          schedule();
-        }
+        const known = new Set([...table.entries.keys(), ...table.pending.keys()]);
+        for (const id of known) if (!table.seen.has(id)) table.pending.set(id, null);
+        schedule();
         table.seen = null;
       }
-      table.approvals = a.approvals;
-      renderBanner();
     },
   }, () => { table.seen = new Set(); });
 }
@@ -81,7 +85,7 @@ function schedule() {
 // --- applying changes ------------------------------------------------------
 function flush() {
   table.frame = 0;
-  const now = Date.now();
+  const now = serverNow();
   const roots = new Set();
   for (const [id, s] of table.pending) {
     const e = table.entries.get(id);
@@ -237,7 +241,7 @@ function place(moved) {
 
 // Stalls and relative times follow the clock.
 function tick() {
-  const now = Date.now();
+  const now = serverNow();
   const roots = new Set();
   for (const e of table.entries.values()) {
     if (setGroup(e, groupOf(e.s, e.t, now))) {
@@ -382,7 +386,7 @@ async function answerInline(e, question, decision) {
   const listed = listedApproval(e.s, question);
   const saying = (text, error) => {
     e.asking = { id: question.id, text, error };
-    paint(e, Date.now());
+    paint(e, serverNow());
   };
   saying(decision === "allow_once" ? "allowing…" : "denying…", false);
   try {

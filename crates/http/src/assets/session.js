@@ -259,8 +259,8 @@ function renderMeta() {
     s.holder ? "held by " + s.holder : "", s.id];
   $("s-meta").textContent = shown(meta.filter(Boolean).join(" · "));
   $("s-meta").dataset.status = s.status;
-  const quiet = s.status === "running" && Date.now() - millis(s.updated_at) > STALLED_AFTER;
-  const detail = quiet ? "stalled: no record for " + ago(millis(s.updated_at), Date.now()).replace(" ago", "") : statusDetail(s);
+  const quiet = s.status === "running" && serverNow() - millis(s.updated_at) > STALLED_AFTER;
+  const detail = quiet ? "stalled: no record for " + ago(millis(s.updated_at), serverNow()).replace(" ago", "") : statusDetail(s);
   $("s-detail").hidden = !detail || s.status === "awaiting_approval";
   $("s-detail").textContent = shown(detail);
   $("s-detail").className = "detail status " + s.status;
