@@ -119,9 +119,12 @@ impl Model {
     /// A scripted model playing `script`; its `compaction` steps answer
     /// compaction requests.
     pub fn from_script(script: Script) -> Self {
-        let provider = ScriptedProvider::new(script);
+        // Nothing reads its requests back (tests that do build their own):
+        // keeping each one would also keep every version of the history,
+        // memory quadratic in the session's length.
+        let provider = ScriptedProvider::new(script).without_recording();
         Self {
-            compactor: Some(Arc::new(provider.compactor())),
+            compactor: Some(Arc::new(provider.compactor().without_recording())),
             provider: Arc::new(provider.clone()),
             scripted: Some(provider),
         }
@@ -164,4 +167,33 @@ pub fn config_file(args: &ModelFlags) -> Result<ConfigFile, LaunchError> {
         ));
     }
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pod_llm::{ProviderRequest, ScriptStep};
+
+    #[tokio::test]
+    async fn a_scripted_model_keeps_no_requests() {
+        let model = Model::from_script(Script {
+            steps: vec![ScriptStep::text("one"), ScriptStep::text("two")],
+            ..Script::default()
+        });
+        let request = ProviderRequest {
+            system_prompt: String::new(),
+            history: Arc::new(vec![pod_llm::Item::user("go")]),
+            tools: Vec::new().into(),
+            cache_key: None,
+            history_id: None,
+        };
+        for _ in 0..2 {
+            let _answer = model.provider.stream(&request).await.unwrap();
+        }
+        let scripted = model.scripted.as_ref().unwrap();
+        // It played both steps, and kept none of the requests (each would
+        // hold a version of the history).
+        assert!(scripted.requests().is_empty());
+        assert!(model.provider.stream(&request).await.is_err(), "the script is over");
+    }
 }
