@@ -181,7 +181,7 @@ impl Forwarder {
                     "\n\n[the model's stream broke ({error}); retrying, the answer starts over]\n\n"
                 ))))
             }
-            PodEvent::Error { message } => {
+            PodEvent::Error { message } | PodEvent::TurnFailed { message } => {
                 tracing::warn!(%message, "pod error");
                 return;
             }

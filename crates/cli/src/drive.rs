@@ -79,6 +79,9 @@ async fn session_usage(started: &Started) -> pod_llm::Usage {
     }
 }
 
+/// How often a live status line is redrawn (its clock and spinner).
+const TICK: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Runs the turn, reporting to `out`; shuts the Pod down before returning.
 /// With `until_done` the Pod itself continues the turn while todos are
 /// unfinished (`PodConfig::until_done`), and ending with some unfinished is
@@ -112,6 +115,10 @@ pub async fn drive(
     // One listener for the whole drive, so no signal slips between polls.
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    // A live status line's clock and spinner (on a terminal only).
+    let ticking = out.ticks();
+    let mut ticks = tokio::time::interval(TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let result = loop {
         tokio::select! {
             // Show what happened before reacting to the end of the turns.
@@ -162,6 +169,13 @@ pub async fn drive(
                 exit_on_second_ctrl_c();
                 // A closed Pod has nothing to cancel.
                 let _ = handle.interrupt().await;
+            }
+            _ = ticks.tick(), if ticking && asking.is_none() => {
+                if let Err(err) = out.tick() {
+                    if !is_broken_pipe(&err) {
+                        return Err(err);
+                    }
+                }
             }
             result = &mut turn => break result,
         }

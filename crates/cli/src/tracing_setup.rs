@@ -6,10 +6,12 @@ use anyhow::{Context, Result};
 use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
-/// Installs the subscriber: `RUST_LOG` if set, else warnings (more with -v).
+/// Installs the subscriber: `RUST_LOG` if set, else errors only (warnings
+/// and more with -v): what a person needs to know (a retry, a server that
+/// did not start) the CLI says itself, once, in words.
 pub fn init(args: &GlobalArgs) -> Result<()> {
     let default = match args.verbose {
-        0 => "warn",
+        0 => "error",
         1 => "info",
         2 => "debug",
         _ => "trace",

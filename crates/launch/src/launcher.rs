@@ -91,6 +91,7 @@ pub struct Prepared {
     resume: Option<Uuid>,
     busy_wait: Duration,
     outbox: pod_notify::Outbox,
+    prices: Option<pod_llm::Prices>,
 }
 
 /// A started session.
@@ -108,6 +109,9 @@ pub struct Session {
     /// Its notifications still being delivered (shared with every session
     /// of the launcher): wait for them before the process exits.
     pub notifications: pod_notify::Outbox,
+    /// The profile's prices, when it has them (what front ends show cost
+    /// with).
+    pub prices: Option<pod_llm::Prices>,
 }
 
 impl Launcher {
@@ -267,6 +271,7 @@ impl Plan {
             resume: self.resume.map(|r| r.id),
             busy_wait: options.busy_wait,
             outbox: self.outbox.clone(),
+            prices: settings.choice.raw.prices,
         })
     }
 }
@@ -295,6 +300,7 @@ impl Prepared {
                 until_done: self.until_done,
                 model,
                 notifications: self.outbox,
+                prices: self.prices,
             }),
             Err(err) => {
                 self.mcp.shutdown().await;

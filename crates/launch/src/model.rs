@@ -194,6 +194,9 @@ mod tests {
         // It played both steps, and kept none of the requests (each would
         // hold a version of the history).
         assert!(scripted.requests().is_empty());
-        assert!(model.provider.stream(&request).await.is_err(), "the script is over");
+        assert!(
+            model.provider.stream(&request).await.is_err(),
+            "the script is over"
+        );
     }
 }

@@ -145,7 +145,7 @@ fn event_of(event: &PodEvent, about: &About) -> Option<Event> {
             event.reason = Some(why);
             Some(event)
         }
-        PodEvent::Error { message } => {
+        PodEvent::TurnFailed { message } => {
             let mut event = made(Kind::Failed);
             event.reason = Some(message.clone());
             Some(event)

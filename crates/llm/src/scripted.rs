@@ -9,7 +9,7 @@ use crate::provider::{
     EventStream, FinishReason, Provider, ProviderError, ProviderRequest, StreamEvent,
 };
 use crate::tokens::estimate_request_tokens;
-use futures_util::stream;
+use futures_util::{stream, StreamExt};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -108,6 +108,10 @@ pub struct ScriptStep {
     /// Report this usage instead of the estimate (for cost tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// Wait this long before each of the stream's events: a slow model,
+    /// for tests that act while an answer or a call is streaming.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_delay_ms: Option<u64>,
 }
 
 /// A scripted failure.
@@ -459,7 +463,18 @@ impl Provider for ScriptedProvider {
             Some(err) => return Err(err),
             None => step.events(index, usage).into_iter().map(Ok).collect(),
         };
-        Ok(Box::pin(stream::iter(events)))
+        match step.event_delay_ms {
+            Some(delay) => {
+                let delay = Duration::from_millis(delay);
+                Ok(Box::pin(stream::iter(events).then(
+                    move |event| async move {
+                        tokio::time::sleep(delay).await;
+                        event
+                    },
+                )))
+            }
+            None => Ok(Box::pin(stream::iter(events))),
+        }
     }
 
     fn context_window(&self) -> Option<u64> {

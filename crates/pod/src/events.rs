@@ -36,6 +36,23 @@ pub enum PodEvent {
         /// The text.
         text: String,
     },
+    /// A model request was answered: the tokens its provider reported.
+    Usage {
+        /// The answer's usage.
+        usage: Usage,
+    },
+    /// The model started writing a tool call (its arguments are still
+    /// streaming; `ToolCallStarted` follows when it runs).
+    ToolCallStreaming {
+        /// The tool.
+        name: String,
+    },
+    /// A turn failed with an error (its caller gets the error too); the
+    /// log records it (`ended`, `failed`).
+    TurnFailed {
+        /// The error and its causes.
+        message: String,
+    },
     /// A request's stream dropped midway and the request is sent again; text
     /// shown from the failed attempt is void.
     RequestRetried {

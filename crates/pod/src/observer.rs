@@ -148,7 +148,9 @@ impl TurnObserver for PodObserver {
                 });
                 return;
             }
-            WorkerEvent::RequestStarted { .. } | WorkerEvent::Usage(_) => return,
+            WorkerEvent::Usage(usage) => PodEvent::Usage { usage },
+            WorkerEvent::CallStreaming { name } => PodEvent::ToolCallStreaming { name },
+            WorkerEvent::RequestStarted { .. } => return,
         };
         // A plan change is announced right after its call's end, so front
         // ends see the call finish first.

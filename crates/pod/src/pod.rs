@@ -137,6 +137,9 @@ struct PodActor {
     fenced: Option<(Uuid, i64)>,
     // The question the last turn parked on, if it did.
     parked: ParkedOn,
+    // A cancel that came before the next queued job started (interrupt or
+    // not): that job starts cancelled.
+    cancel_next: Option<bool>,
     running: Option<Running>,
     queue: VecDeque<Job>,
     rx: mpsc::Receiver<Command>,
@@ -197,6 +200,7 @@ fn start(
         parts: Some(parts),
         fenced: None,
         parked,
+        cancel_next: None,
         running: None,
         queue: VecDeque::new(),
         rx,
@@ -391,12 +395,16 @@ impl PodActor {
             Command::Prompt { text, reply } => self.queue.push_back(Job::Prompt { text, reply }),
             Command::Compact { reply } => self.queue.push_back(Job::Compact { reply }),
             Command::Notify { text } => self.notifications.push(text),
-            Command::Cancel { interrupt } => {
-                if let Some(running) = &mut self.running {
+            Command::Cancel { interrupt } => match &mut self.running {
+                Some(running) => {
                     running.interrupted |= interrupt;
                     running.cancel.cancel();
                 }
-            }
+                // A prompt sent and cancelled before its turn started (an
+                // API client's create then cancel): its turn ends at once.
+                None if !self.queue.is_empty() => self.cancel_next = Some(interrupt),
+                None => {}
+            },
             Command::GetHistory { reply } => {
                 let _ =
                     reply.send(Self::full_history(self.store.clone(), self.log.session_id()).await);
@@ -440,11 +448,18 @@ impl PodActor {
             });
         }
         let cancel = CancellationToken::new();
+        let interrupted = match self.cancel_next.take() {
+            Some(interrupt) => {
+                cancel.cancel();
+                interrupt
+            }
+            None => false,
+        };
         let task = tokio::spawn(job::run(parts, next, cancel.clone()));
         self.running = Some(Running {
             task,
             cancel,
-            interrupted: false,
+            interrupted,
         });
     }
 
@@ -529,7 +544,7 @@ impl PodActor {
                     // The caller gets the error and reports it.
                     Err(err) => {
                         tracing::info!(err = %pod_llm::error_chain(err), "turn failed");
-                        self.emit(PodEvent::Error {
+                        self.emit(PodEvent::TurnFailed {
                             message: pod_llm::error_chain(err),
                         });
                     }

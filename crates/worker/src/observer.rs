@@ -74,6 +74,12 @@ pub enum WorkerEvent {
         /// Why the stream failed.
         error: String,
     },
+    /// The model started writing a call of this tool; its arguments are
+    /// still streaming.
+    CallStreaming {
+        /// The tool.
+        name: String,
+    },
     /// The run was cancelled while the model's answer streamed: what had
     /// arrived of its text is committed as an answer that is not whole,
     /// and the calls it had started are not made.

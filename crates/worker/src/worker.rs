@@ -478,6 +478,9 @@ impl Worker {
                 pod_llm::StreamEvent::ReasoningDelta { text } => {
                     observer.on_event(WorkerEvent::ReasoningDelta(text.clone()))
                 }
+                pod_llm::StreamEvent::ToolCallStart { name, .. } => {
+                    observer.on_event(WorkerEvent::CallStreaming { name: name.clone() })
+                }
                 _ => {}
             }
             assembler.push(event).map_err(StreamFailure::Midway)?;

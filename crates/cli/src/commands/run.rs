@@ -52,6 +52,7 @@ pub async fn drive_session(
         store: place.store.clone(),
         resumed,
         model: session.model.clone(),
+        prices: session.prices,
     };
     let mut out = output::for_flags(json);
     let outcome = drive(

@@ -1,7 +1,11 @@
-//! Text for people: streamed answers, one line per tool call, a live todo
-//! checklist. On a terminal the checklist is redrawn in place while nothing
-//! else was printed after it; elsewhere it is printed again in full.
+//! Text for people: streamed answers, one line per tool call, the plan.
+//! On a terminal the bottom of the screen is live ([`super::live`]): the
+//! checklist and a status line (what the agent does, for how long, tokens
+//! and cost so far), redrawn in place, with everything else printed above
+//! it. Elsewhere (a pipe, a file, `NO_COLOR`) it is plain lines: the
+//! checklist printed in full at each change, no status line.
 
+use super::live::{self, Live, Phase};
 use super::{Finished, Output, Started};
 use crate::render::{self, plural, safe};
 use crate::style::Style;
@@ -16,10 +20,14 @@ pub struct HumanOutput {
     style: Style,
     // Whether the cursor is at the start of a line.
     at_line_start: bool,
-    // Lines of the checklist that is the last thing on screen (0: none).
-    checklist_lines: usize,
     // Whether the current line is streamed reasoning (set apart from text).
     in_reasoning: bool,
+    // The bottom of the screen, on a terminal.
+    live: Option<Live>,
+    // The profile's prices, for the end line's cost.
+    prices: Option<pod_llm::Prices>,
+    // The plan as it stands, printed once more at the end on a terminal.
+    todos: Vec<pod_tools::TodoItem>,
 }
 
 impl HumanOutput {
@@ -29,22 +37,59 @@ impl HumanOutput {
         Self {
             style,
             at_line_start: true,
-            checklist_lines: 0,
             in_reasoning: false,
+            live: None,
+            prices: None,
+            todos: Vec::new(),
         }
     }
 
+    /// Writes `text` above the live region (cleared first, drawn again
+    /// once the cursor is back at the start of a line), in one write.
     fn write(&mut self, text: &str) -> Result<()> {
         if text.is_empty() {
             return Ok(());
         }
+        let mut all = String::new();
+        if let Some(live) = &mut self.live {
+            all.push_str(&live.clear());
+        }
+        all.push_str(text);
+        self.at_line_start = text.ends_with('\n');
+        if let (Some(live), true) = (&mut self.live, self.at_line_start) {
+            all.push_str(&live.draw(live::terminal_width()));
+        }
+        let mut out = std::io::stdout().lock();
+        out.write_all(all.as_bytes())
+            .and_then(|()| out.flush())
+            .context("cannot write to stdout")
+    }
+
+    /// Draws the live region again (after its state changed), when the
+    /// cursor is at the start of a line.
+    fn redraw(&mut self) -> Result<()> {
+        let Some(live) = &mut self.live else {
+            return Ok(());
+        };
+        if !self.at_line_start {
+            return Ok(());
+        }
+        let text = format!("{}{}", live.clear(), live.draw(live::terminal_width()));
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes())
             .and_then(|()| out.flush())
-            .context("cannot write to stdout")?;
-        self.at_line_start = text.ends_with('\n');
-        self.checklist_lines = 0;
-        Ok(())
+            .context("cannot write to stdout")
+    }
+
+    /// Moves the live region to `phase` and shows it.
+    fn phase(&mut self, phase: Phase) -> Result<()> {
+        match &mut self.live {
+            Some(live) => {
+                live.phase(phase);
+                self.redraw()
+            }
+            None => Ok(()),
+        }
     }
 
     /// Writes whole lines, starting on a fresh line.
@@ -54,17 +99,14 @@ impl HumanOutput {
     }
 
     fn checklist(&mut self, todos: &[pod_tools::TodoItem]) -> Result<()> {
+        self.todos = todos.to_vec();
+        if let Some(live) = &mut self.live {
+            // Redrawn in place at the bottom.
+            live.plan(todos);
+            return self.redraw();
+        }
         let text = render::checklist(todos, self.style);
-        let redraw = if self.style.ansi && self.checklist_lines > 0 {
-            // Up to the first line of the previous checklist, clear below.
-            format!("\x1b[{}F\x1b[J", self.checklist_lines)
-        } else {
-            String::new()
-        };
-        let lead = if self.at_line_start { "" } else { "\n" };
-        self.write(&format!("{redraw}{lead}{text}\n"))?;
-        self.checklist_lines = text.lines().count();
-        Ok(())
+        self.lines(&text)
     }
 
     fn turn_ended(&mut self, reason: &TurnEndReason) -> Result<()> {
@@ -91,6 +133,10 @@ impl HumanOutput {
 
 impl Output for HumanOutput {
     fn started(&mut self, started: &Started) -> Result<()> {
+        self.prices = started.prices;
+        if self.style.ansi {
+            self.live = Some(Live::new(self.style, started.prices));
+        }
         let verb = if started.resumed {
             "resumed"
         } else {
@@ -107,8 +153,29 @@ impl Output for HumanOutput {
     fn event(&mut self, event: &PodEvent) -> Result<()> {
         let s = self.style;
         let was_reasoning = std::mem::take(&mut self.in_reasoning);
+        if let (Some(live), PodEvent::TextDelta { text }) = (&mut self.live, event) {
+            live.phase(Phase::Writing);
+            live.streamed(text);
+        }
         match event {
-            PodEvent::TurnStarted { .. } => Ok(()),
+            PodEvent::TurnStarted { .. } => self.phase(Phase::Thinking),
+            PodEvent::Usage { usage } => match &mut self.live {
+                Some(live) => {
+                    live.usage(usage);
+                    self.redraw()
+                }
+                None => Ok(()),
+            },
+            PodEvent::ToolCallStreaming { name } => {
+                // The answer's text is over: its line ends, and the status
+                // line says which call is being written.
+                if !self.at_line_start && self.live.is_some() {
+                    self.write("\n")?;
+                }
+                self.phase(Phase::Calling(name.clone()))
+            }
+            // The driver reports a failed turn once, with how to go on.
+            PodEvent::TurnFailed { .. } => Ok(()),
             PodEvent::TextDelta { text } if was_reasoning => {
                 self.write(&format!("\n{}", safe::text(text)))
             }
@@ -125,13 +192,22 @@ impl Output for HumanOutput {
             }
             PodEvent::ToolCallStarted {
                 name, arguments, ..
-            } => self.lines(&s.dim(&format!("  → {}", render::tool_call(name, arguments)))),
+            } => {
+                let call = render::tool_call(name, arguments);
+                if let Some(live) = &mut self.live {
+                    live.phase(Phase::Running(call.clone()));
+                }
+                self.lines(&s.dim(&format!("  → {call}")))
+            }
             PodEvent::ToolCallFinished {
                 name,
                 content,
                 is_error,
                 ..
             } => {
+                if let Some(live) = &mut self.live {
+                    live.phase(Phase::Thinking);
+                }
                 if *is_error {
                     // Wide enough for a refusal and its advice (--yes, --allow TOOL).
                     let line = format!(
@@ -162,7 +238,12 @@ impl Output for HumanOutput {
                 "  ↻ the model's stream broke ({}); retry {attempt}, the text above is void",
                 render::first_line(error, 80)
             ))),
-            PodEvent::CompactionStarted => self.lines(&s.cyan("  ⇣ compacting the context…")),
+            PodEvent::CompactionStarted => {
+                if let Some(live) = &mut self.live {
+                    live.phase(Phase::Compacting);
+                }
+                self.lines(&s.cyan("  ⇣ compacting the context…"))
+            }
             PodEvent::Compacted {
                 tokens_before,
                 tokens_after,
@@ -200,14 +281,40 @@ impl Output for HumanOutput {
         if !self.at_line_start {
             self.write("\n")?;
         }
-        // The prompt goes below the checklist: redrawing it would erase the
-        // question.
-        self.checklist_lines = 0;
+        // The question is asked below: the live region goes away (it is
+        // drawn again with the next output, after the answer).
+        if let Some(live) = &mut self.live {
+            let clear = live.clear();
+            let mut out = std::io::stdout().lock();
+            out.write_all(clear.as_bytes())
+                .and_then(|()| out.flush())
+                .context("cannot write to stdout")?;
+        }
         Ok(())
+    }
+
+    fn tick(&mut self) -> Result<()> {
+        if let Some(live) = &mut self.live {
+            live.tick();
+        }
+        self.redraw()
+    }
+
+    fn ticks(&self) -> bool {
+        self.live.is_some()
     }
 
     fn finished(&mut self, finished: &Finished) -> Result<()> {
         let s = self.style;
+        // The live region goes; the plan stays on screen as it ended.
+        if let Some(mut live) = self.live.take() {
+            let clear = live.clear();
+            self.write(&clear)?;
+            if !self.todos.is_empty() {
+                let text = render::checklist(&self.todos, self.style);
+                self.lines(&text)?;
+            }
+        }
         let todos = &finished.todos;
         let mut state = if finished.interrupted {
             "interrupted".to_string()
@@ -221,6 +328,13 @@ impl Output for HumanOutput {
         } else {
             plural(finished.requests as usize, "model request")
         };
+        let tokens = finished.usage.prompt_tokens + finished.usage.completion_tokens;
+        if tokens > 0 {
+            state.push_str(&format!(", {} tokens", render::tokens(tokens)));
+            if let Some(prices) = &self.prices {
+                state.push_str(&format!(", cost {:.2}", prices.cost(&finished.usage)));
+            }
+        }
         if todos.total > 0 {
             state.push_str(&format!(
                 ", {} of {} todos completed",

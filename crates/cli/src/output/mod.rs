@@ -2,6 +2,7 @@
 
 mod human;
 mod json;
+mod live;
 
 pub use human::HumanOutput;
 pub use json::JsonOutput;
@@ -27,6 +28,9 @@ pub struct Started {
     pub resumed: bool,
     /// The model's name.
     pub model: String,
+    /// The profile's prices, when it has them (for the cost shown).
+    #[serde(skip)]
+    pub prices: Option<pod_llm::Prices>,
 }
 
 /// Driving ended.
@@ -81,6 +85,14 @@ pub trait Output: Send {
     /// A question is about to be asked on stderr: end the current line and
     /// stop treating what is on screen as ours to redraw.
     fn prompting(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Whether it wants [`tick`](Self::tick)s (a live status line).
+    fn ticks(&self) -> bool {
+        false
+    }
+    /// Time passed (a live status line's clock and spinner).
+    fn tick(&mut self) -> Result<()> {
         Ok(())
     }
     /// Driving is over.

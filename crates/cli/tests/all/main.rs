@@ -23,6 +23,7 @@ mod questions;
 mod run_resume;
 mod sandbox;
 mod sessions_show;
+mod states;
 mod store;
 mod subagents;
 mod terminal;

@@ -173,3 +173,105 @@ fn keys_typed_before_the_question_answer_nothing() {
         .clone();
     assert_eq!(result["is_error"], true, "{result}");
 }
+
+/// A plan of two items, worked with pauses, on a terminal with colours on
+/// (the live status line's condition).
+fn live_command(env: &TestEnv, script: &serde_json::Value) -> std::process::Command {
+    let path = env.script("live.json", script);
+    let mut command = env.pod_process();
+    command
+        .env_remove("NO_COLOR")
+        .args(["run", "--script"])
+        .arg(path)
+        .arg("Work through the plan");
+    command
+}
+
+fn two_items(first: &str, second: &str) -> serde_json::Value {
+    json!({"todos": [
+        {"id": "a", "content": "Read the code", "status": first},
+        {"id": "b", "content": "Write the notes", "status": second},
+    ]})
+}
+
+#[test]
+fn the_status_line_says_what_the_agent_does_while_the_model_thinks() {
+    let env = TestEnv::new();
+    let script = json!({"steps": [
+        {"tool_calls": [{"name": "todo_write", "arguments": two_items("in_progress", "pending")}]},
+        // A slow answer: the status line keeps time while it thinks.
+        {"delay_ms": 2600, "tool_calls": [{"name": "todo_write", "arguments": two_items("completed", "in_progress")}]},
+        {"tool_calls": [{"name": "todo_write", "arguments": two_items("completed", "completed")}]},
+        {"text": "Both done."}
+    ]});
+    let mut term = OnTerminal::spawn(live_command(&env, &script));
+    term.wait_for("thinking 1s");
+    term.wait_for("thinking 2s");
+    let (code, screen) = term.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("plan 0/2"), "{screen}");
+    assert!(screen.contains("Ctrl-C to stop"), "{screen}");
+    // The checklist lives at the bottom while the run works, and is
+    // printed once, as it ended.
+    assert_eq!(
+        screen.matches("Todo list (").count(),
+        1,
+        "one printed checklist:\n{screen}"
+    );
+    assert!(screen.contains("Todo list (2 of 2 completed)"), "{screen}");
+    // The end line has the tokens.
+    let end = screen
+        .lines()
+        .find(|l| l.contains("model requests"))
+        .unwrap();
+    assert!(end.contains(" tokens"), "{end}");
+}
+
+#[test]
+fn ctrl_c_while_a_call_streams_keeps_the_answer_cut_and_makes_no_call() {
+    let env = TestEnv::new();
+    let script = json!({"steps": [{
+        "text": "Let me write the notes now.\n",
+        "tool_calls": [{"name": "write_file", "arguments": {"path": "notes.md", "content": "n\n"}}],
+        // Each event of the answer comes slowly: the call is still being
+        // written when Ctrl-C arrives.
+        "event_delay_ms": 1500
+    }]});
+    let mut term = OnTerminal::spawn(live_command(&env, &script));
+    term.wait_for("writing a write_file call");
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &term.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let (code, screen) = term.finish();
+    assert_eq!(code, Some(130), "{screen}");
+    assert!(!env.workspace().join("notes.md").exists());
+    let sessions = env.sessions_json();
+    let session = &sessions[0];
+    assert_eq!(session["status"], "interrupted", "{session}");
+    let reason = session["reason"].as_str().unwrap();
+    assert!(reason.contains("answer was cut short"), "{reason}");
+    assert!(reason.contains("calls not made: write_file"), "{reason}");
+    // The answer is kept as far as it came, and no call was made.
+    let shown = env.show_json(session["id"].as_str().unwrap());
+    let answers: Vec<&serde_json::Value> = shown["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "assistant")
+        .collect();
+    assert_eq!(answers.len(), 1, "{shown}");
+    assert_eq!(answers[0]["text"], "Let me write the notes now.\n");
+    assert!(answers[0]["tool_calls"]
+        .as_array()
+        .is_none_or(|c| c.is_empty()));
+    let human = env
+        .pod()
+        .args(["show", session["id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.contains("run interrupted"), "{human}");
+    assert!(human.contains("not made: write_file"), "{human}");
+}

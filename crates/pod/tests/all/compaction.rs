@@ -62,7 +62,10 @@ async fn a_long_session_compacts_repeatedly_and_keeps_the_plan() {
         .map(|n| ScriptStep::text(format!("Summary number {n}: records are being processed.")))
         .collect();
     let (test, compactor) = compacting_pod(steps, summaries);
-    let pod = Pod::spawn(config(&test, &compactor)).await.expect("spawn");
+    let mut config = config(&test, &compactor);
+    // The events are read after the turn: room for all of them.
+    config.event_capacity = 4_096;
+    let pod = Pod::spawn(config).await.expect("spawn");
     let mut events = pod.subscribe();
     pod.prompt("Process the records").await.expect("turn");
 
@@ -101,7 +104,12 @@ async fn a_long_session_compacts_repeatedly_and_keeps_the_plan() {
     }
     assert!(seen >= 3);
     let mut compacted = 0;
-    while let Ok(event) = events.try_recv() {
+    loop {
+        let event = match events.try_recv() {
+            Ok(event) => event,
+            Err(tokio::sync::broadcast::error::TryRecvError::Empty) => break,
+            Err(other) => panic!("events lost: {other:?}"),
+        };
         if let PodEvent::Compacted {
             tokens_before,
             tokens_after,
