@@ -5,7 +5,7 @@ use crate::drive::{drive, FirstTurn};
 use crate::error::{Failure, Outcome};
 use crate::output::{self, Started};
 use anyhow::{bail, Context, Result};
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
@@ -96,12 +96,17 @@ pub async fn drive_session(
     outcome
 }
 
-/// The task: the argument, stdin for `-`, or the file's contents.
+/// The task: the argument, stdin for `-` (saying so on stderr when stdin is
+/// a terminal), or the file's contents.
 pub fn task(arg: Option<&str>, file: Option<&Path>) -> Result<String> {
     let text = match (arg, file) {
         (_, Some(path)) => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the task file {}", path.display()))?,
         (Some("-"), None) => {
+            if std::io::stdin().is_terminal() {
+                // Otherwise a terminal just waits, saying nothing.
+                let _ = output::eprint("reading the task from stdin (end with Ctrl-D)\n");
+            }
             let mut text = String::new();
             std::io::stdin()
                 .read_to_string(&mut text)

@@ -324,6 +324,7 @@ fn the_task_comes_from_stdin_or_a_file() {
         .arg("-")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     child
@@ -334,6 +335,9 @@ fn the_task_comes_from_stdin_or_a_file() {
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
+    // A pipe is not asked for anything (a terminal is: terminal.rs).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("reading the task"), "{stderr}");
     let id = session_id(&ndjson(&out.stdout));
     assert_eq!(env.show_json(&id)["history"][0]["text"], task);
 
