@@ -61,7 +61,8 @@ async fn pg_store(pg: &Postgres, owner: &str, ttl: Duration) -> PgStore {
 
 /// Every store: what is appended is read back in order, one writer at a
 /// time, a reopened log continues after its last record, removal is
-/// refused while open, and a Pod resumes its plan from the store.
+/// refused while open, an imported copy keeps its last-written time, and a
+/// Pod resumes its plan from the store.
 async fn contract(store: Store) {
     let name = store.location();
 
@@ -144,6 +145,43 @@ async fn contract(store: Store) {
         store.open(Uuid::new_v4(), Durability::Turn).await,
         Err(PodError::NoSuchSession { .. })
     ));
+
+    // Import: a session copied in whole (`pod store import`) keeps when it
+    // was last written, is not open, and continues like any other; an
+    // import over it is refused and leaves it as it was.
+    let copied = Uuid::new_v4();
+    let records: Vec<LogRecord> = written.iter().cloned().map(LogRecord::Item).collect();
+    let then = chrono::Utc::now() - chrono::Duration::days(3);
+    store.import(&header(copied), &records, then).await.unwrap();
+    assert_eq!(
+        items(&store.read(copied).await.unwrap().records),
+        written,
+        "{name}"
+    );
+    let stat = store.stat(copied).await.unwrap();
+    // PostgreSQL keeps microseconds.
+    let off = (stat.updated_at - then).num_milliseconds().abs();
+    assert!(off < 1, "{name}: updated {} for {then}", stat.updated_at);
+    assert!(
+        stat.holder.is_none(),
+        "{name}: an imported session is closed"
+    );
+    let again = store
+        .import(&header(copied), &records[..1], chrono::Utc::now())
+        .await;
+    assert!(
+        again.is_err(),
+        "{name}: an import over a session is refused"
+    );
+    assert_eq!(
+        items(&store.read(copied).await.unwrap().records),
+        written,
+        "{name}: the refused import changed nothing"
+    );
+    let opened = store.open(copied, Durability::Turn).await.unwrap();
+    assert_eq!(items(&opened.contents.records), written, "{name}");
+    opened.writer.shutdown().await.unwrap();
+    store.remove(copied).await.unwrap();
 
     // A Pod on the store: the plan survives a resume, and a call the
     // "crash" left without a result gets the interrupted result.

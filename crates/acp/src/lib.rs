@@ -53,6 +53,7 @@ mod factory;
 mod forward;
 mod mcp;
 mod permission;
+mod pipeline;
 mod prompt;
 mod replay;
 mod server;

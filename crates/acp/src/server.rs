@@ -11,10 +11,9 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     LoadSessionRequest, McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest,
 };
-use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, ByteStreams};
+use agent_client_protocol::{on_receive_notification, on_receive_request, Agent};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 /// The name this agent gives in `initialize`.
 pub const AGENT_NAME: &str = "pod";
@@ -30,7 +29,7 @@ where
 {
     let factory: Arc<dyn PodFactory> = Arc::new(factory);
     let sessions = Sessions::default();
-    let transport = ByteStreams::new(output.compat_write(), input.compat());
+    let transport = crate::pipeline::lines(input, output);
     let (new_factory, new_sessions) = (factory.clone(), sessions.clone());
     let (load_factory, load_sessions) = (factory, sessions.clone());
     let (prompt_sessions, cancel_sessions) = (sessions.clone(), sessions.clone());

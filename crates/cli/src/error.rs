@@ -1,4 +1,5 @@
-//! Exit codes and how errors reach the user: one line, then a hint.
+//! Exit codes and how errors reach the user: one line, the place in a file
+//! when the error has one, then a hint.
 
 use crate::style::Style;
 use std::fmt;
@@ -77,12 +78,37 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
     // Causes may quote a provider's or a server's answer: shown, not obeyed.
     let message = crate::render::safe::line(&cause_chain(err).replace('\n', " ")).into_owned();
     let mut text = format!("{} {message}\n", style.red("error:"));
+    if let Some(place) = place_of(err) {
+        text.push_str(&place);
+    }
     if let Some(hint) = hint_for(err) {
         text.push_str(&format!("{} {hint}\n", style.bold("hint:")));
     }
     // A closed stderr loses the message, the exit code still tells.
     let _ = crate::output::eprint(&text);
     ExitCode::from(EXIT_ERROR)
+}
+
+/// Where in a file the error is, when a cause knows (a config file that
+/// does not parse): `  --> FILE:LINE:COLUMN` and the parser's lines with a
+/// caret under the fault, as it gives them, made safe for a terminal.
+fn place_of(err: &anyhow::Error) -> Option<String> {
+    err.chain().find_map(|cause| {
+        let pod_providers::ConfigError::Parse {
+            path,
+            line_column,
+            snippet,
+            ..
+        } = cause.downcast_ref::<pod_providers::ConfigError>()?
+        else {
+            return None;
+        };
+        let at = line_column
+            .map(|(line, column)| format!(":{line}:{column}"))
+            .unwrap_or_default();
+        let lines = format!("  --> {}{at}\n{snippet}", path.display());
+        Some(format!("{}\n", crate::render::safe::text(lines.trim_end())))
+    })
 }
 
 /// Whether `err` is (caused by) a write to a closed pipe.
@@ -166,7 +192,12 @@ fn config_hint(err: &pod_providers::ConfigError) -> String {
         ConfigError::MissingKey(var) => {
             format!("export {var}=... (keys are read from the environment only)")
         }
-        ConfigError::UnknownProfile { .. } | ConfigError::Parse { .. } => {
+        ConfigError::Parse { path, .. } => format!(
+            "fix {} (docs/configuration.md lists every setting), or run without a config \
+             file: POD_CONFIG=/dev/null pod ...",
+            path.display()
+        ),
+        ConfigError::UnknownProfile { .. } => {
             format!("profiles live in {file}; README's \"A real model\" section and docs/models.md show the format")
         }
         ConfigError::MissingModel(_) => "pass --model MODEL or set `model` in the profile".into(),

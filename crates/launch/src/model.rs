@@ -140,9 +140,24 @@ impl Model {
     }
 }
 
-/// The config file (`$XDG_CONFIG_HOME/pod/config.toml`); empty when it does
-/// not exist, or when there is no config directory and no profile was named.
+/// The config file (`$POD_CONFIG`, else `$XDG_CONFIG_HOME/pod/config.toml`);
+/// empty when the default one does not exist, or when there is no config
+/// directory and no profile was named. A file `POD_CONFIG` names must exist
+/// (`/dev/null` is none).
 pub fn config_file(args: &ModelFlags) -> Result<ConfigFile, LaunchError> {
+    if let Some(named) = ConfigFile::named_path().filter(|path| !path.exists()) {
+        return Err(LaunchError::settings(
+            format!(
+                "{} names {}, which does not exist",
+                pod_providers::CONFIG_ENV,
+                named.display()
+            ),
+            format!(
+                "unset {} for the default config file, or set it to /dev/null for none",
+                pod_providers::CONFIG_ENV
+            ),
+        ));
+    }
     let file =
         match ConfigFile::default_path() {
             Some(path) => ConfigFile::load(&path).map_err(|source| LaunchError::Config {

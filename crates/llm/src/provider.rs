@@ -175,6 +175,14 @@ pub enum ProviderError {
         /// Whether the same request may succeed later.
         retryable: bool,
     },
+    /// The model server could not be reached: no connection was made.
+    #[error("cannot reach the model server at {url} ({why})")]
+    Unreachable {
+        /// The server's base URL, as configured.
+        url: String,
+        /// Why, in a few words (`connection refused`, the resolver's error).
+        why: String,
+    },
     /// The connection failed or dropped before the response finished.
     #[error("connection failed: {0}")]
     Transport(String),
@@ -197,7 +205,9 @@ impl ProviderError {
                 matches!(status, 408 | 409 | 429 | 500..=599)
             }
             ProviderError::Api { retryable, .. } => *retryable,
-            ProviderError::Transport(_) | ProviderError::IdleTimeout(_) => true,
+            ProviderError::Unreachable { .. }
+            | ProviderError::Transport(_)
+            | ProviderError::IdleTimeout(_) => true,
             ProviderError::Malformed(_) | ProviderError::Scripted(_) => false,
         }
     }

@@ -43,6 +43,9 @@ const MAX_MESSAGE_CHARS: usize = 2000;
 pub(crate) struct SsePost<'a> {
     pub client: &'a reqwest::Client,
     pub url: &'a reqwest::Url,
+    /// The endpoint's base URL as configured: what an unreachable server
+    /// is named by.
+    pub base_url: &'a str,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
     pub timeouts: Timeouts,
@@ -66,6 +69,7 @@ impl<'a> SsePost<'a> {
         Self {
             client,
             url,
+            base_url: &endpoint.base_url,
             headers,
             body,
             timeouts: endpoint.timeouts,
@@ -94,6 +98,12 @@ impl<'a> SsePost<'a> {
                     self.timeouts.request
                 )))
             }
+            Ok(Err(err)) if err.is_connect() => {
+                return Err(ProviderError::Unreachable {
+                    url: scrub(without_credentials(self.base_url)),
+                    why: scrub(connect_failure(&err)),
+                })
+            }
             Ok(Err(err)) => {
                 return Err(ProviderError::Transport(scrub(pod_llm::error_chain(&err))))
             }
@@ -111,6 +121,40 @@ impl<'a> SsePost<'a> {
         }
         Ok(sse_events(response.bytes_stream(), self.timeouts.idle).boxed())
     }
+}
+
+/// `url` without a user name or password in it, for messages.
+fn without_credentials(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if parsed.has_authority() && !parsed.username().is_empty() => {
+            // Both only fail for URLs that cannot have credentials.
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string().trim_end_matches('/').to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Why no connection was made, in a few words: the socket's error for a
+/// refused or timed out connection, else the innermost cause (a resolver's
+/// "failed to lookup address information: …", a TLS handshake's error).
+fn connect_failure(err: &reqwest::Error) -> String {
+    let mut innermost: &dyn std::error::Error = err;
+    while let Some(source) = innermost.source() {
+        if let Some(io) = source.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return "connection refused".into(),
+                std::io::ErrorKind::TimedOut => return "the connection timed out".into(),
+                _ => {}
+            }
+        }
+        innermost = source;
+    }
+    if err.is_timeout() {
+        return "the connection timed out".into();
+    }
+    innermost.to_string()
 }
 
 /// The message of an error body: `error.message` of the JSON both APIs send,

@@ -44,7 +44,7 @@ pub mod sse;
 pub use anthropic::AnthropicProvider;
 pub use config::{
     CacheTtl, ConfigError, ConfigFile, ProviderConfig, ProviderKind, RawProviderConfig,
-    ReasoningEffort,
+    ReasoningEffort, CONFIG_ENV,
 };
 pub use endpoint::{Endpoint, PromptCache};
 pub use http::Timeouts;

@@ -567,6 +567,25 @@ fn parse_records(
     Ok((contents, expected))
 }
 
+/// When each of `records` (the header first) was written, as a copy
+/// stores it: a record's own time where it has one, else its predecessor's;
+/// the last one's is `updated_at`, since [`SessionStore::stat`] reads when a
+/// session was last written from its last row.
+fn import_times(records: &[&LogRecord], updated_at: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    let mut previous = updated_at;
+    let mut times: Vec<DateTime<Utc>> = records
+        .iter()
+        .map(|record| {
+            previous = record.at().unwrap_or(previous);
+            previous
+        })
+        .collect();
+    if let Some(last) = times.last_mut() {
+        *last = updated_at;
+    }
+    times
+}
+
 #[async_trait::async_trait]
 impl SessionStore for PgStore {
     fn location(&self) -> String {
@@ -657,6 +676,47 @@ impl SessionStore for PgStore {
 
     fn log_location(&self, id: Uuid) -> String {
         format!("{} session {id}", self.location())
+    }
+
+    async fn import(
+        &self,
+        header: &SessionHeader,
+        records: &[LogRecord],
+        updated_at: DateTime<Utc>,
+    ) -> Result<(), PodError> {
+        let mut client = connect_raw(&self.inner.url)
+            .await
+            .map_err(self.err("connecting"))?;
+        let id = header.session_id;
+        let workspace = header.workspace.display().to_string();
+        let header_record = LogRecord::Header(header.clone());
+        let all: Vec<&LogRecord> = std::iter::once(&header_record).chain(records).collect();
+        let times = import_times(&all, updated_at);
+        // One transaction: a copy is whole or absent.
+        let tx = client
+            .transaction()
+            .await
+            .map_err(self.err("importing a session"))?;
+        // Idle, as a session nobody runs: resumed by hand, like the original.
+        // Its creation time is the original's, so listings keep their order.
+        tx.execute(
+            "INSERT INTO pod_sessions (id, created_at, state, workspace)
+             VALUES ($1::uuid, $2, 'idle', $3::text)",
+            &[&id, &header.created_at, &workspace],
+        )
+        .await
+        .map_err(self.err("importing a session"))?;
+        for (seq, (record, at)) in (0i64..).zip(all.iter().zip(&times)) {
+            let text = serde_json::to_string(record).map_err(PodError::Encode)?;
+            tx.execute(
+                "INSERT INTO pod_records (session_id, seq, epoch, at, record)
+                 VALUES ($1::uuid, $2::bigint, 0, $3, $4::text::json)",
+                &[&id, &seq, at, &text],
+            )
+            .await
+            .map_err(self.err("importing a session's records"))?;
+        }
+        tx.commit().await.map_err(self.err("importing a session"))
     }
 
     async fn remove(&self, id: Uuid) -> Result<(), PodError> {

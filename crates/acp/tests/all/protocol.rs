@@ -69,3 +69,26 @@ async fn prompts_to_unknown_sessions_and_bad_workspaces_are_errors() {
         .contains("relative/dir"));
     server.close().await;
 }
+
+#[tokio::test]
+async fn requests_written_behind_initialize_without_waiting_are_answered_in_turn() {
+    // JSON-RPC lets a client pipeline: `initialize` and `session/new` in
+    // one write, before the first answer. Both are answered, in order.
+    let home = TestHome::new();
+    let mut server = home.server(script(json!([])));
+    let client = &mut server.client;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                            "params": {"protocolVersion": 1, "clientCapabilities": {}}});
+    let new_session = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                             "params": {"cwd": home.workspace(), "mcpServers": []}});
+    client
+        .send_line(&format!("{initialize}\n{new_session}"))
+        .await;
+    let first = client.next().await.unwrap();
+    assert_eq!(first["id"], 1, "{first}");
+    assert_eq!(first["result"]["protocolVersion"], 1, "{first}");
+    let second = client.reply_to(2).await;
+    let id = second.result()["sessionId"].as_str().unwrap_or_default();
+    assert!(id.parse::<uuid::Uuid>().is_ok(), "{}", second.response);
+    server.close().await;
+}

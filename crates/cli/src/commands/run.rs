@@ -5,8 +5,9 @@ use crate::drive::{drive, FirstTurn};
 use crate::error::{Failure, Outcome};
 use crate::output::{self, Started};
 use anyhow::{bail, Context, Result};
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
+use uuid::Uuid;
 
 /// Starts a session and drives it.
 pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
@@ -26,14 +27,41 @@ pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
     let flags = args.session.flags(args.drive.until_done);
     let plan = place.launcher().plan(&flags, workspace)?;
     let session = super::launch(plan, &args.drive).await?;
-    drive_session(
+    let id = session.session.handle.session_id();
+    let driven = drive_session(
         session,
         &place,
         FirstTurn::Prompt(task),
         false,
         args.drive.json,
     )
-    .await
+    .await;
+    if driven.is_err() {
+        forget_if_empty(&place, id).await;
+    }
+    driven
+}
+
+/// Removes new session `id` if its run failed having recorded nothing but
+/// how it was started: its prompt was refused before it was sent (larger
+/// than the context window), or an error came first. Such a session has no
+/// task, nothing to resume and nothing to show, so keeping it would only
+/// list an empty session. One that recorded its prompt stays, and its log
+/// says why the run failed.
+async fn forget_if_empty(place: &super::Place, id: Uuid) {
+    match place.store.read(id).await {
+        Ok(contents) if contents.records.is_empty() => {}
+        _ => return,
+    }
+    match place.store.remove(id).await {
+        // Nothing to do if stderr is closed: the error still follows.
+        Ok(()) => drop(output::eprint(&format!(
+            "pod: nothing was recorded, so session {id} is not kept\n"
+        ))),
+        Err(err) => {
+            tracing::warn!(%id, err = %pod_llm::error_chain(&err), "cannot remove the empty session")
+        }
+    }
 }
 
 /// Drives a started session on `first`; its MCP servers stop at the end.
@@ -69,12 +97,17 @@ pub async fn drive_session(
     outcome
 }
 
-/// The task: the argument, stdin for `-`, or the file's contents.
+/// The task: the argument, stdin for `-` (saying so on stderr when stdin is
+/// a terminal), or the file's contents.
 pub fn task(arg: Option<&str>, file: Option<&Path>) -> Result<String> {
     let text = match (arg, file) {
         (_, Some(path)) => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the task file {}", path.display()))?,
         (Some("-"), None) => {
+            if std::io::stdin().is_terminal() {
+                // Otherwise a terminal just waits, saying nothing.
+                let _ = output::eprint("reading the task from stdin (end with Ctrl-D)\n");
+            }
             let mut text = String::new();
             std::io::stdin()
                 .read_to_string(&mut text)

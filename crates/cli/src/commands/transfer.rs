@@ -1,11 +1,12 @@
 //! `pod store import` and `pod store export`: sessions copied between the
-//! file store and PostgreSQL, each read back and compared record by record.
+//! file store and PostgreSQL, each read back and compared record by record,
+//! keeping when each was created and last written.
 
 use super::Place;
 use crate::cli::StoreCommand;
 use crate::error::{Failure, Outcome};
 use anyhow::{bail, Context, Result};
-use pod::{Durability, FileStore, PodHome, SessionStore};
+use pod::{FileStore, PodHome, SessionStore};
 use pod_launch::sessions as session;
 use uuid::Uuid;
 
@@ -74,7 +75,8 @@ fn file_store(dir: Option<&std::path::Path>, place: &Place) -> Result<FileStore>
 /// Copies one session and verifies the copy; a session already in the
 /// destination is verified, not copied again.
 async fn copy(from: &dyn SessionStore, to: &dyn SessionStore, id: Uuid) -> Result<String> {
-    if from.stat(id).await?.holder.is_some() {
+    let stat = from.stat(id).await?;
+    if stat.holder.is_some() {
         bail!("it is running; copy it once it stopped");
     }
     let source = from.read(id).await?;
@@ -88,20 +90,10 @@ async fn copy(from: &dyn SessionStore, to: &dyn SessionStore, id: Uuid) -> Resul
         Err(err) => return Err(err.into()),
     };
     if !existed {
-        let log = to.create(&header, Durability::Always).await?;
-        let mut written = Ok(());
-        for record in &source.records {
-            written = log.append(record, false).await;
-            if written.is_err() {
-                break;
-            }
-        }
-        let closed = log.shutdown().await;
-        if let Err(err) = written.and(closed) {
-            // No partial copy is left behind to be taken for a whole one.
-            let _ = to.remove(id).await;
-            return Err(anyhow::Error::new(err).context("the copy failed part way"));
-        }
+        // Its last-written time goes with it: a copy is not a new session.
+        to.import(&header, &source.records, stat.updated_at)
+            .await
+            .context("the copy failed")?;
     }
     let copy = to.read(id).await?;
     if copy.header.as_ref() != Some(&header) {

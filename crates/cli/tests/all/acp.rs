@@ -137,6 +137,35 @@ async fn an_editor_plans_a_turn_then_reloads_it_in_a_new_process() {
 }
 
 #[tokio::test]
+async fn initialize_and_session_new_written_at_once_are_both_answered() {
+    // An editor may pipeline the handshake: both requests in one write,
+    // before the first answer (JSON-RPC allows it).
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    let mut agent = Agent::start(&env, &json!({"steps": [{"text": "Hello."}]}));
+    let initialize = json!({"jsonrpc": "2.0", "id": 100, "method": "initialize",
+                            "params": {"protocolVersion": 1, "clientCapabilities": {}}});
+    let new_session = json!({"jsonrpc": "2.0", "id": 101, "method": "session/new",
+                             "params": {"cwd": workspace, "mcpServers": []}});
+    agent
+        .client
+        .send_line(&format!("{initialize}\n{new_session}"))
+        .await;
+    let first = agent.client.next().await.unwrap();
+    assert_eq!(first["id"], 100, "{first}");
+    assert_eq!(first["result"]["agentInfo"]["name"], "pod", "{first}");
+    let second = agent.client.reply_to(101).await;
+    let session = second.result()["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", second.response))
+        .to_string();
+    // The session is a real one: it answers a prompt.
+    let reply = agent.client.prompt(&session, "Hi").await;
+    assert_eq!(join_chunks(reply.summary()), ["message Hello."]);
+    agent.finish().await;
+}
+
+#[tokio::test]
 async fn cancel_ends_a_waiting_turn_with_cancelled() {
     let env = TestEnv::new();
     let workspace = env.workspace().canonicalize().unwrap();

@@ -7,6 +7,8 @@ use predicates::prelude::*;
 #[test]
 fn demo_leaves_no_session_in_the_users_home_and_removes_its_directory() {
     let env = TestEnv::new();
+    // The user's config file has no say in the demo, not even a broken one.
+    env.config_file("[budget\nmax_session_requests = 1\n");
     let out = env.pod().arg("demo").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");

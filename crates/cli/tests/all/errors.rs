@@ -136,3 +136,82 @@ fn a_reader_that_goes_away_ends_show_quietly() {
         "no panic, no error line"
     );
 }
+
+#[test]
+fn a_broken_config_file_shows_the_place_and_how_to_run_without_it() {
+    let env = TestEnv::new();
+    env.config_file("[profiles.local]\nkind = \"openai\"\nmodel = qwen\n");
+    let config = env.config_dir().join("config.toml");
+    let script = env.script(
+        "s.json",
+        &serde_json::json!({"steps": [{"text": "Hello."}]}),
+    );
+    // Its tables (approval, sandbox, budgets) apply to scripted runs too, so
+    // a broken file stops them rather than being skipped.
+    let out = env
+        .pod()
+        .args(["run", "--provider", "scripted", "--script"])
+        .arg(&script)
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let path = config.display();
+    assert_eq!(
+        stderr,
+        format!(
+            "error: cannot read the config file: invalid config file {path}, line 3, column 9: \
+             invalid string; expected `\"`, `'`\n\
+             \x20 --> {path}:3:9\n\
+             \x20 |\n\
+             3 | model = qwen\n\
+             \x20 |         ^\n\
+             hint: fix {path} (docs/configuration.md lists every setting), or run without a \
+             config file: POD_CONFIG=/dev/null pod ...\n"
+        )
+    );
+
+    // As the hint says.
+    let out = env
+        .pod()
+        .env("POD_CONFIG", "/dev/null")
+        .args(["run", "--provider", "scripted", "--script"])
+        .arg(&script)
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Hello."));
+
+    // POD_CONFIG may name another file; one that is not there is an error.
+    let other = env.config_dir().join("other.toml");
+    std::fs::write(
+        &other,
+        format!(
+            "[profiles.mine]\nkind = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let out = env
+        .pod()
+        .env("POD_CONFIG", &other)
+        .args(["run", "--profile", "mine", "hi"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let missing = env.config_dir().join("nowhere.toml");
+    env.pod()
+        .env("POD_CONFIG", &missing)
+        .args(["run", "--provider", "scripted", "--script"])
+        .arg(&script)
+        .arg("hi")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "error: POD_CONFIG names {}, which does not exist",
+            missing.display()
+        )))
+        .stderr(predicate::str::contains("set it to /dev/null for none"));
+}

@@ -324,6 +324,7 @@ fn the_task_comes_from_stdin_or_a_file() {
         .arg("-")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     child
@@ -334,6 +335,9 @@ fn the_task_comes_from_stdin_or_a_file() {
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
+    // A pipe is not asked for anything (a terminal is: terminal.rs).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("reading the task"), "{stderr}");
     let id = session_id(&ndjson(&out.stdout));
     assert_eq!(env.show_json(&id)["history"][0]["text"], task);
 
@@ -376,8 +380,15 @@ fn a_prompt_larger_than_the_context_is_refused_before_anything_is_sent() {
         stderr.contains("more than the model's context window of 2000 tokens"),
         "{stderr}"
     );
-    let id = env.sessions_json()[0]["id"].as_str().unwrap().to_string();
-    assert_eq!(env.show_json(&id)["history"], json!([]));
+    // Nothing was recorded, so no empty session is left to list.
+    assert!(
+        stderr.contains("pod: nothing was recorded, so session "),
+        "{stderr}"
+    );
+    assert_eq!(env.sessions_json(), Vec::<Value>::new());
+    let sessions = env.pod_home().join("sessions");
+    let left = std::fs::read_dir(&sessions).map_or(0, |dir| dir.count());
+    assert_eq!(left, 0, "{}", sessions.display());
 }
 
 #[test]
@@ -495,26 +506,37 @@ fn counts_are_in_the_right_number() {
 }
 
 #[test]
-fn a_refused_connection_says_its_cause_once() {
+fn a_model_server_nobody_listens_at_is_named_once_and_the_session_says_it_failed() {
     let env = TestEnv::new();
-    // A port nothing listens on (bound, then closed), one attempt.
+    // A port nothing listens on (bound, then closed).
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    env.config_file(&format!(
-        "[profiles.down]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
-         model = \"m\"\nmax_attempts = 1\n"
-    ));
+    let base = format!("http://127.0.0.1:{port}/v1");
+    // One attempt, so no backoff (the profile's; the flags name the server).
+    env.config_file("[profiles.once]\nmax_attempts = 1\n");
     let mut run = env.pod();
-    run.args(["run", "--profile", "down", "hi"]);
+    run.env("OPENAI_API_KEY", "anything")
+        .args(["run", "--profile", "once"])
+        .args(["--provider", "openai", "--base-url", &base])
+        .args(["--model", "m", "Say hi"]);
     let (code, _, stderr) = code_and_output(run);
     assert_eq!(code, Some(1), "{stderr}");
+    let said = format!("cannot reach the model server at {base} (connection refused)");
     let error_line = stderr
         .lines()
         .find(|l| l.starts_with("error:"))
         .expect("an error line");
-    assert!(error_line.contains("refused"), "{stderr}");
-    assert_eq!(error_line.matches("refused").count(), 1, "{stderr}");
+    assert!(error_line.ends_with(&said), "{stderr}");
+    assert_eq!(stderr.matches("refused").count(), 1, "{stderr}");
+    assert!(!stderr.contains("tcp connect error"), "{stderr}");
+    // The prompt was recorded: the session stays, failed, saying why.
+    let sessions = env.sessions_json();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert_eq!(sessions[0]["status"], "failed");
+    assert_eq!(sessions[0]["title"], "Say hi");
+    let reason = sessions[0]["reason"].as_str().unwrap();
+    assert!(reason.ends_with(&said), "{reason}");
 }

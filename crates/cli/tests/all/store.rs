@@ -198,3 +198,57 @@ fn import_and_export_copy_sessions_verified() {
     let exported: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(exported["history"], env.show_json(&ids[0])["history"]);
 }
+
+#[test]
+fn import_and_export_keep_when_each_session_was_last_written() {
+    use chrono::{DateTime, Utc};
+    use pod_testkit::logs::SessionLog;
+    use std::time::{Duration, SystemTime};
+    let pg = Postgres::start();
+    let env = TestEnv::new();
+    // Two sessions last written days apart, long before the copy.
+    let day = Duration::from_secs(24 * 3600);
+    let when = [SystemTime::now() - 9 * day, SystemTime::now() - 2 * day];
+    let mut ids = Vec::new();
+    for (n, at) in when.iter().enumerate() {
+        let log = SessionLog::new("m", &env.workspace())
+            .prompt(&format!("Task {n}"))
+            .answer("Done.", 100, 10)
+            .updated(*at);
+        log.write(&env.pod_home());
+        ids.push(log.id().to_string());
+    }
+    let updated = |sessions: Vec<serde_json::Value>, id: &str| -> DateTime<Utc> {
+        let session = sessions.iter().find(|s| s["id"] == id).expect("listed");
+        session["updated_at"].as_str().unwrap().parse().unwrap()
+    };
+    // `pod ARGS` on the PostgreSQL store, or on the file store at `home`.
+    let on = |pg_store: bool, home: &std::path::Path, args: &[&str]| {
+        let mut pod = env.pod();
+        if pg_store {
+            pod.env("POD_STORE", pg.url());
+        }
+        let out = pod.env("POD_HOME", home).args(args).output().unwrap();
+        assert_success(&out);
+        out.stdout
+    };
+    let listed = |pg_store: bool, home: &std::path::Path| -> Vec<serde_json::Value> {
+        serde_json::from_slice(&on(pg_store, home, &["sessions", "--json"])).unwrap()
+    };
+    let home = env.pod_home();
+    on(true, &home, &["store", "import"]);
+    let in_pg = listed(true, &home);
+    let backup = tempfile::tempdir().unwrap();
+    let to = backup.path().to_str().unwrap();
+    on(true, &home, &["store", "export", "--to", to]);
+    let exported = listed(false, backup.path());
+    for (id, at) in ids.iter().zip(when) {
+        let original = DateTime::<Utc>::from(at);
+        // PostgreSQL keeps microseconds.
+        let close = |copy: DateTime<Utc>| (copy - original).num_milliseconds().abs() < 1;
+        let imported = updated(in_pg.clone(), id);
+        assert!(close(imported), "{id}: {imported} for {original}");
+        let back = updated(exported.clone(), id);
+        assert!(close(back), "{id}: {back} for {original}");
+    }
+}

@@ -275,3 +275,20 @@ fn ctrl_c_while_a_call_streams_keeps_the_answer_cut_and_makes_no_call() {
     assert!(human.contains("run interrupted"), "{human}");
     assert!(human.contains("not made: write_file"), "{human}");
 }
+
+#[test]
+fn a_task_read_from_a_terminal_says_how_to_end_it() {
+    let env = TestEnv::new();
+    let script = env.script("s.json", &script(vec![say("Hello.")]));
+    let mut command = env.pod_process();
+    command.args(["run", "--script"]).arg(&script).arg("-");
+    let mut term = OnTerminal::spawn(command);
+    term.wait_for("reading the task from stdin (end with Ctrl-D)");
+    // Ctrl-D at the start of a line ends the input.
+    term.press(b"Say hi\n\x04");
+    let (code, screen) = term.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("Hello."), "{screen}");
+    let id = env.sessions_json()[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(env.show_json(&id)["history"][0]["text"], "Say hi\n");
+}

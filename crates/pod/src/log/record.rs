@@ -36,6 +36,22 @@ pub enum LogRecord {
     Ended(EndedRecord),
 }
 
+impl LogRecord {
+    /// When it was written, for the records that say (all but a
+    /// compaction boundary).
+    pub fn at(&self) -> Option<DateTime<Utc>> {
+        match self {
+            LogRecord::Header(header) => Some(header.created_at),
+            LogRecord::Item(item) => Some(item.at),
+            LogRecord::Compaction(_) => None,
+            LogRecord::Stopped(stopped) => Some(stopped.at),
+            LogRecord::Question(question) => Some(question.asked_at),
+            LogRecord::Answer(answer) => Some(answer.at),
+            LogRecord::Ended(ended) => Some(ended.at),
+        }
+    }
+}
+
 /// How a run ended when it did not finish: what [`LogRecord::Ended`] says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

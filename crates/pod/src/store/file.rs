@@ -6,6 +6,7 @@ use crate::config::Durability;
 use crate::error::PodError;
 use crate::home::PodHome;
 use crate::log::{is_locked, read_log, FileLog, LogContents, LogRecord, SessionHeader};
+use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -118,4 +119,44 @@ impl SessionStore for FileStore {
     async fn remove(&self, id: Uuid) -> Result<(), PodError> {
         self.home.remove_session(id)
     }
+
+    async fn import(
+        &self,
+        header: &SessionHeader,
+        records: &[LogRecord],
+        updated_at: DateTime<Utc>,
+    ) -> Result<(), PodError> {
+        // Refused here if the log exists: nothing of it is touched.
+        let log = self.create(header, Durability::Always).await?;
+        let mut written = Ok(());
+        for record in records {
+            written = log.append(record, false).await;
+            if written.is_err() {
+                break;
+            }
+        }
+        let closed = log.shutdown().await;
+        let id = header.session_id;
+        let result = written
+            .and(closed)
+            .and_then(|()| set_modified(&self.home.log_path(id), updated_at));
+        if result.is_err() {
+            // No partial copy is left behind to be taken for a whole one.
+            let _ = self.remove(id).await;
+        }
+        result
+    }
+}
+
+/// Sets the log's modification time, which [`SessionStore::stat`] reads as
+/// when the session was last written.
+fn set_modified(path: &std::path::Path, at: DateTime<Utc>) -> Result<(), PodError> {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_modified(at.into()))
+        .map_err(|source| PodError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
 }

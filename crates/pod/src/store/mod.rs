@@ -73,6 +73,18 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Deletes session `id`; refused with [`PodError::SessionBusy`] while
     /// it is open.
     async fn remove(&self, id: Uuid) -> Result<(), PodError>;
+
+    /// Writes a whole session copied from another store (`pod store
+    /// import`, `export`): `header`, then `records`, so that
+    /// [`stat`](Self::stat) says it was last written at `updated_at`, as
+    /// the original was, not when it was copied. Refused if the session is
+    /// here already; a copy that fails part way is removed.
+    async fn import(
+        &self,
+        header: &SessionHeader,
+        records: &[LogRecord],
+        updated_at: DateTime<Utc>,
+    ) -> Result<(), PodError>;
 }
 
 /// What a store knows about a session besides its records.

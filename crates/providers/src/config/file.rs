@@ -19,6 +19,10 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The environment variable naming the config file in place of the
+/// default one; `/dev/null` runs without a config file.
+pub const CONFIG_ENV: &str = "POD_CONFIG";
+
 /// The parsed config file.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,13 +68,25 @@ pub struct ConfigFile {
 }
 
 impl ConfigFile {
-    /// `$XDG_CONFIG_HOME/pod/config.toml`, or `~/.config/pod/config.toml`.
+    /// Where the config file is: `$POD_CONFIG` when set (`/dev/null` for
+    /// none), else `$XDG_CONFIG_HOME/pod/config.toml`, or
+    /// `~/.config/pod/config.toml`.
     pub fn default_path() -> Option<PathBuf> {
+        if let Some(named) = Self::named_path() {
+            return Some(named);
+        }
         let base = std::env::var_os("XDG_CONFIG_HOME")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
         Some(base.join("pod").join("config.toml"))
+    }
+
+    /// The file `$POD_CONFIG` names, when it is set and not empty.
+    pub fn named_path() -> Option<PathBuf> {
+        std::env::var_os(CONFIG_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
     }
 
     /// Reads and parses `path`; a missing file is an empty config (whose
@@ -93,10 +109,7 @@ impl ConfigFile {
     /// script paths are made relative to `path`'s directory, so a profile
     /// means the same from any working directory.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let mut file: Self = toml::from_str(text).map_err(|err| ConfigError::Parse {
-            path: path.to_path_buf(),
-            message: err.to_string(),
-        })?;
+        let mut file: Self = toml::from_str(text).map_err(|err| parse_error(&err, text, path))?;
         let dir = path.parent().unwrap_or(Path::new(""));
         for profile in file.profiles.values_mut() {
             if let Some(script) = profile.script.as_mut().filter(|s| s.is_relative()) {
@@ -126,5 +139,42 @@ impl ConfigFile {
                 path: self.path.clone(),
                 known: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
             })
+    }
+}
+
+/// `err` as a [`ConfigError::Parse`]: the place from its span, its message
+/// on one line, and its display's lines that show the place (the gutter
+/// and the caret), as the parser gives them.
+fn parse_error(err: &toml::de::Error, text: &str, path: &Path) -> ConfigError {
+    let line_column = err.span().map(|span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+        (line, before[line_start..].chars().count() + 1)
+    });
+    let message = err
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let display = err.to_string();
+    // The lines of the place: `  |`, `3 | key = value`, `  |     ^`.
+    let snippet: Vec<&str> = display
+        .lines()
+        .filter(|line| {
+            line.split_once('|')
+                .is_some_and(|(gutter, _)| gutter.trim().chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect();
+    ConfigError::Parse {
+        path: path.to_path_buf(),
+        line_column,
+        message,
+        snippet: match snippet.is_empty() {
+            true => display.trim_end().to_string(),
+            false => snippet.join("\n"),
+        },
     }
 }

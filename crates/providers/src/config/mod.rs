@@ -9,7 +9,7 @@
 
 mod file;
 
-pub use file::ConfigFile;
+pub use file::{ConfigFile, CONFIG_ENV};
 
 use crate::endpoint::{Endpoint, PromptCache};
 use crate::http::Timeouts;
@@ -210,13 +210,19 @@ pub enum ConfigError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The config file is not valid.
-    #[error("invalid config file {path}: {message}")]
+    /// The config file is not valid: not TOML, or not a config.
+    #[error("invalid config file {path}{}: {message}", at_line(*line_column))]
     Parse {
         /// The file.
         path: PathBuf,
-        /// What is wrong, with line and column.
+        /// Where, 1-based, in characters, when the parser says.
+        line_column: Option<(usize, usize)>,
+        /// What is wrong, on one line.
         message: String,
+        /// The parser's own display of the place: the line with a caret
+        /// under the fault (several lines), for front ends that can show
+        /// it below the message.
+        snippet: String,
     },
     /// A profile that the file does not define.
     #[error("no profile {name:?} in {path} ({})", known_profiles(known))]
@@ -248,6 +254,13 @@ pub enum ConfigError {
         /// Why.
         reason: String,
     },
+}
+
+fn at_line(line_column: Option<(usize, usize)>) -> String {
+    match line_column {
+        Some((line, column)) => format!(", line {line}, column {column}"),
+        None => String::new(),
+    }
 }
 
 fn known_profiles(known: &str) -> String {

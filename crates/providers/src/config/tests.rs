@@ -328,3 +328,34 @@ reasoning_effort = "low"
         ProviderKind::OpenAiResponses
     );
 }
+
+#[test]
+fn a_broken_file_is_named_with_its_line_column_and_the_parsers_caret() {
+    let text = "[profiles.local]\nkind = \"openai\"\nmodel = qwen\n";
+    let err = ConfigFile::parse(text, Path::new("/etc/pod/config.toml")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid config file /etc/pod/config.toml, line 3, column 9: invalid string; \
+         expected `\"`, `'`"
+    );
+    let ConfigError::Parse { snippet, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(snippet, "  |\n3 | model = qwen\n  |         ^");
+
+    // A config error (not TOML's) points at the key.
+    let typo = "[profiles.x]\n\n  modle = \"m\"\n";
+    let err = ConfigFile::parse(typo, Path::new("c.toml")).unwrap_err();
+    let ConfigError::Parse {
+        line_column,
+        snippet,
+        message,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*line_column, Some((3, 3)));
+    assert!(message.starts_with("unknown field `modle`"), "{message}");
+    assert_eq!(snippet, "  |\n3 |   modle = \"m\"\n  |   ^^^^^");
+}

@@ -331,3 +331,29 @@ async fn context_length_error_is_not_retried_and_keeps_its_message() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_server_nobody_listens_at_is_unreachable_by_its_base_url() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let provider = OpenAiProvider::new(endpoint(base.clone())).unwrap();
+    let err = events(&provider, ask("hi")).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("cannot reach the model server at {base} (connection refused)")
+    );
+    assert!(err.is_retryable());
+    // Credentials in the URL are not repeated.
+    let with_password = format!("http://pod:hunter2@127.0.0.1:{port}/v1");
+    let provider = OpenAiProvider::new(endpoint(with_password)).unwrap();
+    let err = events(&provider, ask("hi")).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("cannot reach the model server at {base} (connection refused)")
+    );
+}

@@ -8,7 +8,7 @@
 //! opt-in to the agent's edits and commands in its own temporary
 //! workspace) on the embedded script. The session goes to a POD_HOME of
 //! the demo's own in the same temporary directory, so it never joins the
-//! user's sessions; `--keep` keeps that directory for `pod show` and tells
+//! user's sessions, and without the user's config file; `--keep` keeps that directory for `pod show` and tells
 //! how to reach it. The script's step after the kill
 //! point waits for ten minutes before answering, so the kill always lands
 //! while the model is "thinking"; the resume plays the same script without
@@ -160,8 +160,11 @@ impl DemoFiles {
         let stderr = std::fs::File::create(&self.stderr).context("cannot create stderr log")?;
         Command::new(exe)
             .env("POD_HOME", &self.home)
-            // The demo keeps to its own files, whatever store the user has.
+            // The demo keeps to its own files, whatever store the user has,
+            // and to its own settings: the user's config file (its approval,
+            // sandbox and budget tables, or a broken one) has no say.
             .env_remove("POD_STORE")
+            .env(pod_providers::CONFIG_ENV, "/dev/null")
             .args(args)
             .args([
                 "--json",
