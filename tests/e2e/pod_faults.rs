@@ -661,7 +661,7 @@ async fn bad_request_mid_session_surfaces_its_message_and_the_pod_stays_usable()
         .events()
         .into_iter()
         .filter_map(|event| match event {
-            PodEvent::Error { message } => Some(message),
+            PodEvent::TurnFailed { message } => Some(message),
             _ => None,
         })
         .collect();

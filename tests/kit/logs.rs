@@ -195,15 +195,21 @@ impl SessionLog {
 /// Damages the log at `path` as a bad disk would: one byte of its third
 /// line changes, so its checksum no longer holds.
 pub fn damage(path: &Path) {
+    damage_line(path, 3);
+}
+
+/// Changes one byte of line `line` (1-based, not the first or the last)
+/// of the log at `path`, keeping its modification time.
+pub fn damage_line(path: &Path, line: usize) {
     let mut bytes = std::fs::read(path).expect("read the log");
-    let third = bytes
+    let at = bytes
         .iter()
         .enumerate()
         .filter(|(_, b)| **b == b'\n')
-        .nth(1)
+        .nth(line - 2)
         .map(|(at, _)| at + 10)
-        .expect("a third line");
-    bytes[third] = if bytes[third] == b'x' { b'y' } else { b'x' };
+        .expect("a line that long");
+    bytes[at] = if bytes[at] == b'x' { b'y' } else { b'x' };
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     std::fs::write(path, bytes).expect("write the log");
     if let Some(at) = modified {

@@ -173,7 +173,7 @@ fn pod_hint(err: &pod::PodError) -> &'static str {
         }
         PodError::Store { .. } => "check that the database is up; the session's log is unchanged",
         PodError::CorruptLog { .. } => {
-            "the log is damaged in the middle; `pod fork ID --at N` can save the items before the damage"
+            "the log is damaged in the middle; `pod fork ID` says how many items before the damage it can save"
         }
         PodError::NoHome => "set POD_HOME to a directory for sessions",
         PodError::Turn(_) => {

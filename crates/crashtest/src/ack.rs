@@ -102,7 +102,10 @@ pub fn acknowledged(lines: &[String]) -> Vec<Ack> {
         };
         match event {
             PodEvent::TextDelta { text: delta } => text.push_str(&delta),
-            PodEvent::ReasoningDelta { .. } => {}
+            // Said while the same response streams: the text goes on.
+            PodEvent::ReasoningDelta { .. }
+            | PodEvent::Usage { .. }
+            | PodEvent::ToolCallStreaming { .. } => {}
             PodEvent::ToolCallStarted {
                 call_id,
                 name,

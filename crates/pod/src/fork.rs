@@ -20,7 +20,9 @@ use uuid::Uuid;
 
 /// Creates a new session in `store` from the first `at` history items of
 /// session `source` (all of them when `at` is `None`; an `at` beyond the
-/// end takes all) and returns its id.
+/// end takes all) and returns its id. A log damaged in the middle can be
+/// forked from any `at` up to the items before its damaged line; a wider
+/// `at` (or none) is refused with the line and how many items are sound.
 ///
 /// Items are counted as [`fork_item_count`] counts them: one per committed
 /// history item, in log order.
@@ -29,7 +31,7 @@ pub async fn fork_session(
     source: Uuid,
     at: Option<usize>,
 ) -> Result<Uuid, PodError> {
-    let contents = store.read(source).await?;
+    let contents = store.read_before_damage(source).await?;
     let Some(source_header) = contents.header else {
         return Err(PodError::CorruptLog {
             path: store.location().into(),
@@ -38,6 +40,20 @@ pub async fn fork_session(
         });
     };
     let total = fork_item_count(&contents.records);
+    if let Some(damage) = &contents.damage {
+        // The items before the damage are sound; the fork must stop there
+        // and say so, since "all of them" is not what the log held.
+        if at.is_none_or(|at| at > total) {
+            return Err(PodError::CorruptLog {
+                path: store.log_location(source).into(),
+                line: damage.line,
+                reason: format!(
+                    "{}; the {total} items before it can be forked with --at {total}",
+                    damage.reason
+                ),
+            });
+        }
+    }
     let take = at.unwrap_or(total).min(total);
     let prefix = record_prefix(&contents.records, take);
 

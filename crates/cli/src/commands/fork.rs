@@ -9,13 +9,26 @@ use pod_launch::sessions as session;
 pub async fn run(args: ForkArgs, place: super::Place) -> Result<Outcome> {
     let store = place.store.as_ref();
     let source = session::resolve(store, &args.id).await?;
-    let loaded = session::load(store, source).await?;
-    let total = loaded.summary.items;
-    if let Some(at) = args.at.filter(|at| *at > total) {
-        bail!(Failure::new(
-            format!("--at {at} is past the end: session {source} has {total} items"),
+    // Read up to a damaged line, if any: the items before it can be saved.
+    let contents = store
+        .read_before_damage(source)
+        .await
+        .with_context(|| format!("cannot read session {source}"))?;
+    let sound = pod::fork_item_count(&contents.records);
+    match (&contents.damage, args.at) {
+        (Some(damage), at) if at.is_none_or(|at| at > sound) => bail!(Failure::new(
+            format!(
+                "session {source}'s log is damaged at line {} ({}); the {sound} items before it are sound",
+                damage.line,
+                crate::render::safe::text(&damage.reason)
+            ),
+            format!("`pod fork {source} --at {sound}` saves them (or fewer: `pod show` numbers the items)")
+        )),
+        (None, Some(at)) if at > sound => bail!(Failure::new(
+            format!("--at {at} is past the end: session {source} has {sound} items"),
             "`pod show ID` numbers the items; --at takes 0 to that number"
-        ));
+        )),
+        _ => {}
     }
     let id = pod::fork_session(store, source, args.at)
         .await

@@ -9,20 +9,38 @@ use pod_llm::{Item, ItemKind, SystemKind};
 
 /// Renders every record after the header.
 pub fn history(records: &[LogRecord], style: Style) -> String {
-    Numbered::default().render(records, style)
+    let items = records
+        .iter()
+        .filter(|r| matches!(r, LogRecord::Item(_)))
+        .count();
+    Numbered::after(0)
+        .wide_enough_for(items)
+        .render(records, style)
 }
 
 /// Renders records as they arrive (`pod show --follow`), numbering items
 /// across calls as [`history`] numbers them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Numbered {
     number: usize,
+    /// Columns of the number: every item's text starts in the same column.
+    width: usize,
 }
 
 impl Numbered {
     /// A renderer whose next item is number `seen + 1`.
     pub fn after(seen: usize) -> Self {
-        Self { number: seen }
+        Self {
+            number: seen,
+            width: NUMBER_WIDTH,
+        }
+        .wide_enough_for(seen + 1)
+    }
+
+    /// Numbers as wide as `last`'s (at least [`NUMBER_WIDTH`] columns).
+    pub fn wide_enough_for(mut self, last: usize) -> Self {
+        self.width = self.width.max(last.to_string().len());
+        self
     }
 
     /// The lines of `records`, the next items numbered after those before.
@@ -39,7 +57,7 @@ impl Numbered {
         match record {
             LogRecord::Item(item) => {
                 self.number += 1;
-                out.push_str(&item_lines(self.number, item, style));
+                out.push_str(&item_lines(self.number, self.width, item, style));
             }
             LogRecord::Compaction(boundary) => out.push_str(&boundary_lines(boundary, style)),
             LogRecord::Stopped(stopped) => out.push_str(&style.yellow(&format!(
@@ -122,8 +140,15 @@ fn boundary_lines(boundary: &CompactionRecord, style: Style) -> String {
     out
 }
 
-fn item_lines(number: usize, item: &Item, style: Style) -> String {
-    let tag = |label: &str| format!("{:>4}  {:<13} ", number, label);
+/// Columns of an item's number unless there are more items.
+const NUMBER_WIDTH: usize = 4;
+
+fn item_lines(number: usize, width: usize, item: &Item, style: Style) -> String {
+    let tag = |label: &str| format!("{number:>width$}  {label:<13} ");
+    // Continuation lines start under the text: the number, two spaces, the
+    // label's 13 columns and one.
+    let margin = " ".repeat(width + 16);
+    let indent = |text: &str| indent(text, &margin);
     match &item.kind {
         ItemKind::User { text } => {
             format!("{}{}\n", style.bold(&tag("user")), indent(text))
@@ -145,7 +170,7 @@ fn item_lines(number: usize, item: &Item, style: Style) -> String {
             }
             if !text.is_empty() {
                 if !first {
-                    out.push_str(&" ".repeat(20));
+                    out.push_str(&margin);
                 }
                 out.push_str(&indent(text));
                 out.push('\n');
@@ -153,7 +178,7 @@ fn item_lines(number: usize, item: &Item, style: Style) -> String {
             }
             for call in tool_calls {
                 if !first {
-                    out.push_str(&" ".repeat(20));
+                    out.push_str(&margin);
                 }
                 out.push_str(&style.dim(&format!("→ {}", tool_call(&call.name, &call.arguments))));
                 out.push('\n');
@@ -190,7 +215,7 @@ fn item_lines(number: usize, item: &Item, style: Style) -> String {
 
 /// At most [`MAX_LINES`] lines, continuation lines aligned under the first,
 /// made safe for a terminal ([`super::safe`]).
-fn indent(text: &str) -> String {
+fn indent(text: &str, margin: &str) -> String {
     let text = super::safe::text(text);
     let lines: Vec<&str> = text.trim_end().lines().collect();
     let mut out = lines
@@ -198,7 +223,7 @@ fn indent(text: &str) -> String {
         .take(MAX_LINES)
         .copied()
         .collect::<Vec<_>>()
-        .join(&format!("\n{}", " ".repeat(20)));
+        .join(&format!("\n{margin}"));
     if lines.len() > MAX_LINES {
         out.push_str(&format!(
             " (+{})",
@@ -246,8 +271,31 @@ mod tests {
             .map(|i| i.to_string())
             .collect::<Vec<_>>()
             .join("\n");
-        let shown = indent(&text);
+        let shown = indent(&text, "  ");
         assert_eq!(shown.lines().count(), MAX_LINES);
         assert!(shown.ends_with("5 (+4 lines)"), "{shown}");
+    }
+
+    #[test]
+    fn text_starts_in_one_column_past_ten_thousand_items() {
+        let records: Vec<LogRecord> = (1..=10_001)
+            .map(|n| LogRecord::Item(Item::user(format!("text {n}\nmore {n}"))))
+            .collect();
+        let shown = history(&records, Style::PLAIN);
+        let columns: std::collections::BTreeSet<usize> = shown
+            .lines()
+            .map(|line| {
+                line.find("text ")
+                    .or_else(|| line.find("more "))
+                    .expect("each line holds text")
+            })
+            .collect();
+        assert_eq!(columns.len(), 1, "{columns:?}");
+        // Numbers below 10,000 are padded to the widest.
+        assert!(shown.starts_with("    1  user"), "{}", &shown[..40]);
+        // Followed from item 10,000 on, numbers take five columns.
+        let mut follow = Numbered::after(9_999);
+        let next = follow.render(&records[..1], Style::PLAIN);
+        assert!(next.starts_with("10000  user"), "{next}");
     }
 }

@@ -237,7 +237,12 @@ fn human_output_names_the_limit_and_the_exact_resume_command() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("(stopped after 3 model requests, 1 of 4 todos completed)"),
+        stdout.contains("(stopped after 3 model requests, "),
+        "{stdout}"
+    );
+    // The end line also counts the tokens the requests used.
+    assert!(
+        stdout.contains(" tokens, 1 of 4 todos completed)"),
         "{stdout}"
     );
     assert!(

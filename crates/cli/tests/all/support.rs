@@ -48,6 +48,10 @@ impl TestEnv {
             .env("XDG_DATA_HOME", self.dir.path().join("data"))
             .env("NO_COLOR", "1")
             .current_dir(self.workspace());
+        // POD_TEST_LOG=FILTER shows the processes' logs when debugging a test.
+        if let Some(filter) = std::env::var_os("POD_TEST_LOG") {
+            cmd.env("RUST_LOG", filter);
+        }
         cmd
     }
 

@@ -6,7 +6,10 @@ mod record;
 mod writer;
 
 pub use codec::{decode_line, encode_line, verified_payload, LineError};
-pub use reader::{parse_log, read_log, LogContents, TornTail};
+pub use reader::{
+    parse_log, parse_log_before_damage, read_log, read_log_before_damage, Damage, LogContents,
+    TornTail,
+};
 pub use record::{
     AnswerRecord, CompactionRecord, EndedHow, EndedRecord, LogRecord, ParentLink, QuestionRecord,
     SessionHeader, StoppedRecord, LOG_FORMAT_VERSION,

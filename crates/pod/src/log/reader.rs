@@ -17,6 +17,20 @@ pub struct LogContents {
     pub valid_len: u64,
     /// The torn last line that was dropped, if any.
     pub torn_tail: Option<TornTail>,
+    /// Where a log read with [`parse_log_before_damage`] stopped: the first
+    /// line, not the last, that failed its check. `None` from
+    /// [`parse_log`], which refuses such a log instead.
+    pub damage: Option<Damage>,
+}
+
+/// A line in the middle of a log that failed its check (a bad disk, an
+/// edit): what comes before it can still be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong with it.
+    pub reason: String,
 }
 
 /// A last line that a crash cut short.
@@ -39,6 +53,27 @@ pub fn read_log(path: &Path) -> Result<LogContents, PodError> {
 
 /// Verifies log bytes. `path` is only used in errors.
 pub fn parse_log(path: &Path, bytes: &[u8]) -> Result<LogContents, PodError> {
+    parse(path, bytes, false)
+}
+
+/// Reads and verifies a log file up to its first damaged line, which ends
+/// the read instead of failing it ([`LogContents::damage`] says where):
+/// what `pod fork --at N` saves of a damaged session. A damaged header is
+/// still an error, since nothing after it can be trusted to belong to it.
+pub fn read_log_before_damage(path: &Path) -> Result<LogContents, PodError> {
+    let bytes = std::fs::read(path).map_err(|source| PodError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_log_before_damage(path, &bytes)
+}
+
+/// [`parse_log`], stopping at the first damaged line instead of failing.
+pub fn parse_log_before_damage(path: &Path, bytes: &[u8]) -> Result<LogContents, PodError> {
+    parse(path, bytes, true)
+}
+
+fn parse(path: &Path, bytes: &[u8], salvage: bool) -> Result<LogContents, PodError> {
     // One record per line: size the vector once instead of regrowing (and
     // copying) it ~17 times on a 100k-line log.
     let lines = bytes.iter().filter(|&&b| b == b'\n').count();
@@ -63,7 +98,17 @@ pub fn parse_log(path: &Path, bytes: &[u8]) -> Result<LogContents, PodError> {
         };
         match decoded {
             Ok(record) => {
-                accept(&mut contents, record, path, line_no)?;
+                match accept(&mut contents, record, path, line_no) {
+                    Ok(()) => {}
+                    Err(PodError::CorruptLog { reason, .. }) if salvage && line_no > 1 => {
+                        contents.damage = Some(Damage {
+                            line: line_no,
+                            reason,
+                        });
+                        break;
+                    }
+                    Err(err) => return Err(err),
+                }
                 contents.valid_len = next as u64;
                 offset = next;
             }
@@ -79,6 +124,13 @@ pub fn parse_log(path: &Path, bytes: &[u8]) -> Result<LogContents, PodError> {
                     line = line_no,
                     "dropping torn last line of session log"
                 );
+                break;
+            }
+            Err(err) if salvage && line_no > 1 => {
+                contents.damage = Some(Damage {
+                    line: line_no,
+                    reason: err.to_string(),
+                });
                 break;
             }
             Err(err) => {

@@ -5,7 +5,9 @@ use super::{LogWriter, OpenedLog, SessionStat, SessionStore};
 use crate::config::Durability;
 use crate::error::PodError;
 use crate::home::PodHome;
-use crate::log::{is_locked, read_log, FileLog, LogContents, LogRecord, SessionHeader};
+use crate::log::{
+    is_locked, read_log, read_log_before_damage, FileLog, LogContents, LogRecord, SessionHeader,
+};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -86,6 +88,16 @@ impl SessionStore for FileStore {
         }
         // A long log takes a while to read: keep it off the async workers.
         tokio::task::spawn_blocking(move || read_log(&path))
+            .await
+            .map_err(|_| PodError::Closed)?
+    }
+
+    async fn read_before_damage(&self, id: Uuid) -> Result<LogContents, PodError> {
+        let path = self.home.log_path(id);
+        if !path.is_file() {
+            return Err(self.missing(id));
+        }
+        tokio::task::spawn_blocking(move || read_log_before_damage(&path))
             .await
             .map_err(|_| PodError::Closed)?
     }

@@ -53,6 +53,14 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Reads session `id`'s log without opening it (it may be running).
     async fn read(&self, id: Uuid) -> Result<LogContents, PodError>;
 
+    /// Reads session `id`'s log up to its first damaged line, which ends the
+    /// read instead of failing it ([`LogContents::damage`] says where). A
+    /// store whose records cannot be damaged apart (a database's rows)
+    /// reads them all.
+    async fn read_before_damage(&self, id: Uuid) -> Result<LogContents, PodError> {
+        self.read(id).await
+    }
+
     /// The records of session `id` after its first `skip` (the header not
     /// counted): what a watcher polling a session by sequence has not seen.
     async fn read_after(&self, id: Uuid, skip: usize) -> Result<Vec<LogRecord>, PodError> {

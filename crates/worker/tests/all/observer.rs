@@ -65,6 +65,10 @@ async fn events_report_requests_text_and_tool_calls() {
         lifecycle,
         [
             &WorkerEvent::RequestStarted { number: 1 },
+            // Said as soon as the call's name streams, before its arguments.
+            &WorkerEvent::CallStreaming {
+                name: "echo".into()
+            },
             &WorkerEvent::ToolCallStarted(call.clone()),
             &WorkerEvent::ToolCallFinished {
                 call,
