@@ -119,6 +119,8 @@ pub async fn drive(
     let ticking = out.ticks();
     let mut ticks = tokio::time::interval(TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // What the log does not show a person (a retried request), in words.
+    let mut notices = crate::notices::take();
     let result = loop {
         tokio::select! {
             // Show what happened before reacting to the end of the turns.
@@ -139,6 +141,13 @@ pub async fn drive(
                     interrupted = Some(Interruption::OutputClosed);
                     answer_cancelled(&mut asking);
                     let _ = handle.interrupt().await;
+                }
+            }
+            Some(notice) = next_notice(&mut notices), if interrupted != Some(Interruption::OutputClosed) => {
+                if let Err(err) = out.note(&notice) {
+                    if !is_broken_pipe(&err) {
+                        return Err(err);
+                    }
                 }
             }
             Some(ask) = next_ask(&mut asks), if asking.is_none() => {
@@ -180,6 +189,7 @@ pub async fn drive(
             result = &mut turn => break result,
         }
     };
+    crate::notices::give_back(notices);
     // A prompt cut short by Ctrl-C may still hold the terminal.
     crate::approval::terminal::restore_terminal();
     // Every event of the turns was sent before their replies: drain them.
@@ -359,6 +369,16 @@ fn exit_on_second_ctrl_c() {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
     });
+}
+
+/// The next notice, or never without a receiver.
+async fn next_notice(
+    notices: &mut Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+) -> Option<String> {
+    match notices {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod cli;
 mod commands;
 mod drive;
 mod error;
+mod notices;
 mod output;
 mod render;
 mod store;

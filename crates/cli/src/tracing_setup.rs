@@ -4,11 +4,15 @@
 use crate::cli::GlobalArgs;
 use anyhow::{Context, Result};
 use std::io::IsTerminal;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 /// Installs the subscriber: `RUST_LOG` if set, else errors only (warnings
-/// and more with -v): what a person needs to know (a retry, a server that
-/// did not start) the CLI says itself, once, in words.
+/// and more with -v): what a person needs to know the CLI says itself, once,
+/// in words. A retried model request is one such thing
+/// ([`crate::notices`]): unless the log on stderr shows warnings, it
+/// becomes a notice the driven session prints.
 pub fn init(args: &GlobalArgs) -> Result<()> {
     let default = match args.verbose {
         0 => "error",
@@ -16,8 +20,13 @@ pub fn init(args: &GlobalArgs) -> Result<()> {
         2 => "debug",
         _ => "trace",
     };
+    let from_env = std::env::var_os("RUST_LOG").is_some();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // With the log on stderr at warning level, its retry line says it all.
+    let log_says_it = args.log_file.is_none() && (args.verbose > 0 || from_env);
+    let notices =
+        (!log_says_it).then(|| crate::notices::layer().with_filter(crate::notices::only_retries()));
+    let registry = tracing_subscriber::registry().with(notices);
     match &args.log_file {
         Some(path) => {
             let file = std::fs::OpenOptions::new()
@@ -26,15 +35,19 @@ pub fn init(args: &GlobalArgs) -> Result<()> {
                 .open(path)
                 .with_context(|| format!("cannot open log file {}", path.display()))?;
             let file = std::sync::Arc::new(file);
-            builder
+            let log = tracing_subscriber::fmt::layer()
                 .with_ansi(false)
                 .with_writer(move || Forgiving(file.clone()))
-                .init();
+                .with_filter(filter);
+            registry.with(log).init();
         }
-        None => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .with_writer(|| Forgiving(std::io::stderr()))
-            .init(),
+        None => {
+            let log = tracing_subscriber::fmt::layer()
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_writer(|| Forgiving(std::io::stderr()))
+                .with_filter(filter);
+            registry.with(log).init();
+        }
     }
     Ok(())
 }

@@ -540,3 +540,65 @@ fn a_model_server_nobody_listens_at_is_named_once_and_the_session_says_it_failed
     let reason = sessions[0]["reason"].as_str().unwrap();
     assert!(reason.ends_with(&said), "{reason}");
 }
+
+/// A model server that is busy once, then answers: the retry is one line in
+/// words (the log's warning only under -v, where the notice is not made).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retried_request_is_one_line_in_words_and_its_details_are_under_v() {
+    use pod_testkit::server::{LoopbackServer, Reply};
+    use pod_testkit::wire::openai_step;
+    let busy = || {
+        Reply::status(
+            429,
+            r#"{"error":{"message":"slow down","type":"rate_limit"}}"#,
+        )
+        .header("retry-after-ms", "20")
+    };
+    let server = LoopbackServer::start(vec![
+        busy(),
+        openai_step("Hello.", &[]),
+        busy(),
+        openai_step("Hello again.", &[]),
+    ])
+    .await;
+    let env = TestEnv::new();
+    let url = server.url("/v1");
+    let run = |verbose: bool| {
+        let mut cmd = env.pod_process();
+        cmd.env("OPENAI_API_KEY", "anything");
+        if verbose {
+            cmd.arg("-v");
+        }
+        cmd.args(["run", "--provider", "openai", "--base-url", &url])
+            .args(["--model", "m", "Say hi"]);
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+
+    let out = run(false).await.unwrap();
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let notices: Vec<&str> = stdout.lines().filter(|l| l.contains('↻')).collect();
+    assert_eq!(notices.len(), 1, "{stdout}");
+    assert!(notices[0].contains("HTTP 429"), "{stdout}");
+    assert!(notices[0].contains("trying again in 20 ms"), "{stdout}");
+    assert!(
+        notices[0].contains("(attempt 2 of this request)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Hello."), "{stdout}");
+    assert!(!stderr.contains("WARN"), "{stderr}");
+
+    let out = run(true).await.unwrap();
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stdout.contains('↻'), "{stdout}");
+    assert!(stdout.contains("Hello again."), "{stdout}");
+    let warned: Vec<&str> = stderr.lines().filter(|l| l.contains("retrying")).collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(
+        warned[0].contains("WARN") && warned[0].contains("wait_ms=20"),
+        "{stderr}"
+    );
+}
