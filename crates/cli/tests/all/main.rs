@@ -28,3 +28,4 @@ mod subagents;
 mod terminal;
 mod trust;
 mod until_done;
+mod watchers;

@@ -6,7 +6,9 @@ mod record;
 mod writer;
 
 pub use codec::{decode_line, encode_line, verified_payload, LineError};
-pub use reader::{parse_log, read_log, LogContents, TornTail};
+pub use reader::{
+    parse_appended, parse_log, read_appended, read_log, LogContents, LogCursor, TornTail,
+};
 pub use record::{
     AnswerRecord, CompactionRecord, EndedHow, EndedRecord, LogRecord, ParentLink, QuestionRecord,
     SessionHeader, StoppedRecord, LOG_FORMAT_VERSION,

@@ -5,7 +5,9 @@ use super::{LogWriter, OpenedLog, SessionStat, SessionStore};
 use crate::config::Durability;
 use crate::error::PodError;
 use crate::home::PodHome;
-use crate::log::{is_locked, read_log, FileLog, LogContents, LogRecord, SessionHeader};
+use crate::log::{
+    is_locked, read_appended, read_log, FileLog, LogContents, LogCursor, LogRecord, SessionHeader,
+};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -85,6 +87,30 @@ impl SessionStore for FileStore {
         }
         // A long log takes a while to read: keep it off the async workers.
         tokio::task::spawn_blocking(move || read_log(&path))
+            .await
+            .map_err(|_| PodError::Closed)?
+    }
+
+    async fn read_since(
+        &self,
+        id: Uuid,
+        cursor: LogCursor,
+    ) -> Result<(Vec<LogRecord>, LogCursor), PodError> {
+        if cursor.bytes == 0 {
+            // Nothing read yet, not even the header: read it whole.
+            let mut contents = self.read(id).await?;
+            let after = contents
+                .records
+                .split_off(cursor.records.min(contents.records.len()));
+            return Ok((after, contents.cursor()));
+        }
+        let path = self.home.log_path(id);
+        if !path.is_file() {
+            return Err(self.missing(id));
+        }
+        // Usually a few lines, but a reader far behind reads more: off the
+        // async workers, as `read`.
+        tokio::task::spawn_blocking(move || read_appended(&path, cursor))
             .await
             .map_err(|_| PodError::Closed)?
     }
