@@ -219,6 +219,23 @@ pub fn damage_line(path: &Path, line: usize) {
     }
 }
 
+/// Appends `record` to the log at `path` as a running session's writer
+/// does: one whole line.
+pub fn append(path: &Path, record: &LogRecord) {
+    append_bytes(path, &encode_line(record).expect("a line"));
+}
+
+/// Appends `bytes` to the log at `path`: part of a line, as a reader may
+/// find a line its writer is still writing.
+pub fn append_bytes(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    let mut file = std::fs::File::options()
+        .append(true)
+        .open(path)
+        .expect("open the log");
+    file.write_all(bytes).expect("append to the log");
+}
+
 /// Holds the log at `path` as a running `pod` process would (its lock):
 /// the session is `running` until the file is dropped.
 pub fn hold(path: &Path) -> std::fs::File {

@@ -4,7 +4,7 @@
 //! the dashboard reads them: the sessions list (first, with the summary
 //! cache cold, then warm), the all-sessions event stream's first snapshot,
 //! a big session's summary, its last page of history, and its event
-//! stream from that page.
+//! stream from that page. Then what watchers cost ([`crate::watchers`]).
 
 use crate::support::fmt_duration;
 use pod::log::{LogRecord, SessionHeader};
@@ -17,8 +17,17 @@ use std::time::{Duration, Instant};
 
 type Error = Box<dyn std::error::Error>;
 
-/// Runs the benchmark and prints its table.
+/// Runs the benchmark and prints its tables (`--watchers`: only the
+/// watchers' table).
 pub async fn run(quick: bool) -> Result<(), Error> {
+    if !std::env::args().any(|a| a == "--watchers") {
+        requests(quick).await?;
+    }
+    crate::watchers::run(quick).await
+}
+
+/// The dashboard's requests, timed.
+async fn requests(quick: bool) -> Result<(), Error> {
     let (sessions, items) = if quick { (100, 1_000) } else { (1_000, 10_000) };
     let dir = tempfile::tempdir()?;
     let home = PodHome::new(dir.path().join("home"));
@@ -86,7 +95,7 @@ pub async fn run(quick: bool) -> Result<(), Error> {
 }
 
 /// A session with a three-item plan and `items` more items of ~200 bytes.
-async fn write_session(store: &FileStore, n: usize, items: usize) -> Result<uuid::Uuid, Error> {
+pub async fn write_session(store: &FileStore, n: usize, items: usize) -> Result<uuid::Uuid, Error> {
     let id = uuid::Uuid::new_v4();
     let header = SessionHeader::new(id, "bench".into(), PathBuf::from("/tmp"));
     let log = store.create(&header, Durability::Never).await?;
@@ -156,14 +165,14 @@ async fn stream_until(
     Ok(start.elapsed())
 }
 
-struct Server {
-    child: Child,
-    base: String,
-    token: String,
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub token: String,
 }
 
 impl Server {
-    fn start(home: &Path) -> Result<Self, Error> {
+    pub fn start(home: &Path) -> Result<Self, Error> {
         let me = std::env::current_exe()?;
         let pod = me.with_file_name("pod");
         if !pod.exists() {

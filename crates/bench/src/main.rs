@@ -5,7 +5,7 @@
 //! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
-//! `turns --turns=N` runs N turns; `wire --api=chat|responses` one of the two OpenAI wires (both by default).
+//! `turns --turns=N` runs N turns; `http --watchers` only the watchers' table; `wire --api=chat|responses` one of the two OpenAI wires (both by default).
 
 mod cache;
 mod fleet;
@@ -17,6 +17,7 @@ mod resume;
 mod store;
 mod support;
 mod turns;
+mod watchers;
 mod wire;
 
 use std::process::ExitCode;

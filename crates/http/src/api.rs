@@ -9,7 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use pod::{ApprovalDecision, PodError, Store, TodoItem};
+use pod::{ApprovalDecision, PodError, Store};
 use pod_launch::sessions::Summary;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -25,6 +25,10 @@ pub struct AppState {
     pub server: String,
     /// Fires when the server stops: event streams end.
     pub stop: pod::CancellationToken,
+    /// The readers of watched sessions, one each, shared by their streams.
+    pub tails: super::tail::Tails,
+    /// The reader of the session list, shared by its streams.
+    pub listing: super::listing::Listing,
 }
 
 /// One row of `GET /api/sessions`.
@@ -185,38 +189,68 @@ pub async fn approvals(State(app): State<AppState>) -> Result<Json<serde_json::V
     Ok(Json(json!({ "approvals": waiting(&app, None).await? })))
 }
 
+/// `GET /api/server`: who serves, and what its event streams cost: the
+/// readers they share (`readers.sessions`: one per watched session;
+/// `readers.list`: the one reader of the list, 0 or 1) and the streams
+/// open (`watchers.sessions`, `watchers.list`); `resynced`: how many
+/// times a session's stream fell too far behind its reader and caught up
+/// from the log.
+pub async fn server(State(app): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({
+        "server": app.server,
+        "readers": {
+            "sessions": app.tails.readers(),
+            "list": app.listing.readers(),
+        },
+        "watchers": {
+            "sessions": app.tails.watchers(),
+            "list": app.listing.watchers(),
+        },
+        "resynced": app.tails.resyncs(),
+    }))
+}
+
 /// The calls waiting for an answer (of session `only`, when given), oldest
 /// first: questions the logs hold, and those waiting in this process.
 pub async fn waiting(app: &AppState, only: Option<Uuid>) -> Result<Vec<PendingApproval>, ApiError> {
-    let mut waiting: Vec<PendingApproval> = match only {
-        Some(id) => {
-            let summary = entry(app, id).await?.summary;
-            summary
-                .question
-                .map(|q| PendingApproval {
-                    // A process holds it: it asks the question itself.
-                    parked: summary.holder.is_none(),
-                    ..PendingApproval::parked(id, &q)
-                })
-                .into_iter()
-                .collect()
-        }
-        None => app
-            .summaries
-            .all(app.store.as_ref())
-            .await
-            .map_err(|e| ApiError::internal(pod_llm::error_chain(&e)))?
+    let logged = match only {
+        Some(id) => question_of(&entry(app, id).await?.summary)
             .into_iter()
-            .filter_map(|entry| {
-                let question = entry.summary.question?;
-                Some(PendingApproval {
-                    parked: entry.summary.holder.is_none(),
-                    ..PendingApproval::parked(entry.summary.id, &question)
-                })
-            })
             .collect(),
+        None => logged_questions(
+            &app.summaries
+                .all(app.store.as_ref())
+                .await
+                .map_err(|e| ApiError::internal(pod_llm::error_chain(&e)))?,
+        ),
     };
-    let live = app.runner.approvals();
+    Ok(with_live(logged, app.runner.approvals(), only))
+}
+
+/// The questions the logs of `entries` hold.
+pub fn logged_questions(entries: &[super::summaries::Entry]) -> Vec<PendingApproval> {
+    entries
+        .iter()
+        .filter_map(|entry| question_of(&entry.summary))
+        .collect()
+}
+
+fn question_of(summary: &Summary) -> Option<PendingApproval> {
+    let question = summary.question.as_ref()?;
+    Some(PendingApproval {
+        // A process holds it: it asks the question itself.
+        parked: summary.holder.is_none(),
+        ..PendingApproval::parked(summary.id, question)
+    })
+}
+
+/// The questions the logs hold (`logged`) and those waiting in this
+/// process (`live`; of session `only`, when given), oldest first.
+pub fn with_live(
+    mut waiting: Vec<PendingApproval>,
+    live: Vec<PendingApproval>,
+    only: Option<Uuid>,
+) -> Vec<PendingApproval> {
     // A subagent's question asked here is in its own log too: listed once,
     // as asked here (where it is answered).
     waiting.retain(|logged| {
@@ -234,7 +268,7 @@ pub async fn waiting(app: &AppState, only: Option<Uuid>) -> Result<Vec<PendingAp
             .filter(|a| only.is_none_or(|id| a.session_id == id)),
     );
     waiting.sort_by_key(|a| a.asked_at);
-    Ok(waiting)
+    waiting
 }
 
 #[derive(Deserialize)]
@@ -340,9 +374,4 @@ pub fn store_error(err: PodError) -> ApiError {
         PodError::NoSuchSession { id, .. } => ApiError::not_found(format!("no session {id}")),
         err => ApiError::internal(err.to_string()),
     }
-}
-
-/// The todos of a record list (for the event stream).
-pub fn todos_of(records: &[pod::log::LogRecord]) -> Vec<TodoItem> {
-    pod::replay::replay(records).todos
 }

@@ -29,10 +29,12 @@ pub mod config;
 mod error;
 mod failure;
 mod guard;
+mod listing;
 pub mod runner;
 mod server;
 mod sse;
 mod summaries;
+mod tail;
 mod timeouts;
 
 use axum::routing::{get, post};
@@ -211,6 +213,8 @@ impl Bound {
                 std::process::id()
             ),
             stop: stop.clone(),
+            tails: Default::default(),
+            listing: Default::default(),
         };
         let limits = guard.limits.clone();
         let sweeper = tokio::spawn(timeouts::sweep(state.clone()));
@@ -235,6 +239,7 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
         .route("/approvals", get(api::approvals))
         .route("/approvals/{id}", post(api::answer))
         .route("/events", get(sse::all))
+        .route("/server", get(api::server))
         .fallback(|| async { error::ApiError::not_found("no such API endpoint") })
         .method_not_allowed_fallback(|| async {
             error::ApiError::method_not_allowed("this endpoint does not take that method")

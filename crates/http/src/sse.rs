@@ -6,35 +6,34 @@
 //! that reconnects with `Last-Event-ID` (or `?after=`) gets exactly the
 //! records it missed. Besides records it sends `todos` (the whole plan,
 //! when a record changed it), `status` (when the session starts or stops
-//! running) and `approvals` (the calls waiting for an answer, when they
-//! change); these carry no id: they are state, sent again on reconnect.
+//! running), `approvals` (the calls waiting for an answer, when they
+//! change) and `delta` (text as a model running here streams it); these
+//! carry no id: they are state, sent again on reconnect.
 //!
-//! The streams poll the store (every quarter second for a session, every
-//! second for the list), as `pod show --follow` does: it works on both
-//! stores and across machines, and writers pay nothing for watchers.
+//! The streams read the store, as `pod show --follow` does: it works on
+//! both stores and across machines, and writers pay nothing for watchers.
+//! Watchers pay once, not each: a session's streams share one reader
+//! ([`super::tail`]), and the list's streams share another
+//! ([`super::listing`]).
 
-use super::api::{resolve, store_error, todos_of, AppState, Row};
+use super::api::{resolve, store_error, AppState};
 use super::error::ApiError;
-use super::runner::Delta;
+use super::listing::Board;
+use super::tail::{Counted, Frame, Subscription};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use pod::log::LogRecord;
+use pod::PodError;
 use serde::Deserialize;
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{HashSet, VecDeque};
 use std::convert::Infallible;
-use std::time::Duration;
-use tokio::sync::{broadcast, mpsc};
+use std::sync::Arc;
+use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
-
-const SESSION_POLL: Duration = Duration::from_millis(250);
-const LIST_POLL: Duration = Duration::from_secs(1);
-// Events waiting for a slow watcher; past that the poller waits for it
-// (a watcher never makes the server hold more than this per stream).
-const BUFFER: usize = 256;
 
 /// Where a session's stream starts.
 #[derive(Deserialize)]
@@ -47,8 +46,18 @@ pub struct From {
 type EventStream = std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>;
 type Events = Sse<axum::response::sse::KeepAliveStream<EventStream>>;
 
-fn stream(mut rx: mpsc::Receiver<Event>) -> Events {
-    let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|e| e.map(Ok)));
+/// What a stream sends next: `None` ends it.
+trait Next: Send + 'static {
+    fn next(&mut self) -> impl std::future::Future<Output = Option<Event>> + Send;
+}
+
+/// The events of `watcher`, pulled as the connection takes them: a slow
+/// client holds nothing but its place (no queue of its own).
+fn stream(watcher: impl Next) -> Events {
+    let stream = futures_util::stream::unfold(watcher, |mut watcher| async move {
+        let event = watcher.next().await?;
+        Some((Ok(event), watcher))
+    });
     let stream: EventStream = Box::pin(stream);
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
@@ -67,121 +76,123 @@ pub async fn session(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<usize>().ok());
     let after = last.or(from.after).unwrap_or(0);
-    // Read before the stream starts, so a missing session is a 404.
-    let records = app.store.read(id).await.map_err(store_error)?.records;
-    let (tx, rx) = mpsc::channel(BUFFER);
-    tokio::spawn(async move {
-        if let Err(err) = watch_session(app, id, after, records, tx).await {
-            tracing::debug!(session = %id, %err, "session stream ended");
-        }
-    });
-    Ok(stream(rx))
+    // Read before the stream starts, so a log that cannot be read is an
+    // error, not an empty stream.
+    let mut watcher = SessionWatcher {
+        frames: None,
+        _counted: app.tails.watcher(),
+        app,
+        id,
+        sent: after,
+        records: VecDeque::new(),
+        state: VecDeque::new(),
+    };
+    watcher.join().await.map_err(store_error)?;
+    Ok(stream(watcher))
 }
 
-async fn watch_session(
+/// One watcher of a session: what it has sent, what it sends next.
+struct SessionWatcher {
     app: AppState,
     id: Uuid,
-    after: usize,
-    mut records: Vec<LogRecord>,
-    tx: mpsc::Sender<Event>,
-) -> Result<(), String> {
-    let send = |event: Event| {
-        let tx = tx.clone();
-        async move { tx.send(event).await.map_err(|_| "watcher gone".to_string()) }
-    };
-    // Subscribed before anything is sent: a watcher that has seen its
-    // first event misses none of the text streamed after it.
-    let mut deltas = Some(app.runner.deltas());
-    for (index, record) in records.iter().enumerate().skip(after) {
-        send(record_event(index + 1, record)).await?;
+    /// The last sequence number it sent (or was told the client has).
+    sent: usize,
+    /// Records to send before the tail's next frames, then state.
+    records: VecDeque<LogRecord>,
+    state: VecDeque<Frame>,
+    frames: Option<broadcast::Receiver<Frame>>,
+    _counted: Counted,
+}
+
+impl Drop for SessionWatcher {
+    /// The connection dropped the stream (or it never started): its tail
+    /// ends now if this was its last watcher (the receiver goes first, so
+    /// it is not counted).
+    fn drop(&mut self) {
+        self.frames = None;
+        self.app.tails.release(self.id);
     }
-    send(json_event("todos", &json!({ "todos": todos_of(&records) }))).await?;
-    let mut status = None;
-    let mut approvals = None;
-    loop {
-        // Who holds it first, then the records: once it is not running,
-        // everything it committed is in the records read next, and they
-        // are sent before the status that says it stopped.
-        let stat = app.store.stat(id).await.map_err(|e| e.to_string())?;
-        let live = app.runner.is_live(id);
-        let new = app
-            .store
-            .read_after(id, records.len())
-            .await
-            .map_err(|e| e.to_string())?;
-        if !new.is_empty() {
-            // Text streamed before these records goes out before them.
-            while let Some(Ok(delta)) = deltas.as_mut().map(|d| d.try_recv()) {
-                if delta.session_id == id {
-                    send(delta_event(&delta)).await?;
-                }
+}
+
+impl SessionWatcher {
+    /// Joins the session's tail: the records after `sent` up to where the
+    /// tail is (from the store, unless the tail just read them), then the
+    /// state, then the tail's frames.
+    async fn join(&mut self) -> Result<(), PodError> {
+        let Subscription {
+            seq,
+            state,
+            frames,
+            records,
+        } = self.app.tails.subscribe(&self.app, self.id).await?;
+        let missed = seq.saturating_sub(self.sent);
+        let records = match records {
+            Some(records) => records.into_iter().skip(self.sent).take(missed).collect(),
+            None if missed == 0 => Vec::new(),
+            None => {
+                let mut records = self.app.store.read_after(self.id, self.sent).await?;
+                records.truncate(missed);
+                records
             }
-            let changes_plan = new.iter().any(|r| {
-                matches!(r, LogRecord::Compaction(_))
-                    || matches!(r, LogRecord::Item(item) if matches!(item.kind, pod::ItemKind::ToolResult { .. }))
-            });
-            for record in new {
-                records.push(record);
-                send(record_event(records.len(), &records[records.len() - 1])).await?;
-            }
-            if changes_plan {
-                send(json_event("todos", &json!({ "todos": todos_of(&records) }))).await?;
-            }
-        }
-        let now = json!({
-            "holder": stat.holder,
-            "queued": stat.queued,
-            "live": live,
-        });
-        if status.as_ref() != Some(&now) {
-            send(json_event("status", &now)).await?;
-            status = Some(now);
-        }
-        let waiting = super::api::waiting(&app, Some(id))
-            .await
-            .unwrap_or_else(|_| {
-                let live = app.runner.approvals().into_iter();
-                live.filter(|a| a.session_id == id).collect()
-            });
-        let ids: Vec<Uuid> = waiting.iter().map(|a| a.id).collect();
-        if approvals.as_ref() != Some(&ids) {
-            send(json_event("approvals", &json!({ "approvals": waiting }))).await?;
-            approvals = Some(ids);
-        }
-        let poll = tokio::time::sleep(SESSION_POLL);
-        tokio::pin!(poll);
+        };
+        self.records = records.into();
+        self.state = state.into();
+        self.frames = Some(frames);
+        Ok(())
+    }
+}
+
+impl Next for SessionWatcher {
+    async fn next(&mut self) -> Option<Event> {
         loop {
-            tokio::select! {
-                _ = &mut poll => break,
-                _ = tx.closed() => return Ok(()),
-                _ = app.stop.cancelled() => return Ok(()),
-                delta = next_delta(&mut deltas) => match delta {
-                    Ok(delta) if delta.session_id == id => send(delta_event(&delta)).await?,
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    // The runner is gone with the server; polling goes on.
-                    Err(broadcast::error::RecvError::Closed) => deltas = None,
-                },
+            if self.app.stop.is_cancelled() {
+                return None;
+            }
+            if let Some(record) = self.records.pop_front() {
+                self.sent += 1;
+                return Some(event(&Frame::record(self.sent, &record)));
+            }
+            if let Some(frame) = self.state.pop_front() {
+                return Some(event(&frame));
+            }
+            let frames = self.frames.as_mut()?;
+            let frame = tokio::select! {
+                frame = frames.recv() => frame,
+                _ = self.app.stop.cancelled() => return None,
+            };
+            match frame {
+                Ok(frame) => {
+                    if let Some(seq) = frame.seq {
+                        if seq <= self.sent {
+                            continue;
+                        }
+                        self.sent = seq;
+                    }
+                    return Some(event(&frame));
+                }
+                // Too far behind for the tail to keep what it missed: read
+                // it from the store, as a reconnection would.
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(session = %self.id, missed, "a slow watcher catches up from the log");
+                    self.app.tails.resynced();
+                    if let Err(err) = self.join().await {
+                        tracing::debug!(session = %self.id, %err, "session stream ended");
+                        return None;
+                    }
+                }
+                // The tail ended (the store failed, or the server stops).
+                Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
     }
 }
 
-/// The next streamed piece, or never once the runner's channel closed.
-async fn next_delta(
-    deltas: &mut Option<broadcast::Receiver<Delta>>,
-) -> Result<Delta, broadcast::error::RecvError> {
-    match deltas {
-        Some(receiver) => receiver.recv().await,
-        None => std::future::pending().await,
+fn event(frame: &Frame) -> Event {
+    let event = Event::default().event(frame.name).data(&*frame.data);
+    match frame.seq {
+        Some(seq) => event.id(seq.to_string()),
+        None => event,
     }
-}
-
-fn delta_event(delta: &Delta) -> Event {
-    json_event("delta", &json!({ "kind": delta.kind, "text": delta.text }))
-}
-
-fn record_event(seq: usize, record: &LogRecord) -> Event {
-    json_event("record", &json!({ "seq": seq, "record": record })).id(seq.to_string())
 }
 
 fn json_event(name: &str, data: &serde_json::Value) -> Event {
@@ -195,75 +206,94 @@ fn json_event(name: &str, data: &serde_json::Value) -> Event {
 /// and the server's clock, for relative times): a client that reconnects
 /// drops the sessions it knew that the pass did not name.
 pub async fn all(State(app): State<AppState>) -> Events {
-    let (tx, rx) = mpsc::channel(BUFFER);
-    tokio::spawn(async move {
-        let mut seen: HashMap<Uuid, String> = HashMap::new();
-        let mut approvals = None;
-        let mut ready = false;
+    let board = app.listing.subscribe(&app);
+    stream(ListWatcher {
+        _counted: app.listing.watcher(),
+        app,
+        board: Some(board),
+        at: 0,
+        known: HashSet::new(),
+        ready: false,
+        queue: VecDeque::new(),
+    })
+}
+
+/// One watcher of the list: the version of the board it sent last and the
+/// sessions it named.
+struct ListWatcher {
+    app: AppState,
+    // `None` only while it is dropped.
+    board: Option<watch::Receiver<Arc<Board>>>,
+    at: u64,
+    known: HashSet<Uuid>,
+    ready: bool,
+    queue: VecDeque<Event>,
+    _counted: Counted,
+}
+
+impl Drop for ListWatcher {
+    /// The connection dropped the stream: the listing ends now if this was
+    /// its last watcher (the receiver goes first, so it is not counted).
+    fn drop(&mut self) {
+        if self.board.take().is_some() {
+            self.app.listing.release();
+        }
+    }
+}
+
+impl ListWatcher {
+    /// Queues what changed on `board` since the version it sent.
+    fn catch_up(&mut self, board: &Board) {
+        let gone: Vec<Uuid> = self
+            .known
+            .iter()
+            .filter(|id| !board.ids.contains(id))
+            .copied()
+            .collect();
+        for id in gone {
+            self.known.remove(&id);
+            self.queue
+                .push_back(json_event("removed", &json!({ "id": id })));
+        }
+        for row in board.rows.iter().filter(|row| row.version > self.at) {
+            self.known.insert(row.id);
+            self.queue
+                .push_back(Event::default().event("session").data(&*row.data));
+        }
+        let (version, approvals) = &board.approvals;
+        if *version > self.at {
+            self.queue
+                .push_back(Event::default().event("approvals").data(&**approvals));
+        }
+        if !std::mem::replace(&mut self.ready, true) {
+            self.queue.push_back(json_event(
+                "ready",
+                &json!({ "server": self.app.server, "now": chrono::Utc::now() }),
+            ));
+        }
+        self.at = board.version;
+    }
+}
+
+impl Next for ListWatcher {
+    async fn next(&mut self) -> Option<Event> {
         loop {
-            match app.summaries.all(app.store.as_ref()).await {
-                Ok(entries) => {
-                    // Sessions removed since the last look.
-                    let now: std::collections::HashSet<Uuid> =
-                        entries.iter().map(|e| e.summary.id).collect();
-                    let gone: Vec<Uuid> = seen
-                        .keys()
-                        .filter(|id| !now.contains(id))
-                        .copied()
-                        .collect();
-                    for id in gone {
-                        seen.remove(&id);
-                        let event = json_event("removed", &json!({ "id": id }));
-                        if tx.send(event).await.is_err() {
-                            return;
-                        }
-                    }
-                    for entry in entries {
-                        let row = Row {
-                            live: app.runner.is_live(entry.summary.id),
-                            summary: entry.summary,
-                        };
-                        let text = serde_json::to_string(&row).unwrap_or_default();
-                        if seen.get(&row.summary.id) != Some(&text) {
-                            seen.insert(row.summary.id, text.clone());
-                            if tx
-                                .send(Event::default().event("session").data(text))
-                                .await
-                                .is_err()
-                            {
-                                return;
-                            }
-                        }
-                    }
-                }
-                Err(err) => tracing::warn!(err = %format!("{err:#}"), "cannot list sessions"),
+            if self.app.stop.is_cancelled() {
+                return None;
             }
-            let waiting = super::api::waiting(&app, None)
-                .await
-                .unwrap_or_else(|_| app.runner.approvals());
-            let ids: Vec<Uuid> = waiting.iter().map(|a| a.id).collect();
-            if approvals.as_ref() != Some(&ids) {
-                let event = json_event("approvals", &json!({ "approvals": waiting }));
-                if tx.send(event).await.is_err() {
-                    return;
-                }
-                approvals = Some(ids);
+            if let Some(event) = self.queue.pop_front() {
+                return Some(event);
             }
-            if !std::mem::replace(&mut ready, true) {
-                let event = json_event(
-                    "ready",
-                    &json!({ "server": app.server, "now": chrono::Utc::now() }),
-                );
-                if tx.send(event).await.is_err() {
-                    return;
-                }
+            let receiver = self.board.as_mut()?;
+            let board = Arc::clone(&receiver.borrow_and_update());
+            if board.ready && (board.version > self.at || !self.ready) {
+                self.catch_up(&board);
+                continue;
             }
             tokio::select! {
-                _ = tokio::time::sleep(LIST_POLL) => {}
-                _ = tx.closed() => return,
-                _ = app.stop.cancelled() => return,
+                changed = receiver.changed() => changed.ok()?,
+                _ = self.app.stop.cancelled() => return None,
             }
         }
-    });
-    stream(rx)
+    }
 }

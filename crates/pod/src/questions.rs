@@ -151,6 +151,60 @@ impl Questions {
 }
 
 /// Ids of the calls in `history` without a result.
+/// The questions of a log taken record by record, with the calls of its
+/// active context that have no result yet: what [`Questions::open`] says
+/// of the whole log after each record, without keeping its history (a
+/// reader following a growing log).
+#[derive(Debug, Clone, Default)]
+pub struct FollowedQuestions {
+    questions: Questions,
+    // The calls of the active context without a result, as
+    // `calls_without_result` finds them in the replayed history.
+    waiting: HashSet<String>,
+}
+
+impl FollowedQuestions {
+    /// Takes the next record of the log into account.
+    pub fn observe(&mut self, record: &LogRecord) {
+        self.questions.observe(record);
+        match record {
+            LogRecord::Item(item) => self.item(item),
+            LogRecord::Compaction(boundary) => {
+                // The active context restarts with the boundary's items.
+                self.waiting.clear();
+                self.item(&boundary.summary);
+                for item in boundary.tail.iter().chain(&boundary.carry_over) {
+                    self.item(item);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn item(&mut self, item: &Item) {
+        match &item.kind {
+            ItemKind::Assistant { tool_calls, .. } => {
+                self.waiting.extend(tool_calls.iter().map(|c| c.id.clone()))
+            }
+            ItemKind::ToolResult { call_id, .. } => {
+                self.waiting.remove(call_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// The questions that wait for an answer, oldest first, as
+    /// [`Questions::open`] of the replayed log.
+    pub fn open(&self) -> Vec<&QuestionRecord> {
+        self.questions
+            .asked
+            .iter()
+            .filter(|q| self.waiting.contains(&q.request.call_id))
+            .filter(|q| !self.questions.answers.contains_key(&q.id))
+            .collect()
+    }
+}
+
 fn calls_without_result(history: &[Item]) -> HashSet<&str> {
     let mut open: HashSet<&str> = HashSet::new();
     for item in history {

@@ -107,6 +107,44 @@ pub fn replay(records: &[LogRecord]) -> Replayed {
     }
 }
 
+/// The todos of a log taken record by record, as [`replay`] rebuilds them,
+/// without keeping the records: what a watcher of a growing log needs to
+/// tell the plan after each new record without replaying the whole log.
+pub struct TodoReplay {
+    todos: TodoStore,
+    states: ToolStates,
+}
+
+impl Default for TodoReplay {
+    fn default() -> Self {
+        let todos = TodoStore::new();
+        let mut states = ToolStates::new();
+        states.insert(TODO_WRITE, Arc::new(TodoState(todos.clone())));
+        Self { todos, states }
+    }
+}
+
+impl TodoReplay {
+    /// Takes the next record of the log into account.
+    pub fn observe(&mut self, record: &LogRecord) {
+        // As `replay_into` does: items feed the states, a boundary tells them.
+        match record {
+            LogRecord::Item(item) => self.states.observe(item),
+            LogRecord::Compaction(_) => self.states.compacted(),
+            LogRecord::Header(_)
+            | LogRecord::Stopped(_)
+            | LogRecord::Question(_)
+            | LogRecord::Answer(_)
+            | LogRecord::Ended(_) => {}
+        }
+    }
+
+    /// The todos after the records observed so far.
+    pub fn todos(&self) -> Vec<TodoItem> {
+        self.todos.snapshot()
+    }
+}
+
 /// The full history for audit and display: every logged item, with each
 /// compaction's summary and carry-over items at its boundary (the kept tail
 /// is not repeated).

@@ -143,6 +143,15 @@ impl Server {
         if let Some(last) = last_event_id {
             request = request.header("Last-Event-ID", last.to_string());
         }
+        Self::stream(request).await
+    }
+
+    /// The list's event stream (`/api/events`).
+    pub async fn list_events(&self) -> Events {
+        Self::stream(self.request(reqwest::Method::GET, "/events")).await
+    }
+
+    async fn stream(request: reqwest::RequestBuilder) -> Events {
         let response = request.send().await.unwrap();
         assert_eq!(response.status(), 200);
         assert_eq!(response.headers()["content-type"], "text/event-stream");

@@ -29,3 +29,4 @@ mod subagents;
 mod terminal;
 mod trust;
 mod until_done;
+mod watchers;

@@ -7,8 +7,8 @@ mod writer;
 
 pub use codec::{decode_line, encode_line, verified_payload, LineError};
 pub use reader::{
-    parse_log, parse_log_before_damage, read_log, read_log_before_damage, Damage, LogContents,
-    TornTail,
+    parse_appended, parse_log, parse_log_before_damage, read_appended, read_log,
+    read_log_before_damage, Damage, LogContents, LogCursor, TornTail,
 };
 pub use record::{
     AnswerRecord, CompactionRecord, EndedHow, EndedRecord, LogRecord, ParentLink, QuestionRecord,

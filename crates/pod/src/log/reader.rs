@@ -33,6 +33,29 @@ pub struct Damage {
     pub reason: String,
 }
 
+impl LogContents {
+    /// Where a reader that read this stands: after its records and its
+    /// verified bytes (a torn tail not counted, so a line still being
+    /// written is read again once whole).
+    pub fn cursor(&self) -> LogCursor {
+        LogCursor {
+            records: self.records.len(),
+            bytes: self.valid_len,
+        }
+    }
+}
+
+/// Where a reader of a growing log stands: how many records it has read
+/// and, in a log file, where the line after them starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogCursor {
+    /// Records read (the header not counted).
+    pub records: usize,
+    /// Bytes of the file read, whole lines only (0 where the store keeps
+    /// no file, or nothing was read yet).
+    pub bytes: u64,
+}
+
 /// A last line that a crash cut short.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TornTail {
@@ -143,6 +166,89 @@ fn parse(path: &Path, bytes: &[u8], salvage: bool) -> Result<LogContents, PodErr
         }
     }
     Ok(contents)
+}
+
+/// Reads what a log file gained after `cursor`: only the bytes appended
+/// since, parsed once. A last line without its newline (or one failing its
+/// check with nothing after it) is one still being written, or a crash's
+/// torn tail: it is left for the next read, which starts where it does.
+pub fn read_appended(
+    path: &Path,
+    cursor: LogCursor,
+) -> Result<(Vec<LogRecord>, LogCursor), PodError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |source| PodError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    if len < cursor.bytes {
+        // Whole lines are never cut (only a torn tail, which a cursor never
+        // passes): this is not the log that was read.
+        return Err(PodError::CorruptLog {
+            path: path.to_path_buf(),
+            line: cursor.records + 1,
+            reason: format!(
+                "the log is {len} bytes, shorter than the {} already read from it",
+                cursor.bytes
+            ),
+        });
+    }
+    if len == cursor.bytes {
+        return Ok((Vec::new(), cursor));
+    }
+    file.seek(SeekFrom::Start(cursor.bytes)).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(io)?;
+    parse_appended(path, &bytes, cursor)
+}
+
+/// The whole records in `bytes`, which continue a log after `cursor`, and
+/// the cursor after them (see [`read_appended`]). `path` is only used in
+/// errors.
+pub fn parse_appended(
+    path: &Path,
+    bytes: &[u8],
+    cursor: LogCursor,
+) -> Result<(Vec<LogRecord>, LogCursor), PodError> {
+    let mut records = Vec::new();
+    let mut offset = 0usize;
+    // The header is line 1.
+    let mut line_no = cursor.records + 1;
+    while let Some(n) = memchr_newline(&bytes[offset..]) {
+        line_no += 1;
+        let next = offset + n + 1;
+        match decode_line(&bytes[offset..offset + n]) {
+            Ok(LogRecord::Header(_)) => {
+                return Err(PodError::CorruptLog {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    reason: "a header line after the first line".into(),
+                })
+            }
+            Ok(record) => {
+                records.push(record);
+                offset = next;
+            }
+            // What `parse_log` drops as a torn tail: left unread.
+            Err(LineError::Framing | LineError::Checksum { .. }) if only_zeros(&bytes[next..]) => {
+                break
+            }
+            Err(err) => {
+                return Err(PodError::CorruptLog {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    reason: err.to_string(),
+                })
+            }
+        }
+    }
+    let cursor = LogCursor {
+        records: cursor.records + records.len(),
+        bytes: cursor.bytes + offset as u64,
+    };
+    Ok((records, cursor))
 }
 
 fn accept(

@@ -6,7 +6,8 @@ use crate::config::Durability;
 use crate::error::PodError;
 use crate::home::PodHome;
 use crate::log::{
-    is_locked, read_log, read_log_before_damage, FileLog, LogContents, LogRecord, SessionHeader,
+    is_locked, read_appended, read_log, read_log_before_damage, FileLog, LogContents, LogCursor,
+    LogRecord, SessionHeader,
 };
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -98,6 +99,30 @@ impl SessionStore for FileStore {
             return Err(self.missing(id));
         }
         tokio::task::spawn_blocking(move || read_log_before_damage(&path))
+            .await
+            .map_err(|_| PodError::Closed)?
+    }
+
+    async fn read_since(
+        &self,
+        id: Uuid,
+        cursor: LogCursor,
+    ) -> Result<(Vec<LogRecord>, LogCursor), PodError> {
+        if cursor.bytes == 0 {
+            // Nothing read yet, not even the header: read it whole.
+            let mut contents = self.read(id).await?;
+            let after = contents
+                .records
+                .split_off(cursor.records.min(contents.records.len()));
+            return Ok((after, contents.cursor()));
+        }
+        let path = self.home.log_path(id);
+        if !path.is_file() {
+            return Err(self.missing(id));
+        }
+        // Usually a few lines, but a reader far behind reads more: off the
+        // async workers, as `read`.
+        tokio::task::spawn_blocking(move || read_appended(&path, cursor))
             .await
             .map_err(|_| PodError::Closed)?
     }

@@ -23,7 +23,7 @@ pub use file::FileStore;
 
 use crate::config::Durability;
 use crate::error::PodError;
-use crate::log::{LogRecord, SessionHeader};
+use crate::log::{LogCursor, LogRecord, SessionHeader};
 use chrono::{DateTime, Utc};
 use std::fmt;
 use std::path::Path;
@@ -66,6 +66,28 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     async fn read_after(&self, id: Uuid, skip: usize) -> Result<Vec<LogRecord>, PodError> {
         let mut records = self.read(id).await?.records;
         Ok(records.split_off(skip.min(records.len())))
+    }
+
+    /// What session `id`'s log gained after `cursor` (from [`read`]'s
+    /// [`LogContents::cursor`] or an earlier call), and the cursor after
+    /// it: what one reader following a running session reads each time.
+    /// A store that can reads only what was appended (the file store: the
+    /// bytes after the cursor); the default reads [`read_after`]. A record
+    /// still being written is not returned until it is whole.
+    ///
+    /// [`read`]: Self::read
+    /// [`read_after`]: Self::read_after
+    async fn read_since(
+        &self,
+        id: Uuid,
+        cursor: LogCursor,
+    ) -> Result<(Vec<LogRecord>, LogCursor), PodError> {
+        let records = self.read_after(id, cursor.records).await?;
+        let cursor = LogCursor {
+            records: cursor.records + records.len(),
+            ..cursor
+        };
+        Ok((records, cursor))
     }
 
     /// Every session's id, unordered.

@@ -1,9 +1,10 @@
 //! Properties over generated input: `todo_write` accepts exactly the valid
 //! lists, the log codec round-trips every item, and replaying any prefix of a
-//! session gives the todos the live session had at that point.
+//! session (whole, or record by record as a watcher does) gives the todos the
+//! live session had at that point.
 
 use pod::log::{decode_line, encode_line, LogRecord};
-use pod::replay::replay;
+use pod::replay::{replay, TodoReplay};
 use pod_llm::{Item, ItemKind, Reasoning, SystemKind, ToolCall, Usage};
 use pod_tools::{TodoItem, TodoStatus, TodoStore, TodoWriteTool};
 use pod_worker::{DynTool, ToolContext};
@@ -256,9 +257,14 @@ proptest! {
         let mut live: Vec<Vec<TodoItem>> = observer.after;
         prop_assert_eq!(live.first(), Some(&Vec::new()));
         live.push(store.snapshot());
+        let mut watched = TodoReplay::default();
         for cut in 0..=history.len() {
             let records: Vec<LogRecord> = history[..cut].iter().cloned().map(LogRecord::Item).collect();
             prop_assert_eq!(&replay(&records).todos, &live[cut], "prefix of {} items", cut);
+            if let Some(last) = records.last() {
+                watched.observe(last);
+            }
+            prop_assert_eq!(&watched.todos(), &live[cut], "{} items one by one", cut);
         }
     }
 }

@@ -341,3 +341,86 @@ async fn a_question_past_its_timeout_is_answered_no_by_itself() {
     assert_eq!(answers[0].decision, ApprovalDecision::RejectOnce);
     assert_eq!(echo.runs.load(Ordering::SeqCst), 0);
 }
+
+/// What a reader following a log says waits (the HTTP server's reader of
+/// a watched session) is what a replay of the whole log says, after every
+/// record: questions asked, answered, left open by a result, and carried
+/// over a compaction.
+#[test]
+fn questions_followed_record_by_record_are_those_a_replay_finds_open() {
+    use pod::log::{AnswerRecord, CompactionRecord};
+    use pod::questions::{FollowedQuestions, Questions};
+    use pod_testkit::logs::SessionLog;
+    let dir = tempfile::tempdir().unwrap();
+    let log = SessionLog::new("mock-1", dir.path())
+        .prompt("Work")
+        .call("write_file", json!({"path": "a"}), 10, 1)
+        .ask();
+    let asked = |log: &SessionLog| {
+        let path = log.write(dir.path());
+        let bytes = std::fs::read(path).unwrap();
+        pod::log::parse_log(std::path::Path::new("log"), &bytes)
+            .unwrap()
+            .records
+    };
+    let first = match asked(&log).last() {
+        Some(LogRecord::Question(q)) => q.clone(),
+        other => panic!("{other:?}"),
+    };
+    let answer = |question: &pod::log::QuestionRecord| {
+        LogRecord::Answer(AnswerRecord {
+            question: question.id,
+            call_id: question.request.call_id.clone(),
+            decision: ApprovalDecision::AllowOnce,
+            by: None,
+            via: "test".into(),
+            from: None,
+            at: chrono::Utc::now(),
+            pending: false,
+        })
+    };
+    let log = log
+        .record(answer(&first))
+        .result("written", false)
+        .call("write_file", json!({"path": "b"}), 10, 1)
+        .ask()
+        .call("write_file", json!({"path": "c"}), 10, 1)
+        .ask();
+    let mut records = asked(&log);
+    let open_call = match &records[records.len() - 4] {
+        LogRecord::Item(item) => item.clone(),
+        other => panic!("{other:?}"),
+    };
+    // A boundary whose tail keeps the call asked about: still open after it.
+    records.push(LogRecord::Compaction(CompactionRecord {
+        summary: Item::user("Summary"),
+        tail: vec![open_call],
+        carry_over: Vec::new(),
+        todos: Vec::new(),
+        tokens_before: 100,
+        tokens_after: 10,
+    }));
+    records.push(LogRecord::Item(Item::tool_result("call_2", "done", false)));
+    records.push(LogRecord::Compaction(CompactionRecord {
+        summary: Item::user("Summary again"),
+        tail: Vec::new(),
+        carry_over: Vec::new(),
+        todos: Vec::new(),
+        tokens_before: 100,
+        tokens_after: 10,
+    }));
+    let mut followed = FollowedQuestions::default();
+    let mut seen_open = 0;
+    for cut in 1..=records.len() {
+        followed.observe(&records[cut - 1]);
+        let prefix = &records[..cut];
+        let history = pod::replay::replay(prefix).history;
+        let whole = Questions::from_records(prefix);
+        let want: Vec<Uuid> = whole.open(&history).iter().map(|q| q.id).collect();
+        let got: Vec<Uuid> = followed.open().iter().map(|q| q.id).collect();
+        assert_eq!(got, want, "after record {cut}");
+        seen_open = seen_open.max(want.len());
+    }
+    // The log did have open questions, two at once at the most.
+    assert_eq!(seen_open, 2);
+}

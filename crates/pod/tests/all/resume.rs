@@ -1,7 +1,7 @@
 //! Resume by replay: every crash point, replay rules, corruption.
 
 use crate::support::{todo_args, todo_step, TestPod};
-use pod::log::{parse_log, LogRecord};
+use pod::log::{parse_log, read_appended, LogRecord};
 use pod::replay::{replay, INTERRUPTED_RESULT};
 use pod::{Durability, Pod, PodError, LOG_FILE};
 use pod_llm::{validate_history, Item, ItemKind, ScriptStep, ToolCall};
@@ -177,6 +177,92 @@ async fn resume_after_every_crash_point() {
         let repaired = parse_log(&log, &std::fs::read(&log).expect("read")).expect("parse");
         assert!(repaired.torn_tail.is_none(), "torn tail left at byte {cut}");
     }
+}
+
+/// A reader following a log as it is written (the file store's
+/// `read_since`, what the HTTP server's one reader per watched session
+/// uses) gets every record once, in order, and only once its line is
+/// whole, however the bytes arrive.
+#[tokio::test]
+async fn a_log_followed_byte_by_byte_gives_each_record_once_and_only_when_whole() {
+    let (recorded, id, bytes) = record_session().await;
+    let whole = parse_log(Path::new("log"), &bytes).expect("parse").records;
+    let header = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .expect("a header line")
+        + 1;
+    let log = recorded.home().path().join("followed.jsonl");
+    std::fs::write(&log, &bytes[..header]).expect("write the header");
+    let first = parse_log(&log, &bytes[..header]).expect("header");
+    let mut cursor = first.cursor();
+    let mut read = Vec::new();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("open");
+    for cut in header..bytes.len() {
+        std::io::Write::write_all(&mut file, &bytes[cut..cut + 1]).expect("append a byte");
+        let (new, next) = read_appended(&log, cursor)
+            .unwrap_or_else(|e| panic!("read after byte {cut} of {id}: {e}"));
+        let is_line_end = bytes[cut] == b'\n';
+        assert_eq!(new.len(), usize::from(is_line_end), "records at byte {cut}");
+        read.extend(new);
+        assert_eq!(next.records, read.len(), "records counted at byte {cut}");
+        assert_eq!(
+            next.bytes,
+            if is_line_end {
+                cut as u64 + 1
+            } else {
+                cursor.bytes
+            }
+        );
+        cursor = next;
+    }
+    assert_eq!(read, whole);
+    // Nothing new: nothing read, the cursor stays.
+    assert_eq!(
+        read_appended(&log, cursor).expect("read"),
+        (Vec::new(), cursor)
+    );
+}
+
+/// A whole line that fails its check is corruption once a line follows
+/// it, not a record to skip; and a log shorter than what was read from it
+/// is not the log that was read.
+#[tokio::test]
+async fn a_followed_log_that_is_corrupted_or_cut_is_an_error() {
+    let (recorded, _id, bytes) = record_session().await;
+    let ends: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .map(|(i, _)| i + 1)
+        .collect();
+    let log = recorded.home().path().join("followed.jsonl");
+    std::fs::write(&log, &bytes[..ends[1]]).expect("write two lines");
+    let cursor = parse_log(&log, &bytes[..ends[1]]).expect("parse").cursor();
+    // The third line with a flipped byte, alone: maybe still being
+    // written, left unread.
+    let mut flipped = bytes[ends[1]..ends[2]].to_vec();
+    flipped[40] ^= 1;
+    let mut grown = bytes[..ends[1]].to_vec();
+    grown.extend_from_slice(&flipped);
+    std::fs::write(&log, &grown).expect("write");
+    assert_eq!(
+        read_appended(&log, cursor).expect("read"),
+        (Vec::new(), cursor)
+    );
+    // A line after it: corruption, naming the line.
+    grown.extend_from_slice(&bytes[ends[2]..ends[3]]);
+    std::fs::write(&log, &grown).expect("write");
+    let err = read_appended(&log, cursor)
+        .expect_err("corrupt")
+        .to_string();
+    assert!(err.contains(":3: corrupt session log"), "{err}");
+    // Cut short of what was read.
+    std::fs::write(&log, &bytes[..ends[0]]).expect("write");
+    assert!(read_appended(&log, cursor).is_err());
 }
 
 #[tokio::test]
