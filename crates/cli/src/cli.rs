@@ -572,6 +572,8 @@ impl SessionArgs {
             sandbox: self.sandbox.flags(),
             until_done,
             mcp_config: self.mcp.mcp_config.clone(),
+            hooks: self.mcp.hooks.clone(),
+            workspace_hooks: self.mcp.workspace_hooks,
         }
     }
 }
@@ -584,6 +586,16 @@ pub struct McpArgs {
     /// ask before they run unless --allow says otherwise.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Vec<PathBuf>,
+    /// A Claude Code settings JSON file whose "hooks" run at the session's
+    /// events (PreToolUse, Stop, …); repeatable. Read when the session
+    /// starts; a resume runs the hooks it started with unless given again.
+    #[arg(long, value_name = "FILE")]
+    pub hooks: Vec<PathBuf>,
+    /// Also run the hooks of the workspace's .claude/settings.json,
+    /// .claude/settings.local.json and .pod/settings.json (they run outside
+    /// the sandbox: only for a workspace you trust).
+    #[arg(long)]
+    pub workspace_hooks: bool,
 }
 
 /// `pod resume`.

@@ -43,7 +43,8 @@ pub fn accepted_todo_lists(records: &[LogRecord]) -> Vec<(usize, Vec<TodoItem>)>
             | LogRecord::Stopped(_)
             | LogRecord::Question(_)
             | LogRecord::Answer(_)
-            | LogRecord::Ended(_) => {}
+            | LogRecord::Ended(_)
+            | LogRecord::Hook(_) => {}
         }
     }
     lists

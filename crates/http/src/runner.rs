@@ -333,7 +333,9 @@ impl Runner {
             approval,
             sandbox,
             until_done: request.until_done,
-            mcp_config: Vec::new(),
+            // An API client never names commands to run: the server's
+            // config file's hooks apply.
+            ..Default::default()
         };
         let plan = self
             .launcher

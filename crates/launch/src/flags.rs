@@ -64,4 +64,9 @@ pub struct Flags {
     pub until_done: bool,
     /// `--mcp-config` files (Claude Code / Cursor `mcpServers` JSON).
     pub mcp_config: Vec<PathBuf>,
+    /// `--hooks` files (Claude Code settings JSON with a `"hooks"` object).
+    pub hooks: Vec<PathBuf>,
+    /// `--workspace-hooks`: also the workspace's `.claude/settings.json`,
+    /// `.claude/settings.local.json` and `.pod/settings.json`.
+    pub workspace_hooks: bool,
 }

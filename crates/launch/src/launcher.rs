@@ -14,7 +14,7 @@ use crate::flags::Flags;
 use crate::model::Model;
 use crate::record::Launch;
 use crate::settings::Resolved;
-use crate::{mcp, sessions, subagents};
+use crate::{hooks, mcp, sessions, subagents};
 use pod::{Approver, Durability, Pod, PodConfig, PodError, PodHandle, PodHome, Store};
 use pod_mcp::{McpServers, RecordedServer};
 use std::path::PathBuf;
@@ -49,6 +49,7 @@ pub struct Plan {
     /// Its workspace.
     pub workspace: PathBuf,
     mcp_config: Vec<PathBuf>,
+    hooks: Vec<crate::record::RecordedHooks>,
     resume: Option<Resuming>,
 }
 
@@ -137,12 +138,21 @@ impl Launcher {
 
     /// A new session in `workspace` (an existing directory), as `flags` ask.
     pub fn plan(&self, flags: &Flags, workspace: PathBuf) -> Result<Plan, LaunchError> {
+        let settings = Resolved::resolve(flags, None)?;
+        let hooks = hooks::collect(
+            flags,
+            &settings.file,
+            &settings.choice.raw,
+            None,
+            &workspace,
+        )?;
         Ok(Plan {
             place: self.place.clone(),
             outbox: self.outbox.clone(),
-            settings: Resolved::resolve(flags, None)?,
+            settings,
             workspace,
             mcp_config: flags.mcp_config.clone(),
+            hooks,
             resume: None,
         })
     }
@@ -165,12 +175,20 @@ impl Launcher {
         }
         let recorded = Launch::from_header(&loaded.header);
         let settings = Resolved::resolve(flags, recorded.as_ref())?;
+        let hooks = hooks::collect(
+            flags,
+            &settings.file,
+            &settings.choice.raw,
+            recorded.as_ref(),
+            &workspace,
+        )?;
         Ok(Plan {
             place: self.place.clone(),
             outbox: self.outbox.clone(),
             settings,
             workspace,
             mcp_config: flags.mcp_config.clone(),
+            hooks,
             resume: Some(Resuming {
                 id,
                 assistant_items: loaded.assistant_items(),
@@ -191,6 +209,7 @@ impl Plan {
     /// name (not started): what `pod submit` queues for a worker.
     pub fn record(&self) -> Result<Launch, LaunchError> {
         let mut launch = self.settings.launch();
+        launch.hooks = self.hooks.clone();
         launch.mcp_servers = self
             .servers()?
             .iter()
@@ -262,7 +281,9 @@ impl Plan {
             mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
         let mut launch = settings.launch();
         launch.mcp_servers = mcp::recorded(&started);
+        launch.hooks = self.hooks.clone();
         config.launch = launch.to_json();
+        config.hooks = hooks::load(&self.hooks)?.map(Arc::new);
         Ok(Prepared {
             config,
             mcp: started,

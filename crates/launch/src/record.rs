@@ -14,6 +14,10 @@
 //! - `--until-done` turns until-done on; a recorded until-done stays on.
 //! - Budget flags override the recorded budget.
 //! - `--sandbox` and `--network` override the recorded sandbox.
+//! - Hooks are read when the session starts and recorded whole (the
+//!   commands, not the file names: a file in the workspace is the agent's
+//!   to change); `--hooks` or `--workspace-hooks` given to resume read them
+//!   again.
 
 use pod::log::SessionHeader;
 use pod::ApprovalFlags;
@@ -46,6 +50,18 @@ pub struct Launch {
     /// values, no headers), so a resume attaches them again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<pod_mcp::RecordedServer>,
+    /// The hooks, as read when the session started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<RecordedHooks>,
+}
+
+/// The `"hooks"` object of one settings file, as read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedHooks {
+    /// The file it was read from, for messages.
+    pub source: std::path::PathBuf,
+    /// Its `"hooks"` object.
+    pub hooks: serde_json::Value,
 }
 
 /// The approval flags as given.
@@ -148,6 +164,7 @@ mod tests {
                 network: true,
             }),
             mcp_servers: Vec::new(),
+            hooks: Vec::new(),
         };
         let mut header = SessionHeader::new(uuid::Uuid::nil(), "m".into(), "/w".into());
         header.launch = launch.to_json();

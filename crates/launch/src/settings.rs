@@ -97,6 +97,7 @@ impl Resolved {
             budget: self.budget.clone(),
             sandbox: Some(self.sandbox),
             mcp_servers: Vec::new(),
+            hooks: Vec::new(),
         }
     }
 

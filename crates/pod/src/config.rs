@@ -115,6 +115,9 @@ pub struct PodConfig {
     pub private_paths: Vec<PathBuf>,
     /// Subagents: whether the session has the `task` tool, and its limits.
     pub subagents: SubagentConfig,
+    /// The operator's hooks (Claude Code's settings format), run at their
+    /// events for this session and its subagents; none by default.
+    pub hooks: Option<Arc<pod_hooks::Hooks>>,
 }
 
 /// The system prompt used when none is given.
@@ -154,6 +157,7 @@ impl PodConfig {
             sandbox: SandboxPolicy::default(),
             private_paths: Vec::new(),
             subagents: SubagentConfig::default(),
+            hooks: None,
         }
     }
 

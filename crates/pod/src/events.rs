@@ -97,6 +97,17 @@ pub enum PodEvent {
         /// The answer.
         answer: Box<crate::log::AnswerRecord>,
     },
+    /// An operator's hook has something to tell the user: it failed
+    /// (and the agent went on, or it blocked), or it printed a
+    /// `systemMessage`.
+    Hook {
+        /// The event it ran at (`PreToolUse`, `Stop`, …).
+        hook_event: String,
+        /// What to show.
+        message: String,
+        /// Whether it is about a failure.
+        failed: bool,
+    },
     /// A todo reminder was committed.
     ReminderInjected {
         /// Its text.

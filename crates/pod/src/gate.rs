@@ -140,11 +140,32 @@ impl ApprovalGate {
     ) -> PreToolAction {
         match self.policy.get(tool) {
             ToolPolicy::Allow => PreToolAction::Continue,
-            ToolPolicy::Deny => PreToolAction::Skip(format!(
-                "Not run: denied by the approval policy: `{tool}` is set to deny in this session. \
-                 Do not retry it; find another way or ask the user to allow `{tool}`."
-            )),
+            ToolPolicy::Deny => denied(tool),
             ToolPolicy::Ask => self.ask(call_id, tool, arguments, cancel).await,
+        }
+    }
+
+    /// Decides about a call an operator's hook allowed: it runs without a
+    /// question unless the policy denies its tool.
+    pub fn check_allowed(&self, tool: &str) -> PreToolAction {
+        match self.policy.get(tool) {
+            ToolPolicy::Deny => denied(tool),
+            ToolPolicy::Allow | ToolPolicy::Ask => PreToolAction::Continue,
+        }
+    }
+
+    /// Decides about a call an operator's hook wants a person asked about:
+    /// asked even if the policy allows it (a denied tool stays denied).
+    pub async fn check_asking(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancellationToken,
+    ) -> PreToolAction {
+        match self.policy.get(tool) {
+            ToolPolicy::Deny => denied(tool),
+            ToolPolicy::Allow | ToolPolicy::Ask => self.ask(call_id, tool, arguments, cancel).await,
         }
     }
 
@@ -323,6 +344,13 @@ fn remaining(question: &QuestionRecord) -> Option<std::time::Duration> {
             .to_std()
             .unwrap_or(std::time::Duration::ZERO),
     )
+}
+
+fn denied(tool: &str) -> PreToolAction {
+    PreToolAction::Skip(format!(
+        "Not run: denied by the approval policy: `{tool}` is set to deny in this session. \
+         Do not retry it; find another way or ask the user to allow `{tool}`."
+    ))
 }
 
 fn nobody_can_answer(tool: &str) -> PreToolAction {

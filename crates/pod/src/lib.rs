@@ -46,6 +46,7 @@ mod fork;
 mod gate;
 mod handle;
 mod home;
+mod hooks;
 pub mod interceptors;
 mod job;
 pub mod ledger;
@@ -82,6 +83,7 @@ pub use subagents::{child_session_id, SubagentConfig, TASK};
 // depend on `pod` alone.
 /// The attribute a [`Tool`] or [`Interceptor`] implementation needs.
 pub use async_trait::async_trait;
+pub use pod_hooks::Hooks;
 pub use pod_llm::{
     Cost, Item, ItemKind, Prices, Provider, ScriptStep, ScriptedProvider, SystemKind, Usage,
 };

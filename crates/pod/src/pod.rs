@@ -6,6 +6,7 @@ use crate::error::PodError;
 use crate::events::{EventBus, PodEvent};
 use crate::gate::{ApprovalGate, ParkedOn};
 use crate::handle::{Command, PodHandle};
+use crate::hooks::{HookInterceptor, HookRunner, HookVerdicts};
 use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, CostGuard, NotificationQueue, Notifications,
     Reminders, SessionBudgetGuard, Spent, UntilDone,
@@ -64,7 +65,7 @@ impl Pod {
             depth = lineage.depth,
             "session created"
         );
-        start(config, store, session, tools, events, lineage)
+        start(config, store, session, tools, events, lineage, false)
     }
 
     /// Reopens session `id` from its log and starts it.
@@ -96,7 +97,7 @@ impl Pod {
             depth = lineage.depth,
             "session resumed"
         );
-        start(config, store, session, tools, events, lineage)
+        start(config, store, session, tools, events, lineage, true)
     }
 }
 
@@ -131,6 +132,8 @@ struct PodActor {
     todos: TodoStore,
     events: EventBus,
     notifications: NotificationQueue,
+    // The operator's hooks, if any.
+    hooks: Option<HookRunner>,
     // `None` while a turn runs: the running task owns them.
     parts: Option<TurnParts>,
     // Set when the store fenced this Pod off (its lease was taken over).
@@ -152,6 +155,7 @@ fn start(
     tools: SessionTools,
     events: EventBus,
     lineage: Lineage,
+    resumed: bool,
 ) -> Result<PodHandle, PodError> {
     if config.workspace_tools && config.sandbox.mode != pod_tools::SandboxMode::Off {
         match config.sandbox.is_enforced() {
@@ -173,6 +177,24 @@ fn start(
     let notifications = NotificationQueue::default();
     let todos = tools.todos.clone();
     let parked = ParkedOn::default();
+    let hooks = config
+        .hooks
+        .as_ref()
+        .filter(|hooks| !hooks.is_empty())
+        .map(|hooks| {
+            HookRunner::new(
+                hooks.clone(),
+                session.id,
+                session.log.path().map(PathBuf::from),
+                config.workspace.clone(),
+                events.clone(),
+                resumed,
+                lineage.depth > 0,
+            )
+        });
+    if let Some(hooks) = &hooks {
+        hooks.watch_notifications();
+    }
     let parts = build_parts(
         &config,
         Shared {
@@ -180,6 +202,7 @@ fn start(
             events: &events,
             notifications: &notifications,
             parked: &parked,
+            hooks: hooks.as_ref(),
         },
         tools,
         Replayed {
@@ -197,6 +220,7 @@ fn start(
         todos,
         events,
         notifications,
+        hooks,
         parts: Some(parts),
         fenced: None,
         parked,
@@ -222,6 +246,7 @@ struct Shared<'a> {
     events: &'a EventBus,
     notifications: &'a NotificationQueue,
     parked: &'a ParkedOn,
+    hooks: Option<&'a HookRunner>,
 }
 
 /// The parts a job runs with, over tools whose state is already rebuilt.
@@ -237,6 +262,7 @@ fn build_parts(
         events,
         notifications,
         parked,
+        hooks,
     } = shared;
     let Replayed {
         history,
@@ -253,6 +279,20 @@ fn build_parts(
         lineage.depth == 0,
         parked.clone(),
     );
+    // The hooks take up their decisions where the log left them, and tell
+    // the approval after them what they allowed or want asked.
+    let verdicts = HookVerdicts::default();
+    let gatekeepers = Gatekeepers {
+        hooks: hooks.map(|runner| {
+            HookInterceptor::new(
+                runner.clone(),
+                log.clone(),
+                verdicts.clone(),
+                questions.hook_decisions(&history),
+            )
+        }),
+        approval: Approval::new(gate).with_hooks(verdicts),
+    };
     let SessionTools {
         registry,
         todos: store,
@@ -287,7 +327,7 @@ fn build_parts(
             notifications,
             trigger,
             spent,
-            gate,
+            gatekeepers,
             lineage.depth == 0,
         ),
         observer: PodObserver::new(
@@ -307,9 +347,17 @@ fn build_parts(
             files: workspace.map(|w| w.tracker().clone()),
             log: log.clone(),
             events: events.clone(),
+            hooks: hooks.cloned(),
         },
         subagents,
     }
+}
+
+/// What decides whether a tool call runs: the operator's hooks, then the
+/// approval policy.
+struct Gatekeepers {
+    hooks: Option<HookInterceptor>,
+    approval: Approval,
 }
 
 /// The Pod's interceptors in their order (see [`crate::interceptors`]).
@@ -319,7 +367,7 @@ fn stack(
     notifications: &NotificationQueue,
     trigger: Option<CompactionTrigger>,
     spent: Spent,
-    gate: ApprovalGate,
+    gatekeepers: Gatekeepers,
     root: bool,
 ) -> InterceptorStack {
     let mut stack = InterceptorStack::new();
@@ -334,8 +382,11 @@ fn stack(
     }
     stack
         .push(Notifications::new(notifications.clone()))
-        .push(Reminders::new(store.clone(), config.remind_every))
-        .push(Approval::new(gate));
+        .push(Reminders::new(store.clone(), config.remind_every));
+    if let Some(hooks) = gatekeepers.hooks {
+        stack.push(hooks);
+    }
+    stack.push(gatekeepers.approval);
     if let Some(trigger) = trigger {
         stack.push(AutoCompact::new(trigger));
     }
@@ -584,6 +635,7 @@ impl PodActor {
                 events: &self.events,
                 notifications: &self.notifications,
                 parked: &self.parked,
+                hooks: self.hooks.as_ref(),
             },
             tools,
             Replayed {
@@ -614,6 +666,9 @@ impl PodActor {
         }
         for job in self.queue.drain(..) {
             job.fail(PodError::Closed);
+        }
+        if let Some(hooks) = &self.hooks {
+            hooks.session_end().await;
         }
         // Parked on a question: a store with workers wakes it on the answer
         // (or at the question's timeout).

@@ -15,7 +15,7 @@
 
 use crate::approval::{ApprovalDecision, ApprovalRequest};
 use crate::error::PodError;
-use crate::log::{AnswerRecord, LogRecord, QuestionRecord};
+use crate::log::{AnswerRecord, HookRecord, LogRecord, QuestionRecord};
 use crate::store::{Store, Waits};
 use chrono::Utc;
 use pod_llm::{Item, ItemKind};
@@ -30,6 +30,8 @@ pub struct Questions {
     answers: HashMap<Uuid, AnswerRecord>,
     // Every "always" or "never" answer, in log order: (tool, decision).
     standing: Vec<(String, ApprovalDecision)>,
+    // What hooks decided, by call id (the last record of each call).
+    hooked: HashMap<String, HookRecord>,
 }
 
 /// What a question waits for, or what was decided about it.
@@ -73,8 +75,23 @@ impl Questions {
                 }
                 self.answers.insert(answer.question, answer.clone());
             }
+            LogRecord::Hook(hook) => {
+                self.hooked.insert(hook.call_id.clone(), hook.clone());
+            }
             _ => {}
         }
+    }
+
+    /// What hooks decided about the calls of `history` that have no
+    /// result yet, by call id: a resume acts on these instead of running
+    /// the hooks again.
+    pub fn hook_decisions(&self, history: &[Item]) -> HashMap<String, HookRecord> {
+        let waiting = calls_without_result(history);
+        self.hooked
+            .iter()
+            .filter(|(call, _)| waiting.contains(call.as_str()))
+            .map(|(call, record)| (call.clone(), record.clone()))
+            .collect()
     }
 
     /// The question with this id.

@@ -59,7 +59,8 @@ pub fn replay_into(
             | LogRecord::Stopped(_)
             | LogRecord::Question(_)
             | LogRecord::Answer(_)
-            | LogRecord::Ended(_) => {}
+            | LogRecord::Ended(_)
+            | LogRecord::Hook(_) => {}
         }
     }
     let interrupted = unanswered_calls(&history)
@@ -135,7 +136,8 @@ impl TodoReplay {
             | LogRecord::Stopped(_)
             | LogRecord::Question(_)
             | LogRecord::Answer(_)
-            | LogRecord::Ended(_) => {}
+            | LogRecord::Ended(_)
+            | LogRecord::Hook(_) => {}
         }
     }
 
@@ -161,7 +163,8 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
             | LogRecord::Stopped(_)
             | LogRecord::Question(_)
             | LogRecord::Answer(_)
-            | LogRecord::Ended(_) => {}
+            | LogRecord::Ended(_)
+            | LogRecord::Hook(_) => {}
         }
     }
     items

@@ -5,6 +5,7 @@
 use crate::compact::{CompactionConfig, CompactionError, CompactionReport, Compactor};
 use crate::error::PodError;
 use crate::events::{EventBus, PodEvent};
+use crate::hooks::HookRunner;
 
 use crate::log::{LogRecord, StoppedRecord};
 use crate::observer::PodObserver;
@@ -37,6 +38,8 @@ pub(crate) struct CompactionSetup {
     pub files: Option<FileTracker>,
     pub log: LogWriter,
     pub events: EventBus,
+    /// The operator's hooks (`PreCompact`), if any.
+    pub hooks: Option<HookRunner>,
 }
 
 impl TurnParts {
@@ -76,7 +79,7 @@ impl TurnParts {
         &mut self,
         cancel: &CancellationToken,
     ) -> Result<CompactionReport, PodError> {
-        compact(&self.compaction, &mut self.worker, cancel).await
+        compact(&self.compaction, &mut self.worker, cancel, "manual").await
     }
 }
 
@@ -92,7 +95,7 @@ impl Compaction for RunCompaction<'_> {
         worker: &mut Worker,
         cancel: &CancellationToken,
     ) -> CompactionOutcome {
-        match compact(self.setup, worker, cancel).await {
+        match compact(self.setup, worker, cancel, "auto").await {
             Ok(report) => CompactionOutcome::Compacted {
                 tokens_before: report.tokens_before,
                 tokens_after: report.tokens_after,
@@ -112,7 +115,11 @@ async fn compact(
     setup: &CompactionSetup,
     worker: &mut Worker,
     cancel: &CancellationToken,
+    trigger: &str,
 ) -> Result<CompactionReport, PodError> {
+    if let Some(hooks) = &setup.hooks {
+        hooks.pre_compact(trigger).await;
+    }
     let compactor = Compactor {
         provider: setup.provider.clone(),
         config: &setup.config,

@@ -229,6 +229,21 @@ impl Output for HumanOutput {
                 let line = format!("  ⏰ reminder: {}", reminder_gist(text));
                 self.lines(&s.cyan(&line))
             }
+            PodEvent::Hook {
+                hook_event,
+                message,
+                failed,
+            } => {
+                let line = format!(
+                    "  ⚓ {}: {}",
+                    safe::line(hook_event),
+                    render::first_line(message, 160)
+                );
+                match failed {
+                    true => self.lines(&s.yellow(&line)),
+                    false => self.lines(&s.cyan(&line)),
+                }
+            }
             PodEvent::NotificationDelivered { text } => {
                 let line = format!("  ✉ notification: {}", render::first_line(text, 100));
                 self.lines(&s.cyan(&line))

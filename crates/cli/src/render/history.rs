@@ -88,6 +88,21 @@ impl Numbered {
                 }
             ))),
             LogRecord::Ended(ended) => out.push_str(&style.red(&ended_line(ended))),
+            LogRecord::Hook(hook) => out.push_str(&style.yellow(&format!(
+                "      ⚓ hook on {} ({}): {}{}\n",
+                super::safe::line(&hook.call_id),
+                super::safe::line(&hook.tool),
+                match hook.decision {
+                    pod::log::HookDecision::Allow => "allowed",
+                    pod::log::HookDecision::Ask => "asks a person",
+                    pod::log::HookDecision::Deny => "denied",
+                    pod::log::HookDecision::None => "no decision",
+                },
+                hook.reason
+                    .as_deref()
+                    .map(|r| format!(" ({})", super::safe::line(r)))
+                    .unwrap_or_default()
+            ))),
             LogRecord::Header(_) => {}
         }
         out

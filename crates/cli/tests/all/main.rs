@@ -15,6 +15,7 @@ mod errors;
 mod first_steps;
 mod fleet;
 mod fork;
+mod hooks;
 mod http;
 mod ledger;
 mod mcp;

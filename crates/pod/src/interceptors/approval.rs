@@ -3,6 +3,8 @@
 //! withdrawn when the run is cancelled.
 
 use crate::gate::ApprovalGate;
+use crate::hooks::HookVerdicts;
+use crate::log::HookDecision;
 use async_trait::async_trait;
 use pod_worker::{Interceptor, PreToolAction, RunStart, ToolCallInfo};
 use tokio_util::sync::CancellationToken;
@@ -11,6 +13,8 @@ use tokio_util::sync::CancellationToken;
 pub struct Approval {
     gate: ApprovalGate,
     cancel: CancellationToken,
+    // What the operator's PreToolUse hooks said about calls.
+    hooks: HookVerdicts,
 }
 
 impl Approval {
@@ -19,7 +23,16 @@ impl Approval {
         Self {
             gate,
             cancel: CancellationToken::new(),
+            hooks: HookVerdicts::default(),
         }
+    }
+
+    /// Takes what hooks said about a call into account: `allow` runs it
+    /// without a question, `ask` asks whatever the policy says; a tool the
+    /// policy denies stays denied.
+    pub(crate) fn with_hooks(mut self, hooks: HookVerdicts) -> Self {
+        self.hooks = hooks;
+        self
     }
 }
 
@@ -30,8 +43,18 @@ impl Interceptor for Approval {
     }
 
     async fn pre_tool_call(&mut self, call: &mut ToolCallInfo) -> PreToolAction {
-        self.gate
-            .check(&call.call_id, &call.name, &call.arguments, &self.cancel)
-            .await
+        match self.hooks.take(&call.call_id) {
+            Some(HookDecision::Allow) => self.gate.check_allowed(&call.name),
+            Some(HookDecision::Ask) => {
+                self.gate
+                    .check_asking(&call.call_id, &call.name, &call.arguments, &self.cancel)
+                    .await
+            }
+            _ => {
+                self.gate
+                    .check(&call.call_id, &call.name, &call.arguments, &self.cancel)
+                    .await
+            }
+        }
     }
 }

@@ -11,8 +11,8 @@ pub use reader::{
     read_log_before_damage, Damage, LogContents, LogCursor, TornTail,
 };
 pub use record::{
-    AnswerRecord, CompactionRecord, EndedHow, EndedRecord, LogRecord, ParentLink, QuestionRecord,
-    SessionHeader, StoppedRecord, LOG_FORMAT_VERSION,
+    AnswerRecord, CompactionRecord, EndedHow, EndedRecord, HookDecision, HookRecord, LogRecord,
+    ParentLink, QuestionRecord, SessionHeader, StoppedRecord, LOG_FORMAT_VERSION,
 };
 pub(crate) use writer::lock as lock_exclusive;
 pub use writer::{is_locked, FileLog};

@@ -9,9 +9,9 @@ use uuid::Uuid;
 /// Version of the log format (framing and record kinds). Version 2 added
 /// the [`LogRecord::Stopped`] record and [`SessionHeader::launch`]; version 3
 /// the [`LogRecord::Question`] and [`LogRecord::Answer`] records; version
-/// 4 the [`LogRecord::Ended`] record. Logs of earlier versions are read as
-/// they are.
-pub const LOG_FORMAT_VERSION: u32 = 4;
+/// 4 the [`LogRecord::Ended`] record; version 5 the [`LogRecord::Hook`]
+/// record. Logs of earlier versions are read as they are.
+pub const LOG_FORMAT_VERSION: u32 = 5;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,6 +34,10 @@ pub enum LogRecord {
     /// A run ended otherwise than by its answer or a budget: it failed, was
     /// cancelled, or was interrupted (Ctrl-C), with what was cut.
     Ended(EndedRecord),
+    /// What the operator's `PreToolUse` hooks decided about a tool call,
+    /// written before the call runs: a resume acts on it instead of running
+    /// the hooks again.
+    Hook(HookRecord),
 }
 
 impl LogRecord {
@@ -48,8 +52,50 @@ impl LogRecord {
             LogRecord::Question(question) => Some(question.asked_at),
             LogRecord::Answer(answer) => Some(answer.at),
             LogRecord::Ended(ended) => Some(ended.at),
+            LogRecord::Hook(hook) => Some(hook.at),
         }
     }
+}
+
+/// What `PreToolUse` hooks decided about a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookDecision {
+    /// Run it without asking.
+    Allow,
+    /// Ask a person, whatever the policy says.
+    Ask,
+    /// Do not run it.
+    Deny,
+    /// No decision: the policy decides (the input may still be rewritten).
+    None,
+}
+
+/// A [`LogRecord::Hook`]: the decision of the hooks that ran for one call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HookRecord {
+    /// The call.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// What they decided.
+    pub decision: HookDecision,
+    /// Why, for the model (a denial's reason) or the person asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The call's arguments as a hook rewrote them (`updatedInput`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+    /// Context a hook gave for the model, added to the call's result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<String>,
+    /// `"continue": false`: the run stops, with this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
+    /// The commands that ran.
+    pub hooks: Vec<String>,
+    /// When they decided.
+    pub at: DateTime<Utc>,
 }
 
 /// How a run ended when it did not finish: what [`LogRecord::Ended`] says.

@@ -65,6 +65,15 @@ pub struct ConfigFile {
     /// front ends, like `approval`.
     #[serde(default)]
     pub notify: Option<toml::Value>,
+    /// `hooks_file`: a Claude Code settings JSON file whose `"hooks"` run
+    /// in every session (relative to this file's directory).
+    #[serde(default)]
+    pub hooks_file: Option<PathBuf>,
+    /// `workspace_hooks = true`: sessions also run the hooks of their
+    /// workspace's `.claude/settings.json` (and `settings.local.json`) and
+    /// `.pod/settings.json`.
+    #[serde(default)]
+    pub workspace_hooks: Option<bool>,
 }
 
 impl ConfigFile {

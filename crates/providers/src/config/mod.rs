@@ -125,6 +125,13 @@ pub struct RawProviderConfig {
     /// parsed for front ends. Never stored (they may hold secrets in `env`).
     #[serde(default, skip_serializing)]
     pub mcp_servers: Option<toml::Value>,
+    /// The profile's `hooks_file` (over the top-level one's hooks, not
+    /// instead of them). Never stored: a session records the hooks it read.
+    #[serde(default, skip_serializing)]
+    pub hooks_file: Option<std::path::PathBuf>,
+    /// The profile's `workspace_hooks`.
+    #[serde(default, skip_serializing)]
+    pub workspace_hooks: Option<bool>,
 }
 
 /// How hard a reasoning model thinks before it answers (OpenAI's
@@ -300,6 +307,8 @@ impl RawProviderConfig {
             budget: over.budget.or(self.budget),
             notify: over.notify.or(self.notify),
             mcp_servers: over.mcp_servers.or(self.mcp_servers),
+            hooks_file: over.hooks_file.or(self.hooks_file),
+            workspace_hooks: over.workspace_hooks.or(self.workspace_hooks),
         }
     }
 
