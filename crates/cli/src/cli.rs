@@ -23,6 +23,28 @@ Exit codes: 0 done, 1 error, 2 usage, 3 stopped with work left (a budget,
 --max-turns or the loop guard; `pod resume ID` continues), 130 interrupted
 (Ctrl-C, end of input at a prompt), 141 stdout closed.";
 
+/// Every state `pod sessions` shows and `--status` takes, in a line each.
+const SESSION_STATES: &str = "\
+States:
+  running            a process or a fleet worker has it open
+  awaiting_approval  a tool call waits for a person's answer (`pod approve`)
+  answered           its question was answered while it was parked; the call
+                     runs when the session continues
+  queued             submitted to a fleet, waiting for a worker
+  idle               nothing happened yet, or the model answered with todos left
+  done               the model answered and its plan, if any, is complete
+  stopped            a budget, --max-turns or the loop guard ended its last run
+  failed             its last run failed: the provider's error, an abort
+  cancelled          someone cancelled its last run (the API, the dashboard, an
+                     editor)
+  interrupted        its last run was cut short: Ctrl-C, or its process died
+                     mid-turn (a crash, a kill)
+  damaged            its log cannot be read (a damaged line); `pod fork ID --at N`
+                     saves the items before it
+
+`pod resume ID` continues a session nobody runs; a done one takes a new prompt
+(`pod resume ID \"...\"`).";
+
 /// Run long-lived LLM agents whose sessions survive crashes.
 ///
 /// Every session is an append-only log; its todo plan is rebuilt from that
@@ -90,12 +112,10 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     Resume(ResumeArgs),
     /// List sessions with their status and todo progress.
     ///
-    /// Status is one of: running (another process or a fleet worker has it
-    /// open), queued (waiting for a fleet worker), done (the model answered
-    /// and every todo is completed), idle (the model answered; todos may
-    /// remain), stopped (a budget, --max-turns or the loop guard ended its
-    /// last run), interrupted (it stopped mid-turn: crash, Ctrl-C or an
-    /// error). `pod resume` continues stopped and interrupted ones.
+    /// Most recently updated first, each subagent's session under the one
+    /// that started it. A failed, cancelled, interrupted or damaged
+    /// session has a reason (`--json` gives it whole).
+    #[command(after_help = SESSION_STATES)]
     Sessions(SessionsArgs),
     /// Print a session's history and its current todos.
     ///
@@ -627,9 +647,8 @@ pub struct SessionsArgs {
     /// Only the N most recently updated sessions (with their subagents).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
-    /// Only sessions in these states (repeat, or separate with commas):
-    /// running, awaiting_approval, answered, queued, idle, done, stopped,
-    /// failed, cancelled, interrupted, damaged.
+    /// Only sessions in these states (repeat, or separate with commas; the
+    /// states are below).
     #[arg(long, value_name = "STATUS", value_delimiter = ',')]
     pub status: Vec<String>,
 }

@@ -137,11 +137,18 @@ pub struct Summary {
     /// error, what was cut short, where the log is damaged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The line its log is damaged at, when the status is `damaged` because
+    /// of one (the reason says it too, in words; listings that cut the
+    /// reason short keep the line from here).
+    #[serde(skip)]
+    pub damage: Option<pod::log::Damage>,
     /// Tokens of all its answers, as the providers reported them.
     pub usage: pod_llm::Usage,
-    /// What they cost, when the session's profile has prices.
+    /// What they cost, when the session's profile has prices: exact to a
+    /// millionth, so it reads as a plain number (`0.07755`) without the
+    /// noise of adding floats.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost: Option<f64>,
+    pub cost: Option<pod_llm::Cost>,
 }
 
 /// A session read from its log.
@@ -197,6 +204,13 @@ pub fn damaged(
     error: &LaunchError,
 ) -> Summary {
     let updated_at = stat.as_ref().map(|s| s.updated_at).unwrap_or_else(Utc::now);
+    let damage = match error.pod_error() {
+        Some(pod::PodError::CorruptLog { line, reason, .. }) => Some(pod::log::Damage {
+            line: *line,
+            reason: reason.clone(),
+        }),
+        _ => None,
+    };
     Summary {
         id,
         created_at: updated_at,
@@ -214,6 +228,7 @@ pub fn damaged(
         question: None,
         stopped_by: None,
         reason: Some(pod_llm::error_chain(error)),
+        damage,
         usage: pod_llm::Usage::default(),
         cost: None,
     }
@@ -273,7 +288,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
     let (usage, _) = pod::ledger::session_usage(&contents.records);
     let cost = crate::record::Launch::from_header(&header)
         .and_then(|launch| launch.provider.prices)
-        .map(|prices| prices.cost(&usage));
+        .map(|prices| prices.charge(&usage));
     let summary = Summary {
         id,
         created_at: header.created_at,
@@ -297,6 +312,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         question,
         stopped_by,
         reason,
+        damage: None,
         usage,
         cost,
     };

@@ -93,18 +93,33 @@ pub enum Limit {
 impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Limit::TurnRequests(n) => write!(f, "the per-turn budget of {n} model requests"),
-            Limit::Continuations(n) => write!(f, "the limit of {n} continuations"),
-            Limit::RunRequests(n) => write!(f, "the run budget of {n} model requests"),
-            Limit::RunTokens(n) => write!(f, "the run budget of {n} tokens"),
-            Limit::SessionRequests(n) => write!(f, "the session budget of {n} model requests"),
-            Limit::SessionTokens(n) => write!(f, "the session budget of {n} tokens"),
+            Limit::TurnRequests(n) => {
+                write!(f, "the per-turn budget of {}", counted(*n, "model request"))
+            }
+            Limit::Continuations(n) => write!(f, "the limit of {}", counted(*n, "continuation")),
+            Limit::RunRequests(n) => {
+                write!(f, "the run budget of {}", counted(*n, "model request"))
+            }
+            Limit::RunTokens(n) => write!(f, "the run budget of {}", counted(*n, "token")),
+            Limit::SessionRequests(n) => {
+                write!(f, "the session budget of {}", counted(*n, "model request"))
+            }
+            Limit::SessionTokens(n) => write!(f, "the session budget of {}", counted(*n, "token")),
             Limit::RunCost(max) => write!(f, "the run's cost limit of {max}"),
             Limit::RepeatedFailure { tool, times } => write!(
                 f,
-                "the loop guard: the same {tool} call failed the same way {times} times in a row"
+                "the loop guard: the same {tool} call failed the same way {} in a row",
+                counted(*times, "time")
             ),
         }
+    }
+}
+
+/// `n` and `noun`, plural unless `n` is one: "1 model request", "2 model requests".
+fn counted(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
     }
 }
 
@@ -318,5 +333,34 @@ mod tests {
         for _ in 0..10 {
             assert_eq!(meter.tool_result("x", "{}", "no", true), None);
         }
+    }
+
+    #[test]
+    fn a_limit_of_one_is_said_in_the_singular() {
+        assert_eq!(
+            Limit::RunRequests(1).to_string(),
+            "the run budget of 1 model request"
+        );
+        assert_eq!(
+            Limit::TurnRequests(1).to_string(),
+            "the per-turn budget of 1 model request"
+        );
+        assert_eq!(
+            Limit::SessionRequests(2).to_string(),
+            "the session budget of 2 model requests"
+        );
+        assert_eq!(Limit::RunTokens(1).to_string(), "the run budget of 1 token");
+        assert_eq!(
+            Limit::Continuations(1).to_string(),
+            "the limit of 1 continuation"
+        );
+        assert_eq!(
+            Limit::RepeatedFailure {
+                tool: "bash".into(),
+                times: 1
+            }
+            .to_string(),
+            "the loop guard: the same bash call failed the same way 1 time in a row"
+        );
     }
 }

@@ -18,11 +18,21 @@ pub async fn run(args: ForkArgs, place: super::Place) -> Result<Outcome> {
     match (&contents.damage, args.at) {
         (Some(damage), at) if at.is_none_or(|at| at > sound) => bail!(Failure::new(
             format!(
-                "session {source}'s log is damaged at line {} ({}); the {sound} items before it are sound",
+                "session {source}'s log is damaged at line {} ({}); {}",
                 damage.line,
-                crate::render::safe::text(&damage.reason)
+                crate::render::safe::text(&damage.reason),
+                match sound {
+                    1 => "the 1 item before it is sound".to_string(),
+                    n => format!("the {n} items before it are sound"),
+                }
             ),
-            format!("`pod fork {source} --at {sound}` saves them (or fewer: `pod show` numbers the items)")
+            // `pod show` refuses a damaged log, so it cannot number them
+            // here; the fork's `pod show` does.
+            format!(
+                "`pod fork {source} --at {sound}` saves {}; --at takes any N from 0 to {sound} \
+                 (the first N items; `pod show` of the fork numbers them)",
+                if sound == 1 { "it" } else { "them" }
+            )
         )),
         (None, Some(at)) if at > sound => bail!(Failure::new(
             format!("--at {at} is past the end: session {source} has {sound} items"),

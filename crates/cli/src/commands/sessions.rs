@@ -33,6 +33,7 @@ pub async fn run(args: SessionsArgs, place: super::Place) -> Result<Outcome> {
         // A damaged log is listed as damaged, never hidden.
         summaries.push(session::summary(store, id).await);
     }
+    let stored = summaries.len();
     summaries.retain(|s| wanted.is_empty() || wanted.contains(&s.status));
     summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
     let mut summaries = tree(summaries);
@@ -50,14 +51,41 @@ pub async fn run(args: SessionsArgs, place: super::Place) -> Result<Outcome> {
         let json = crate::render::safe::json(&summaries, true).context("cannot encode sessions")?;
         crate::output::print(&format!("{json}\n"))?;
     } else if summaries.is_empty() {
-        crate::output::print(&format!(
-            "no sessions in {} (try `pod demo`)\n",
-            store.location()
-        ))?;
+        crate::output::print(&nothing_listed(&wanted, stored, &store.location()))?;
     } else {
         crate::output::print(&table(&summaries, Style::for_stdout()))?;
     }
     Ok(Outcome::Done)
+}
+
+/// What an empty listing says: that the store is empty, or that the
+/// filter left none of the `stored` sessions.
+fn nothing_listed(wanted: &[session::Status], stored: usize, location: &str) -> String {
+    let sessions = |n: usize| match n {
+        1 => "1 session".to_string(),
+        n => format!("{n} sessions"),
+    };
+    if stored == 0 {
+        return format!("no sessions in {location} (try `pod demo`)\n");
+    }
+    let which = match wanted {
+        // Only --limit 0 lists nothing of a store with sessions.
+        [] => "sessions listed".to_string(),
+        [state] => format!("{} sessions", state.as_str()),
+        [first @ .., last] => format!(
+            "{} or {} sessions",
+            first
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            last.as_str()
+        ),
+    };
+    format!(
+        "no {which} ({} in {location}; `pod sessions` lists all)\n",
+        sessions(stored)
+    )
 }
 
 /// The states `--status` names.
@@ -144,7 +172,7 @@ fn table(summaries: &[Summary], style: Style) -> String {
         let total = s.usage.prompt_tokens + s.usage.completion_tokens;
         let spent = match (s.cost, s.usage.prompt_tokens) {
             (_, 0) => "-".to_string(),
-            (Some(cost), _) => format!("{} {cost:.2}", render::tokens(total)),
+            (Some(cost), _) => format!("{} {:.2}", render::tokens(total), cost.amount()),
             (None, prompt) => format!(
                 "{} {:.0}%c",
                 render::tokens(total),
@@ -164,8 +192,12 @@ fn table(summaries: &[Summary], style: Style) -> String {
             ),
             None => (
                 id[..8].to_string(),
-                match s.status {
-                    session::Status::Damaged => s.reason.clone().unwrap_or_default(),
+                match (&s.damage, s.status) {
+                    // The line first: the column cuts the reason short.
+                    (Some(damage), _) => {
+                        format!("damaged at line {}: {}", damage.line, damage.reason)
+                    }
+                    (None, session::Status::Damaged) => s.reason.clone().unwrap_or_default(),
                     _ => s.title.clone().unwrap_or_default(),
                 },
             ),

@@ -222,7 +222,7 @@ fn head_and_history(loaded: &Loaded, style: Style) -> String {
     }
     out.push_str(&format!(
         "  tokens     {}\n",
-        render::usage(&s.usage, s.cost)
+        render::usage(&s.usage, s.cost.map(pod_llm::Cost::amount))
     ));
     if let Some(holder) = &s.holder {
         out.push_str(&format!("  held by    {holder}\n"));

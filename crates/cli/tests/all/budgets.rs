@@ -129,6 +129,29 @@ fn a_run_budget_stops_with_exit_3_and_resume_finishes_with_a_fresh_one() {
 }
 
 #[test]
+fn a_budget_of_one_request_is_said_in_the_singular() {
+    let env = TestEnv::new();
+    let path = env.script("plan.json", &long_plan(2, None));
+    let (code, _, stderr) = run_json(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--max-run-requests",
+            "1",
+            "--script",
+            path.to_str().unwrap(),
+            "Work the plan",
+        ],
+    );
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains("stopped by the run budget of 1 model request with"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn the_per_turn_budget_is_a_flag_and_a_profile_setting() {
     let env = TestEnv::new();
     let path = env.script("plan.json", &long_plan(5, None));

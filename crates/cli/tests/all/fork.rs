@@ -85,6 +85,14 @@ fn fork_saves_the_items_before_a_damaged_line() {
         stderr.contains(&format!("pod fork {source} --at 3")),
         "{stderr}"
     );
+    // The hint names the range without sending to `pod show`, which
+    // refuses the damaged log (above).
+    assert!(stderr.contains("any N from 0 to 3"), "{stderr}");
+    assert!(!stderr.contains("`pod show` numbers the items"), "{stderr}");
+    assert!(
+        stderr.contains("the 3 items before it are sound"),
+        "{stderr}"
+    );
     env.pod()
         .args(["fork", &source, "--at", "4"])
         .assert()

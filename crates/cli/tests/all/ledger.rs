@@ -77,3 +77,56 @@ fn runs_and_sessions_report_their_tokens_and_the_session_total_survives_resume()
     assert!(list.contains("TOKENS"), "{list}");
     assert!(list.contains(&format!(" {expected:.2}")), "{list}");
 }
+
+/// The raw text of the first `"cost"` number in `json`.
+fn cost_text(json: &str) -> String {
+    let at = json
+        .find("\"cost\":")
+        .unwrap_or_else(|| panic!("no cost: {json}"));
+    json[at + "\"cost\":".len()..]
+        .trim_start()
+        .chars()
+        .take_while(|c| !matches!(c, ',' | '\n' | '}'))
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_sessions_cost_is_written_to_the_millionth_without_float_noise() {
+    let env = TestEnv::new();
+    let script = env.script("s.json", &script(vec![say("Hi.")]));
+    // A price with more digits than money has.
+    env.config_file(&format!(
+        "[profiles.priced]\nkind = \"scripted\"\nscript = \"{}\"\nprices = {{ input = 123.4567, output = 0.0 }}\n",
+        script.display()
+    ));
+    let out = env
+        .pod()
+        .args(["run", "--profile", "priced", "Say hi"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let listed = env.pod().args(["sessions", "--json"]).output().unwrap();
+    assert_success(&listed);
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    let sessions: Vec<Value> = serde_json::from_str(&listed).unwrap();
+    let prompt = sessions[0]["usage"]["prompt_tokens"].as_f64().unwrap();
+    assert!(prompt > 0.0, "{listed}");
+    let exact = 123.4567 * prompt / 1e6;
+    let id = sessions[0]["id"].as_str().unwrap().to_string();
+    let shown = env.pod().args(["show", &id, "--json"]).output().unwrap();
+    assert_success(&shown);
+    for json in [listed, String::from_utf8_lossy(&shown.stdout).to_string()] {
+        // A plain JSON number, at most six decimals: rounded to a millionth.
+        let text = cost_text(&json);
+        let (whole, decimals) = text.split_once('.').unwrap_or((&text, ""));
+        assert!(
+            whole.chars().all(|c| c.is_ascii_digit()) && decimals.len() <= 6,
+            "cost {text}"
+        );
+        assert!(decimals.chars().all(|c| c.is_ascii_digit()), "cost {text}");
+        let cost: f64 = text.parse().unwrap();
+        assert!((cost - exact).abs() <= 5e-7, "{cost} vs {exact}");
+    }
+}
