@@ -445,11 +445,16 @@ async fn a_decided_call_survives_sigkill_and_its_hook_never_runs_again() {
         ),
     );
     let settings = env.config_dir().join("hooks.json");
+    let told = env.pod_home().join("../notified.log");
     std::fs::write(
         &settings,
-        json!({"hooks": {"PreToolUse": [
-            {"matcher": "Write", "hooks": [{"type": "command", "command": command(&ask)}]}
-        ]}})
+        json!({"hooks": {
+            "PreToolUse": [
+                {"matcher": "Write", "hooks": [{"type": "command", "command": command(&ask)}]}
+            ],
+            "Notification": [{"hooks": [{"type": "command",
+                "command": format!("jq -r .message >> {}", told.display())}]}]
+        }})
         .to_string(),
     )
     .unwrap();
@@ -465,6 +470,20 @@ async fn a_decided_call_survives_sigkill_and_its_hook_never_runs_again() {
         .as_str()
         .unwrap()
         .to_string();
+    // The question reached the Notification hook (it runs beside the
+    // session: wait for its line).
+    let mut said = String::new();
+    for _ in 0..600 {
+        said = std::fs::read_to_string(&told).unwrap_or_default();
+        if !said.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        said.starts_with("pod needs your permission to use write_file"),
+        "{said}"
+    );
     server.kill();
     assert_eq!(std::fs::read_to_string(&runs).unwrap(), "ran\n");
 
@@ -488,4 +507,97 @@ async fn a_decided_call_survives_sigkill_and_its_hook_never_runs_again() {
     assert_eq!(decided.len(), 1, "{decided:?}");
     assert_eq!(decided[0]["decision"], "ask");
     assert_eq!(decided[0]["reason"], "a person checks notes");
+}
+
+/// SessionStart adds context before the first request, SubagentStop runs
+/// for a subagent (and Stop for the parent), SessionEnd when the process
+/// lets the session go; each gets its event's fields.
+#[test]
+fn session_events_and_a_subagents_stop_run_their_hooks() {
+    let env = TestEnv::new();
+    let seen = env.pod_home().join("../events.jsonl");
+    let record = hook_script(
+        &env,
+        "record.sh",
+        &format!(
+            "#!/bin/sh\ncat >> {}\necho >> {}\n",
+            seen.display(),
+            seen.display()
+        ),
+    );
+    let start = hook_script(
+        &env,
+        "start.sh",
+        &format!(
+            "#!/bin/sh\ncat >> {}\necho >> {}\necho 'Branch: main. Tests: cargo test.'\n",
+            seen.display(),
+            seen.display()
+        ),
+    );
+    let each =
+        |script: &Path| json!([{"hooks": [{"type": "command", "command": command(script)}]}]);
+    let hooks = settings_file(
+        &env,
+        &json!({"hooks": {
+            "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": command(&start)}]}],
+            "SubagentStop": each(&record),
+            "Stop": each(&record),
+            "SessionEnd": each(&record),
+        }}),
+    );
+    let script = env.script(
+        "s.json",
+        &json!({
+            "model": "scripted-test",
+            "steps": [
+                {"tool_calls": [{"name": "task", "arguments": {"description": "count notes", "prompt": "Count the notes"}}]},
+                {"text": "The subagent reported."}
+            ],
+            "agents": [{"task": "Count the notes", "steps": [{"text": "There are 0 notes."}]}]
+        }),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("--hooks")
+        .arg(&hooks)
+        .arg("Count")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = session_id(&ndjson(&out.stdout));
+    let events: Vec<Value> = std::fs::read_to_string(&seen)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["hook_event_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["SessionStart", "SubagentStop", "Stop", "SessionEnd"]
+    );
+    assert_eq!(events[0]["source"], "startup");
+    assert_eq!(events[0]["session_id"], id.as_str());
+    assert_ne!(
+        events[1]["session_id"],
+        id.as_str(),
+        "the child's own session"
+    );
+    assert_eq!(events[1]["stop_hook_active"], false);
+    assert_eq!(events[3]["reason"], "other");
+    // SessionStart's output reached the model before its first request.
+    let history = env.show_json(&id)["history"].clone();
+    assert_eq!(history[0]["text"], "Count");
+    assert!(
+        history[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Branch: main. Tests: cargo test."),
+        "{history}"
+    );
 }
