@@ -30,9 +30,11 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 /// What a session's hooks run with: shared by everything of one Pod that
-/// runs them.
+/// runs them (one pointer in the Pod's actor, which every idle Pod keeps).
 #[derive(Clone)]
-pub(crate) struct HookRunner {
+pub(crate) struct HookRunner(Arc<Runner>);
+
+pub(crate) struct Runner {
     hooks: Arc<Hooks>,
     session_id: Uuid,
     transcript: Option<PathBuf>,
@@ -41,7 +43,7 @@ pub(crate) struct HookRunner {
     // `SessionStart`'s source: a new session or a resumed one.
     source: &'static str,
     // Whether `SessionStart` ran (it runs before the first request).
-    started: Arc<AtomicBool>,
+    started: AtomicBool,
     // A subagent's: its Stop is `SubagentStop`, and it has no session
     // events of its own.
     subagent: bool,
@@ -57,16 +59,16 @@ impl HookRunner {
         resumed: bool,
         subagent: bool,
     ) -> Self {
-        Self {
+        Self(Arc::new(Runner {
             hooks,
             session_id,
             transcript,
             cwd,
             events,
             source: if resumed { "resume" } else { "startup" },
-            started: Arc::new(AtomicBool::new(false)),
+            started: AtomicBool::new(false),
             subagent,
-        }
+        }))
     }
 
     pub(crate) fn has(&self, event: HookEvent) -> bool {
@@ -175,6 +177,14 @@ impl HookRunner {
                 }
             }
         });
+    }
+}
+
+impl std::ops::Deref for HookRunner {
+    type Target = Runner;
+
+    fn deref(&self) -> &Runner {
+        &self.0
     }
 }
 
