@@ -241,9 +241,14 @@ pub async fn drive(
         )));
     }
     if let Some(TurnEndReason::Rejected(why)) = &finished.reason {
+        let hint = if why.contains("UserPromptSubmit hook") {
+            "the operator's hook refused it (docs/hooks.md); change the prompt or the hook"
+        } else {
+            "shorten it, or use a model with a larger context window (context_window in the profile)"
+        };
         return Err(anyhow::Error::from(crate::error::Failure::new(
             format!("the prompt was refused: {why}"),
-            "shorten it, or use a model with a larger context window (context_window in the profile)",
+            hint,
         )));
     }
     let outcome = match (interrupted, &stopped) {

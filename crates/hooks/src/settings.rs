@@ -82,6 +82,12 @@ impl HookEvent {
     fn matches_tools(self) -> bool {
         matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
     }
+
+    /// Whether it has a matcher at all: the others run every hook listed
+    /// for them, whatever a matcher says (as Claude Code does).
+    fn has_subject(self) -> bool {
+        self.matches_tools() || matches!(self, HookEvent::PreCompact | HookEvent::SessionStart)
+    }
 }
 
 impl fmt::Display for HookEvent {
@@ -294,8 +300,8 @@ impl Hooks {
         let mut found: Vec<&HookCommand> = Vec::new();
         for group in self.groups.iter().filter(|g| g.event == event) {
             let matched = match &group.matcher {
-                None => true,
-                Some(regex) => names.iter().any(|n| regex.is_match(n)),
+                Some(regex) if event.has_subject() => names.iter().any(|n| regex.is_match(n)),
+                _ => true,
             };
             if !matched {
                 continue;
@@ -407,6 +413,13 @@ mod tests {
         );
         assert!(hooks.has(HookEvent::Stop));
         assert!(!hooks.has(HookEvent::PostToolUse));
+        // An event without a subject ignores its matcher.
+        let stop = Hooks::from_settings(
+            &json!({"hooks": {"Stop": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "s"}]}]}}),
+            Path::new("s.json"),
+        )
+        .unwrap();
+        assert_eq!(stop.matching(HookEvent::Stop, None).len(), 1);
     }
 
     #[test]

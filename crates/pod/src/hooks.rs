@@ -216,7 +216,14 @@ pub(crate) struct HookInterceptor {
     opening: Vec<String>,
     // The run goes on because a Stop hook blocked its end.
     stop_active: bool,
+    // Stop hooks' blocks in a row in this run.
+    stop_blocks: u32,
 }
+
+/// Blocks in a row after which a run ends anyway: a Stop hook that never
+/// lets go (it does not check `stop_hook_active`) would keep a run going
+/// for as long as its budget lasts, and a run may have none.
+const MAX_STOP_BLOCKS: u32 = 8;
 
 impl HookInterceptor {
     pub(crate) fn new(
@@ -233,6 +240,7 @@ impl HookInterceptor {
             context: HashMap::new(),
             opening: Vec::new(),
             stop_active: false,
+            stop_blocks: 0,
         }
     }
 
@@ -284,13 +292,10 @@ impl HookInterceptor {
             hooks: ran,
             at: Utc::now(),
         };
-        // A decision that changes nothing needs no record: running the
-        // hooks again after a crash decides the same nothing.
-        let decides = record.decision != HookDecision::None
-            || record.arguments.is_some()
-            || record.stop.is_some()
-            || !record.context.is_empty();
-        if decides {
+        // Recorded even when they decided nothing: a hook may do more than
+        // decide (log, notify), and a call continued later (parked on the
+        // policy's question) must not run it twice.
+        {
             self.log
                 .append(&LogRecord::Hook(record.clone()), true)
                 .await
@@ -316,6 +321,7 @@ fn reminder(text: String) -> Item {
 impl Interceptor for HookInterceptor {
     async fn on_run_start(&mut self, _run: &RunStart<'_>) {
         self.stop_active = false;
+        self.stop_blocks = 0;
         if self.runner.subagent || self.runner.started.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -453,18 +459,33 @@ impl Interceptor for HookInterceptor {
             .fire(event, None, json!({"stop_hook_active": self.stop_active}))
             .await;
         if verdict.stop.is_some() {
+            // Ends the run, whatever else would continue it (until-done).
             self.stop_active = false;
-            return TurnEndAction::Finish;
+            return TurnEndAction::Pause;
         }
         match verdict.block {
+            Some(_) if self.stop_blocks >= MAX_STOP_BLOCKS => {
+                self.runner.tell(
+                    event,
+                    format!(
+                        "the {event} hooks blocked the end {MAX_STOP_BLOCKS} times in a row; \
+                         the run ends anyway (a Stop hook should let go when stop_hook_active is true)"
+                    ),
+                    true,
+                );
+                self.stop_active = false;
+                TurnEndAction::Finish
+            }
             Some(reason) => {
                 self.stop_active = true;
+                self.stop_blocks += 1;
                 TurnEndAction::ContinueWithMessages(vec![reminder(format!(
                     "A {event} hook did not let you stop yet: {reason}"
                 ))])
             }
             None => {
                 self.stop_active = false;
+                self.stop_blocks = 0;
                 TurnEndAction::Finish
             }
         }

@@ -138,11 +138,13 @@ sys.exit(0)
         !results[1].1 && results[1].0.ends_with("fine"),
         "{results:?}"
     );
-    // The decision is in the log, before the call's result.
+    // Each decision is in the log, before its call's result (the second
+    // decided nothing: the policy decides).
     let decided = records(&env, &id, "hook");
-    assert_eq!(decided.len(), 1, "{decided:?}");
+    assert_eq!(decided.len(), 2, "{decided:?}");
     assert_eq!(decided[0]["decision"], "deny");
     assert_eq!(decided[0]["tool"], "bash");
+    assert_eq!(decided[1]["decision"], "none");
 }
 
 #[test]
@@ -412,6 +414,22 @@ fn a_prompt_hook_adds_context_and_a_bad_hooks_file_stops_the_start() {
         "{history}"
     );
 
+    // A hook that blocks the prompt (exit 2) keeps it from the model.
+    let refuse = settings_file(
+        &env,
+        &json!({"hooks": {"UserPromptSubmit": [
+            {"hooks": [{"type": "command", "command": "echo 'no deploys today' >&2; exit 2"}]}
+        ]}}),
+    );
+    let (code, _, stderr) = run_with_hooks(&env, vec![say("Never.")], &refuse, &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("no deploys today"), "{stderr}");
+    assert!(
+        stderr.contains("the operator's hook refused it"),
+        "{stderr}"
+    );
+    let sessions = env.sessions_json().len();
+
     let broken = settings_file(
         &env,
         &json!({"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}}),
@@ -424,7 +442,7 @@ fn a_prompt_hook_adds_context_and_a_bad_hooks_file_stops_the_start() {
     );
     assert_eq!(
         env.sessions_json().len(),
-        1,
+        sessions,
         "no session for a start that failed"
     );
 }
@@ -599,5 +617,31 @@ fn session_events_and_a_subagents_stop_run_their_hooks() {
             .unwrap()
             .contains("Branch: main. Tests: cargo test."),
         "{history}"
+    );
+}
+
+/// A Stop hook that never lets go (it ignores stop_hook_active) cannot
+/// keep a run going for ever: after eight blocks in a row the run ends,
+/// saying why.
+#[test]
+fn a_stop_hook_that_never_lets_go_is_cut_off() {
+    let env = TestEnv::new();
+    let hooks = settings_file(
+        &env,
+        &json!({"hooks": {"Stop": [{"matcher": "ignored-here", "hooks": [{"type": "command",
+            "command": "echo '{\"decision\": \"block\", \"reason\": \"not yet\"}'"}]}]}}),
+    );
+    let steps = (0..20).map(|n| say(&format!("Answer {n}."))).collect();
+    let (code, events, stderr) = run_with_hooks(&env, steps, &hooks, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(events.last().unwrap()["requests"], 9);
+    let said: Vec<&Value> = events.iter().filter(|e| e["event"] == "hook").collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("8 times in a row"),
+        "{said:?}"
     );
 }
