@@ -128,6 +128,19 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     /// before a plan change brings the older plan back. The source is
     /// untouched.
     Fork(ForkArgs),
+    /// Show what a session changed in its workspace, as a unified diff.
+    ///
+    /// From the checkpoints taken before and after each call that may
+    /// change files; --from N and --to M take item numbers as `pod show`
+    /// prints them (the files as they were after that many items).
+    Diff(DiffArgs),
+    /// Put the workspace's files back as they were after item N, and fork
+    /// the session there (`pod fork --at N`).
+    ///
+    /// Refuses when files were changed outside the session since item N
+    /// (it lists them), unless --force. Files neither snapshot holds
+    /// (ignored ones, ones made outside the session) are left alone.
+    Rewind(RewindArgs),
     /// Serve the Agent Client Protocol on stdio, for editors such as Zed.
     ///
     /// Each editor session is a Pod in the editor's project directory; its
@@ -594,6 +607,7 @@ impl SessionArgs {
             mcp_config: self.mcp.mcp_config.clone(),
             hooks: self.mcp.hooks.clone(),
             workspace_hooks: self.mcp.workspace_hooks,
+            no_checkpoints: self.mcp.no_checkpoints,
         }
     }
 }
@@ -616,6 +630,10 @@ pub struct McpArgs {
     /// the sandbox: only for a workspace you trust).
     #[arg(long)]
     pub workspace_hooks: bool,
+    /// Take no snapshots of the workspace before and after the calls that
+    /// may change it (they are what `pod diff` and `pod rewind` use).
+    #[arg(long)]
+    pub no_checkpoints: bool,
 }
 
 /// `pod resume`.
@@ -680,6 +698,42 @@ pub struct ForkArgs {
     #[arg(long, value_name = "N")]
     pub at: Option<usize>,
     /// Print the new session as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `pod diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Session id (a unique prefix is enough).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// From the files as they were after this many items (default: 0,
+    /// before the first change).
+    #[arg(long, value_name = "N")]
+    pub from: Option<usize>,
+    /// To the files as they were after this many items (default: as the
+    /// session's last call left them).
+    #[arg(long, value_name = "M")]
+    pub to: Option<usize>,
+    /// The changed files and the patch as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `pod rewind`.
+#[derive(Debug, Args)]
+pub struct RewindArgs {
+    /// Session id (a unique prefix is enough).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// The item after which to go back (`pod show` numbers them).
+    #[arg(long, value_name = "N")]
+    pub to: usize,
+    /// Overwrite files changed outside the session since then.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the new session and the restored files as JSON.
     #[arg(long)]
     pub json: bool,
 }

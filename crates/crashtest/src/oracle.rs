@@ -44,7 +44,8 @@ pub fn accepted_todo_lists(records: &[LogRecord]) -> Vec<(usize, Vec<TodoItem>)>
             | LogRecord::Question(_)
             | LogRecord::Answer(_)
             | LogRecord::Ended(_)
-            | LogRecord::Hook(_) => {}
+            | LogRecord::Hook(_)
+            | LogRecord::Checkpoint(_) => {}
         }
     }
     lists

@@ -69,4 +69,6 @@ pub struct Flags {
     /// `--workspace-hooks`: also the workspace's `.claude/settings.json`,
     /// `.claude/settings.local.json` and `.pod/settings.json`.
     pub workspace_hooks: bool,
+    /// `--no-checkpoints`: no snapshots of the workspace around calls.
+    pub no_checkpoints: bool,
 }

@@ -50,6 +50,7 @@ pub struct Plan {
     pub workspace: PathBuf,
     mcp_config: Vec<PathBuf>,
     hooks: Vec<crate::record::RecordedHooks>,
+    checkpoints: bool,
     resume: Option<Resuming>,
 }
 
@@ -146,6 +147,7 @@ impl Launcher {
             None,
             &workspace,
         )?;
+        let checkpoints = checkpoints(flags, &settings.file);
         Ok(Plan {
             place: self.place.clone(),
             outbox: self.outbox.clone(),
@@ -153,6 +155,7 @@ impl Launcher {
             workspace,
             mcp_config: flags.mcp_config.clone(),
             hooks,
+            checkpoints,
             resume: None,
         })
     }
@@ -182,6 +185,7 @@ impl Launcher {
             recorded.as_ref(),
             &workspace,
         )?;
+        let checkpoints = checkpoints(flags, &settings.file);
         Ok(Plan {
             place: self.place.clone(),
             outbox: self.outbox.clone(),
@@ -189,6 +193,7 @@ impl Launcher {
             workspace,
             mcp_config: flags.mcp_config.clone(),
             hooks,
+            checkpoints,
             resume: Some(Resuming {
                 id,
                 assistant_items: loaded.assistant_items(),
@@ -284,6 +289,7 @@ impl Plan {
         launch.hooks = self.hooks.clone();
         config.launch = launch.to_json();
         config.hooks = hooks::load(&self.hooks)?.map(Arc::new);
+        config.checkpoints = self.checkpoints;
         Ok(Prepared {
             config,
             mcp: started,
@@ -295,6 +301,12 @@ impl Plan {
             prices: settings.choice.raw.prices,
         })
     }
+}
+
+/// Whether sessions snapshot their workspace: yes, unless the flag or the
+/// config file says no.
+fn checkpoints(flags: &Flags, file: &pod_providers::ConfigFile) -> bool {
+    !flags.no_checkpoints && file.checkpoints.unwrap_or(true)
 }
 
 /// Between tries to resume a session that is still being closed.

@@ -118,6 +118,10 @@ pub struct PodConfig {
     /// The operator's hooks (Claude Code's settings format), run at their
     /// events for this session and its subagents; none by default.
     pub hooks: Option<Arc<pod_hooks::Hooks>>,
+    /// Snapshot the workspace before and after each call that may change
+    /// it (`pod diff`, `pod rewind`); off by default (front ends turn it
+    /// on).
+    pub checkpoints: bool,
 }
 
 /// The system prompt used when none is given.
@@ -158,6 +162,7 @@ impl PodConfig {
             private_paths: Vec::new(),
             subagents: SubagentConfig::default(),
             hooks: None,
+            checkpoints: false,
         }
     }
 

@@ -473,8 +473,10 @@ impl Interceptor for HookInterceptor {
                     ),
                     true,
                 );
+                // Ends the run, whatever else would continue it.
                 self.stop_active = false;
-                TurnEndAction::Finish
+                self.stop_blocks = 0;
+                TurnEndAction::Pause
             }
             Some(reason) => {
                 self.stop_active = true;

@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod approval;
+pub mod checkpoints;
 pub mod compact;
 mod config;
 mod error;

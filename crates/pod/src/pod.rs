@@ -1,6 +1,7 @@
 //! The Pod actor: a task that owns a Worker, its log and its session state,
 //! reached only through a [`PodHandle`].
 
+use crate::checkpoints::Checkpoints;
 use crate::config::{Durability, PodConfig};
 use crate::error::PodError;
 use crate::events::{EventBus, PodEvent};
@@ -292,6 +293,20 @@ fn build_parts(
             )
         }),
         approval: Approval::new(gate).with_hooks(verdicts),
+        checkpoints: (config.checkpoints && lineage.depth == 0).then(|| {
+            Checkpoints::new(
+                pod_checkpoint::Shadow::new(
+                    config.home.path().join(crate::checkpoints::STORE_DIR),
+                    config
+                        .home
+                        .session_dir(log.session_id())
+                        .join(crate::checkpoints::INDEX_FILE),
+                    config.workspace.clone(),
+                ),
+                log.clone(),
+                events.clone(),
+            )
+        }),
     };
     let SessionTools {
         registry,
@@ -358,6 +373,8 @@ fn build_parts(
 struct Gatekeepers {
     hooks: Option<HookInterceptor>,
     approval: Approval,
+    // After them: a call that does not run gets no checkpoint.
+    checkpoints: Option<Checkpoints>,
 }
 
 /// The Pod's interceptors in their order (see [`crate::interceptors`]).
@@ -387,6 +404,9 @@ fn stack(
         stack.push(hooks);
     }
     stack.push(gatekeepers.approval);
+    if let Some(checkpoints) = gatekeepers.checkpoints {
+        stack.push(checkpoints);
+    }
     if let Some(trigger) = trigger {
         stack.push(AutoCompact::new(trigger));
     }

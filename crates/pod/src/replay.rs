@@ -60,7 +60,8 @@ pub fn replay_into(
             | LogRecord::Question(_)
             | LogRecord::Answer(_)
             | LogRecord::Ended(_)
-            | LogRecord::Hook(_) => {}
+            | LogRecord::Hook(_)
+            | LogRecord::Checkpoint(_) => {}
         }
     }
     let interrupted = unanswered_calls(&history)
@@ -137,7 +138,8 @@ impl TodoReplay {
             | LogRecord::Question(_)
             | LogRecord::Answer(_)
             | LogRecord::Ended(_)
-            | LogRecord::Hook(_) => {}
+            | LogRecord::Hook(_)
+            | LogRecord::Checkpoint(_) => {}
         }
     }
 
@@ -164,7 +166,8 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
             | LogRecord::Question(_)
             | LogRecord::Answer(_)
             | LogRecord::Ended(_)
-            | LogRecord::Hook(_) => {}
+            | LogRecord::Hook(_)
+            | LogRecord::Checkpoint(_) => {}
         }
     }
     items

@@ -3,6 +3,7 @@
 
 pub mod acp;
 mod approve;
+mod checkpoints;
 mod demo;
 mod fork;
 pub mod prune;
@@ -29,6 +30,8 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
         Command::Sessions(args) => sessions::run(args, place().await?).await,
         Command::Show(args) => show::run(args, place().await?).await,
         Command::Fork(args) => fork::run(args, place().await?).await,
+        Command::Diff(args) => checkpoints::diff(args, place().await?).await,
+        Command::Rewind(args) => checkpoints::rewind(args, place().await?).await,
         Command::Rm(args) => rm::run(args, place().await?).await,
         Command::Approve(args) => approve::run(args, place().await?).await,
         Command::Prune(args) => prune::run(args, place().await?).await,

@@ -103,7 +103,8 @@ impl Numbered {
                     .map(|r| format!(" ({})", super::safe::line(r)))
                     .unwrap_or_default()
             ))),
-            LogRecord::Header(_) => {}
+            // Shown by `pod diff`, not here.
+            LogRecord::Checkpoint(_) | LogRecord::Header(_) => {}
         }
         out
     }

@@ -327,10 +327,23 @@ fn show_follow_watches_a_session_run_by_a_worker() {
     let seqs: Vec<u64> = lines.iter().map(|l| l["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=lines.len() as u64).collect::<Vec<_>>());
     let shown = fleet.show(&id);
+    // Every record is a line; the items among them are the history
+    // (the others: the checkpoints around the bash call).
+    let items = lines
+        .iter()
+        .filter(|l| l["record"].get("item").is_some())
+        .count();
     assert_eq!(
-        lines.len(),
+        items,
         shown["history"].as_array().unwrap().len(),
         "one line per record, none missed, none twice"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["record"].get("checkpoint").is_some())
+            .count(),
+        2
     );
     assert_eq!(lines.last().unwrap()["record"]["item"]["text"], "All done.");
 }

@@ -21,6 +21,7 @@ mod ledger;
 mod mcp;
 mod notify;
 mod questions;
+mod rewind;
 mod run_resume;
 mod sandbox;
 mod sessions_show;

@@ -180,6 +180,13 @@ function itemNodes(record) {
     const by = [a.by, a.via && "via " + a.via].filter(Boolean).join(" ");
     return [el("div", "item asked", "answered: " + words(a.decision) + (by ? " (" + by + ")" : ""))];
   }
+  // The workspace's snapshots around a call: `pod diff` shows them.
+  if (record.checkpoint) return [];
+  if (record.hook) {
+    const h = record.hook;
+    if (h.decision === "none") return [];
+    return [el("div", "item system", "hook: " + words(h.decision) + (h.reason ? " (" + h.reason + ")" : ""))];
+  }
   const item = record.item;
   if (!item) {
     // A record kind this page does not know: its name, and why if it says.

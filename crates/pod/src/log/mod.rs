@@ -11,8 +11,9 @@ pub use reader::{
     read_log_before_damage, Damage, LogContents, LogCursor, TornTail,
 };
 pub use record::{
-    AnswerRecord, CompactionRecord, EndedHow, EndedRecord, HookDecision, HookRecord, LogRecord,
-    ParentLink, QuestionRecord, SessionHeader, StoppedRecord, LOG_FORMAT_VERSION,
+    AnswerRecord, CheckpointPhase, CheckpointRecord, CompactionRecord, EndedHow, EndedRecord,
+    HookDecision, HookRecord, LogRecord, ParentLink, QuestionRecord, SessionHeader, StoppedRecord,
+    LOG_FORMAT_VERSION,
 };
 pub(crate) use writer::lock as lock_exclusive;
 pub use writer::{is_locked, FileLog};

@@ -10,7 +10,8 @@ use uuid::Uuid;
 /// the [`LogRecord::Stopped`] record and [`SessionHeader::launch`]; version 3
 /// the [`LogRecord::Question`] and [`LogRecord::Answer`] records; version
 /// 4 the [`LogRecord::Ended`] record; version 5 the [`LogRecord::Hook`]
-/// record. Logs of earlier versions are read as they are.
+/// and [`LogRecord::Checkpoint`] records. Logs of earlier versions are read
+/// as they are.
 pub const LOG_FORMAT_VERSION: u32 = 5;
 
 /// One line of a session log.
@@ -38,6 +39,8 @@ pub enum LogRecord {
     /// written before the call runs: a resume acts on it instead of running
     /// the hooks again.
     Hook(HookRecord),
+    /// The workspace's files before or after a call that may change them.
+    Checkpoint(CheckpointRecord),
 }
 
 impl LogRecord {
@@ -53,8 +56,35 @@ impl LogRecord {
             LogRecord::Answer(answer) => Some(answer.at),
             LogRecord::Ended(ended) => Some(ended.at),
             LogRecord::Hook(hook) => Some(hook.at),
+            LogRecord::Checkpoint(checkpoint) => Some(checkpoint.at),
         }
     }
+}
+
+/// When a [`CheckpointRecord`] was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointPhase {
+    /// Before the call ran.
+    Before,
+    /// After it ran (before its result was committed).
+    After,
+}
+
+/// A [`LogRecord::Checkpoint`]: the workspace's files, as a tree in pod's
+/// shadow object store (`POD_HOME/checkpoints.git`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    /// The call.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// Before or after it ran.
+    pub phase: CheckpointPhase,
+    /// The git tree id of the workspace's files.
+    pub tree: String,
+    /// When.
+    pub at: DateTime<Utc>,
 }
 
 /// What `PreToolUse` hooks decided about a call.

@@ -74,6 +74,10 @@ pub struct ConfigFile {
     /// `.pod/settings.json`.
     #[serde(default)]
     pub workspace_hooks: Option<bool>,
+    /// `checkpoints = false`: sessions take no snapshots of their
+    /// workspace (no `pod diff`, no `pod rewind`); on by default.
+    #[serde(default)]
+    pub checkpoints: Option<bool>,
 }
 
 impl ConfigFile {

@@ -1,0 +1,307 @@
+//! Checkpoints of a workspace: its files as a git tree in a shadow object
+//! store that lives in pod's home, never in the workspace (whose own
+//! `.git`, if any, is neither read nor written).
+//!
+//! The `git` binary does the work: `git add -A` with the shadow store as
+//! `GIT_DIR`, the workspace as the work tree and an index file of the
+//! session's own, then `git write-tree`. The index keeps each file's stat
+//! data, so a snapshot rehashes only what changed since the last one; the
+//! object store is content-addressed and shared by every session, so
+//! unchanged files cost nothing and a fork sees its source's objects.
+//! `.gitignore` files in the workspace are honoured; `.git` directories
+//! are never captured.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use tokio::process::Command;
+
+/// A workspace state: a git tree id (40 hex digits).
+pub type TreeId = String;
+
+/// Why a checkpoint operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// `git` could not be run.
+    #[error("cannot run git ({source}); checkpoints need the git binary on PATH")]
+    Spawn {
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `git` ran and failed.
+    #[error("git {what} failed: {stderr}")]
+    Git {
+        /// Which command.
+        what: String,
+        /// What it said.
+        stderr: String,
+    },
+    /// A file operation of ours failed.
+    #[error("{what}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One file a range of work changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// `A`dded, `D`eleted, `M`odified, `T` (type or mode changed).
+    pub status: char,
+    /// Its path in the workspace.
+    pub path: String,
+}
+
+/// A workspace and where its checkpoints go.
+#[derive(Debug, Clone)]
+pub struct Shadow {
+    store: PathBuf,
+    index: PathBuf,
+    workspace: PathBuf,
+}
+
+impl Shadow {
+    /// Checkpoints of `workspace` in the object store `store` (a bare
+    /// repository, made on first use), with the index file `index` (one
+    /// per session: only the session's process writes it).
+    pub fn new(store: PathBuf, index: PathBuf, workspace: PathBuf) -> Self {
+        Self {
+            store,
+            index,
+            workspace,
+        }
+    }
+
+    /// The workspace's files now, as a tree in the store.
+    pub async fn snapshot(&self) -> Result<TreeId, CheckpointError> {
+        self.ensure_store().await?;
+        // A process killed while git held the index leaves its lock; only
+        // this session's process uses this index, so it is stale.
+        let lock = lock_path(&self.index);
+        if tokio::fs::try_exists(&lock).await.unwrap_or(false) {
+            let _ = tokio::fs::remove_file(&lock).await;
+        }
+        self.git(&["add", "--all", "--ignore-errors", "--", "."], &self.index)
+            .await?;
+        let tree = self.git(&["write-tree"], &self.index).await?;
+        Ok(tree.trim().to_string())
+    }
+
+    /// The files that differ between two trees.
+    pub async fn changes(&self, from: &str, to: &str) -> Result<Vec<Change>, CheckpointError> {
+        let out = self
+            .git(
+                &[
+                    "diff-tree",
+                    "-r",
+                    "--no-renames",
+                    "--name-status",
+                    "-z",
+                    from,
+                    to,
+                ],
+                &self.index,
+            )
+            .await?;
+        let mut fields = out.split('\0').filter(|f| !f.is_empty());
+        let mut changes = Vec::new();
+        while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+            changes.push(Change {
+                status: status.chars().next().unwrap_or('M'),
+                path: path.to_string(),
+            });
+        }
+        Ok(changes)
+    }
+
+    /// A unified diff from one tree to another (binary files named, not
+    /// shown).
+    pub async fn diff(&self, from: &str, to: &str) -> Result<String, CheckpointError> {
+        self.git(
+            &[
+                "diff-tree",
+                "-p",
+                "--no-renames",
+                "--no-color",
+                "--full-index",
+                from,
+                to,
+            ],
+            &self.index,
+        )
+        .await
+    }
+
+    /// Makes the workspace hold tree `to` again, from `from`, the tree it
+    /// holds now: files `to` lacks are deleted, the others written with
+    /// their content and executable bit. Files neither tree has (ignored,
+    /// or never captured) are left alone.
+    pub async fn restore(&self, from: &str, to: &str) -> Result<(), CheckpointError> {
+        self.ensure_store().await?;
+        let scratch = self.index.with_extension("restore");
+        let _ = tokio::fs::remove_file(&scratch).await;
+        self.git(&["read-tree", from], &scratch).await?;
+        // The index learns the files' stat data (they hold `from`).
+        let _ = self
+            .git(&["update-index", "-q", "--refresh"], &scratch)
+            .await;
+        let done = self
+            .git(&["read-tree", "-m", "-u", from, to], &scratch)
+            .await;
+        let _ = tokio::fs::remove_file(&scratch).await;
+        done.map(|_| ())
+    }
+
+    async fn ensure_store(&self) -> Result<(), CheckpointError> {
+        if tokio::fs::try_exists(self.store.join("HEAD"))
+            .await
+            .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        if let Some(parent) = self.store.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|source| CheckpointError::Io {
+                    what: format!("cannot create {}", parent.display()),
+                    source,
+                })?;
+        }
+        let mut init: Vec<OsString> = vec!["init".into(), "--bare".into(), "-q".into()];
+        init.push(self.store.clone().into_os_string());
+        run(&init, None, &self.workspace, "init").await.map(|_| ())
+    }
+
+    async fn git(&self, args: &[&str], index: &Path) -> Result<String, CheckpointError> {
+        let mut all: Vec<OsString> = [
+            "-c",
+            "core.autocrlf=false",
+            "-c",
+            "core.fileMode=true",
+            "-c",
+            "core.symlinks=true",
+            "-c",
+            "core.quotePath=false",
+            "-c",
+            "advice.addEmbeddedRepo=false",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        all.extend(args.iter().map(OsString::from));
+        let what = args.first().copied().unwrap_or("git");
+        run(&all, Some((&self.store, index)), &self.workspace, what).await
+    }
+}
+
+fn lock_path(index: &Path) -> PathBuf {
+    let mut name = index.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+async fn run(
+    args: &[OsString],
+    repo: Option<(&Path, &Path)>,
+    workspace: &Path,
+    what: &str,
+) -> Result<String, CheckpointError> {
+    let mut command = Command::new("git");
+    command
+        .args(args)
+        .current_dir(workspace)
+        // Neither the user's nor the system's git config applies.
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some((store, index)) = repo {
+        command
+            .env("GIT_DIR", store)
+            .env("GIT_WORK_TREE", workspace)
+            .env("GIT_INDEX_FILE", index);
+    }
+    let out = command
+        .output()
+        .await
+        .map_err(|source| CheckpointError::Spawn { source })?;
+    if !out.status.success() {
+        return Err(CheckpointError::Git {
+            what: what.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[tokio::test]
+    async fn snapshots_compare_and_restore_byte_for_byte() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let w = ws.path();
+        std::fs::write(w.join("keep.txt"), "one\n").unwrap();
+        std::fs::write(w.join(".gitignore"), "ignored/\n").unwrap();
+        std::fs::create_dir(w.join("ignored")).unwrap();
+        std::fs::write(w.join("ignored/big.bin"), "x").unwrap();
+        let shadow = Shadow::new(
+            home.path().join("checkpoints.git"),
+            home.path().join("s1.index"),
+            w.to_path_buf(),
+        );
+        let before = shadow.snapshot().await.unwrap();
+        std::fs::write(w.join("keep.txt"), "two\n").unwrap();
+        std::fs::write(w.join("new.sh"), "echo hi\n").unwrap();
+        std::fs::set_permissions(w.join("new.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let after = shadow.snapshot().await.unwrap();
+        assert_ne!(before, after);
+        let changes = shadow.changes(&before, &after).await.unwrap();
+        assert_eq!(
+            changes,
+            [
+                Change {
+                    status: 'M',
+                    path: "keep.txt".into()
+                },
+                Change {
+                    status: 'A',
+                    path: "new.sh".into()
+                },
+            ]
+        );
+        assert!(shadow
+            .diff(&before, &after)
+            .await
+            .unwrap()
+            .contains("-one\n+two\n"));
+        shadow.restore(&after, &before).await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(w.join("keep.txt")).unwrap(),
+            "one\n"
+        );
+        assert!(!w.join("new.sh").exists());
+        // Ignored files are neither captured nor touched.
+        assert!(w.join("ignored/big.bin").exists());
+        assert_eq!(shadow.snapshot().await.unwrap(), before);
+        shadow.restore(&before, &after).await.unwrap();
+        let mode = std::fs::metadata(w.join("new.sh"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o111, 0o111);
+    }
+}

@@ -1,0 +1,224 @@
+//! `pod diff` and `pod rewind` over the checkpoints a session takes of a
+//! workspace that is not a git repository, through the real binary.
+
+use crate::support::*;
+use serde_json::{json, Value};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn read(dir: &Path, name: &str) -> Option<String> {
+    std::fs::read_to_string(dir.join(name)).ok()
+}
+
+fn executable(dir: &Path, name: &str) -> bool {
+    std::fs::metadata(dir.join(name))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o111
+        != 0
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    assert_success(out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Items: 1 prompt; 2-3 the first plan; 4-5 write a.txt; 6-7 edit it;
+/// 8-9 the plan moves on; 10-11 bash creates, deletes, renames and
+/// chmods; 12 the answer.
+fn working_session(env: &TestEnv) -> String {
+    let ws = env.workspace();
+    std::fs::write(ws.join("gone.txt"), "bye\n").unwrap();
+    std::fs::write(ws.join("old.txt"), "old\n").unwrap();
+    std::fs::write(ws.join("tool.sh"), "#!/bin/sh\necho tool\n").unwrap();
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            write_todos(&plan(0)),
+            call("write_file", json!({"path": "a.txt", "content": "one\n"})),
+            call("edit_file", json!({"path": "a.txt", "old_string": "one", "new_string": "two"})),
+            write_todos(&plan(1)),
+            call(
+                "bash",
+                json!({"command": "echo new > b.txt; rm gone.txt; mv old.txt renamed.txt; chmod +x tool.sh"}),
+            ),
+            say("Done."),
+        ]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("Change the files")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    session_id(&ndjson(&out.stdout))
+}
+
+#[test]
+fn diff_shows_what_the_session_changed_and_rewind_restores_each_point() {
+    let env = TestEnv::new();
+    let ws = env.workspace();
+    let id = working_session(&env);
+    assert!(executable(&ws, "tool.sh"));
+
+    // The whole session.
+    let whole = json_of(&env.pod().args(["diff", &id, "--json"]).output().unwrap());
+    let files: Vec<(String, String)> = whole["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().into(),
+                f["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let expect = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(p, s)| (p.to_string(), s.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        files,
+        expect(&[
+            ("a.txt", "added"),
+            ("b.txt", "added"),
+            ("gone.txt", "deleted"),
+            ("old.txt", "deleted"),
+            ("renamed.txt", "added"),
+            ("tool.sh", "modified"),
+        ])
+    );
+    let patch = whole["patch"].as_str().unwrap();
+    assert!(patch.contains("+two"), "{patch}");
+    assert!(
+        patch.contains("old mode 100644\nnew mode 100755"),
+        "{patch}"
+    );
+    // One step: the edit.
+    let out = env
+        .pod()
+        .args(["diff", &id, "--from", "5", "--to", "7"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("-one\n+two\n"), "{text}");
+    assert!(!text.contains("b.txt"), "{text}");
+
+    // Back to after the edit: the bash step is undone, byte for byte and
+    // mode for mode, and the fork's plan is the plan then.
+    let rewound = json_of(
+        &env.pod()
+            .args(["rewind", &id, "--to", "7", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let fork = rewound["session_id"].as_str().unwrap().to_string();
+    assert_eq!(rewound["forked_from"]["at"], 7);
+    assert_eq!(read(&ws, "a.txt").as_deref(), Some("two\n"));
+    assert_eq!(read(&ws, "gone.txt").as_deref(), Some("bye\n"));
+    assert_eq!(read(&ws, "old.txt").as_deref(), Some("old\n"));
+    assert_eq!(read(&ws, "b.txt"), None);
+    assert_eq!(read(&ws, "renamed.txt"), None);
+    assert!(!executable(&ws, "tool.sh"));
+    let shown = env.show_json(&fork);
+    assert_eq!(shown["history"].as_array().unwrap().len(), 7);
+    assert_eq!(
+        statuses(&shown["todos"]),
+        ["in_progress", "pending", "pending"]
+    );
+
+    // From the fork, back to before the first write.
+    let earlier = json_of(
+        &env.pod()
+            .args(["rewind", &fork, "--to", "3", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(read(&ws, "a.txt"), None);
+    assert_eq!(read(&ws, "gone.txt").as_deref(), Some("bye\n"));
+    let second = earlier["session_id"].as_str().unwrap().to_string();
+
+    // A file changed by someone else since then: refused, listed, and
+    // done with --force.
+    std::fs::write(ws.join("old.txt"), "edited by hand\n").unwrap();
+    let out = env
+        .pod()
+        .args(["rewind", &second, "--to", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("changed outside session"), "{stderr}");
+    assert!(stderr.contains("M old.txt"), "{stderr}");
+    assert_eq!(read(&ws, "old.txt").as_deref(), Some("edited by hand\n"));
+    let out = env
+        .pod()
+        .args(["rewind", &second, "--to", "1", "--force"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_eq!(read(&ws, "old.txt").as_deref(), Some("old\n"));
+}
+
+#[test]
+fn a_session_killed_mid_call_rewinds_only_with_force() {
+    let env = TestEnv::new();
+    let ws = env.workspace();
+    std::fs::write(ws.join("keep.txt"), "kept\n").unwrap();
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            call("write_file", json!({"path": "a.txt", "content": "a\n"})),
+            call("bash", json!({"command": "echo partial > p.txt; sleep 60"})),
+            say("Never."),
+        ]),
+    );
+    let mut child = env
+        .pod_process()
+        .args(["run", "--yes", "--script"])
+        .arg(&script)
+        .arg("Work")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed while the command runs (its file is there).
+    let mut waited = 0;
+    while read(&ws, "p.txt").is_none() {
+        assert!(waited < 600, "the command never ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        waited += 1;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = env.sessions_json()[0]["id"].as_str().unwrap().to_string();
+
+    let out = env
+        .pod()
+        .args(["rewind", &id, "--to", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stopped while a call ran"), "{stderr}");
+    assert_eq!(read(&ws, "p.txt").as_deref(), Some("partial\n"));
+    let out = env
+        .pod()
+        .args(["rewind", &id, "--to", "3", "--force"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    // After item 3 (the write's result): a.txt, not the killed call's file.
+    assert_eq!(read(&ws, "a.txt").as_deref(), Some("a\n"));
+    assert_eq!(read(&ws, "p.txt"), None);
+    assert_eq!(read(&ws, "keep.txt").as_deref(), Some("kept\n"));
+    // The session itself still resumes (the call is closed as interrupted).
+    let out = env.pod().args(["show", &id, "--json"]).output().unwrap();
+    assert_success(&out);
+}

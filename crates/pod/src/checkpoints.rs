@@ -1,0 +1,201 @@
+//! Checkpoints as an interceptor: the workspace's files are snapshotted
+//! ([`pod_checkpoint`]) before and after each call that may change them,
+//! and each snapshot is a [`CheckpointRecord`] in the log with its call,
+//! so `pod diff` and `pod rewind` can tell what each step changed.
+//!
+//! It sits after the approval interceptor: a call that does not run gets
+//! no checkpoint. Only a root session takes them: a subagent's changes fall
+//! between its `task` call's two checkpoints in its parent. A failure (no
+//! `git`, a full disk) is said once and turns checkpoints off for the
+//! rest of the Pod's life; the calls run regardless.
+
+use crate::events::{EventBus, PodEvent};
+use crate::log::{CheckpointPhase, CheckpointRecord, LogRecord};
+use crate::store::LogWriter;
+use async_trait::async_trait;
+use chrono::Utc;
+
+use pod_worker::{Interceptor, PostToolAction, PreToolAction, ToolCallInfo, ToolResultInfo};
+
+/// Where the shadow object store lives in pod's home.
+pub const STORE_DIR: &str = "checkpoints.git";
+
+/// The index file of a session's checkpoints, in its directory.
+pub const INDEX_FILE: &str = "checkpoint.index";
+
+/// Whether a call of `tool` may change the workspace: the file tools,
+/// `bash`, a subagent, and any MCP tool (`SERVER__TOOL`).
+pub fn may_change_files(tool: &str) -> bool {
+    matches!(tool, "write_file" | "edit_file" | "bash" | "task") || tool.contains("__")
+}
+
+/// Takes the checkpoints.
+pub(crate) struct Checkpoints {
+    shadow: Shadow,
+    log: LogWriter,
+    events: EventBus,
+    off: bool,
+}
+
+impl Checkpoints {
+    pub(crate) fn new(shadow: Shadow, log: LogWriter, events: EventBus) -> Self {
+        Self {
+            shadow,
+            log,
+            events,
+            off: false,
+        }
+    }
+
+    async fn take(&mut self, call_id: &str, tool: &str, phase: CheckpointPhase) {
+        if self.off || !may_change_files(tool) {
+            return;
+        }
+        let record = match self.shadow.snapshot().await {
+            Ok(tree) => CheckpointRecord {
+                call_id: call_id.to_string(),
+                tool: tool.to_string(),
+                phase,
+                tree,
+                at: Utc::now(),
+            },
+            Err(err) => return self.give_up(&err.to_string()),
+        };
+        if let Err(err) = self.log.append(&LogRecord::Checkpoint(record), false).await {
+            self.give_up(&pod_llm::error_chain(&err));
+        }
+    }
+
+    fn give_up(&mut self, why: &str) {
+        tracing::warn!(error = %why, "checkpoints off for this session");
+        self.events.send(PodEvent::Error {
+            message: format!("checkpoints are off for the rest of this run: {why}"),
+        });
+        self.off = true;
+    }
+}
+
+#[async_trait]
+impl Interceptor for Checkpoints {
+    async fn pre_tool_call(&mut self, call: &mut ToolCallInfo) -> PreToolAction {
+        self.take(&call.call_id, &call.name, CheckpointPhase::Before)
+            .await;
+        PreToolAction::Continue
+    }
+
+    async fn post_tool_call(&mut self, result: &mut ToolResultInfo) -> PostToolAction {
+        self.take(&result.call_id, &result.name, CheckpointPhase::After)
+            .await;
+        PostToolAction::Continue
+    }
+}
+
+pub use pod_checkpoint::{Change, CheckpointError, Shadow};
+
+/// The checkpoints of session `id` (in pod's `home`) of `workspace`.
+pub fn shadow(home: &crate::PodHome, id: uuid::Uuid, workspace: std::path::PathBuf) -> Shadow {
+    Shadow::new(
+        home.path().join(STORE_DIR),
+        home.session_dir(id).join(INDEX_FILE),
+        workspace,
+    )
+}
+
+/// A session's checkpoints in log order, each with the number of history
+/// items before it (the numbers `pod show` and `pod fork --at` use).
+#[derive(Debug, Default)]
+pub struct Timeline {
+    points: Vec<(usize, CheckpointRecord)>,
+}
+
+impl Timeline {
+    /// The checkpoints of `records`.
+    pub fn of(records: &[LogRecord]) -> Self {
+        let mut items = 0;
+        let mut points = Vec::new();
+        for record in records {
+            match record {
+                LogRecord::Item(_) => items += 1,
+                LogRecord::Checkpoint(checkpoint) => points.push((items, checkpoint.clone())),
+                _ => {}
+            }
+        }
+        Self { points }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
+    /// The workspace's files as they were after the first `n` items: the
+    /// snapshot before the first call that ran after them, or, when none
+    /// did, the one after the last call. `None` without checkpoints.
+    pub fn after_items(&self, n: usize) -> Option<&str> {
+        self.points
+            .iter()
+            .find(|(items, c)| *items >= n && c.phase == CheckpointPhase::Before)
+            .or_else(|| self.last_after())
+            .map(|(_, c)| c.tree.as_str())
+    }
+
+    /// The files as the session's last call left them; `None` when the
+    /// last checkpoint is a call's "before" (the process died while it
+    /// ran: what it changed is not known) or there are none.
+    pub fn last_state(&self) -> Option<&str> {
+        match self.points.last() {
+            Some((_, c)) if c.phase == CheckpointPhase::After => Some(c.tree.as_str()),
+            _ => None,
+        }
+    }
+
+    fn last_after(&self) -> Option<&(usize, CheckpointRecord)> {
+        self.points
+            .iter()
+            .rev()
+            .find(|(_, c)| c.phase == CheckpointPhase::After)
+    }
+
+    /// Where the files changed between two of the session's calls, after
+    /// the first `n` items, by someone else: each call's "after" and the
+    /// next call's "before" that differ, as (after, before) trees.
+    pub fn gaps_after(&self, n: usize) -> Vec<(&str, &str)> {
+        self.points
+            .windows(2)
+            .filter(|pair| pair[1].0 >= n)
+            .filter(|pair| {
+                pair[0].1.phase == CheckpointPhase::After
+                    && pair[1].1.phase == CheckpointPhase::Before
+                    && pair[0].1.tree != pair[1].1.tree
+            })
+            .map(|pair| (pair[0].1.tree.as_str(), pair[1].1.tree.as_str()))
+            .collect()
+    }
+}
+
+/// Forks session `source` at `at` items (as [`crate::fork_session`]) for a
+/// workspace whose files are now `tree`: the fork's log ends with that
+/// checkpoint, so its own diffs and rewinds start from the files it was
+/// given.
+pub async fn fork_with_files(
+    store: &dyn crate::SessionStore,
+    source: uuid::Uuid,
+    at: usize,
+    tree: &str,
+) -> Result<uuid::Uuid, crate::PodError> {
+    let id = crate::fork_session(store, source, Some(at)).await?;
+    let opened = store.open(id, crate::Durability::Turn).await?;
+    let record = CheckpointRecord {
+        call_id: "rewind".into(),
+        tool: "rewind".into(),
+        phase: CheckpointPhase::After,
+        tree: tree.to_string(),
+        at: Utc::now(),
+    };
+    opened
+        .writer
+        .append(&LogRecord::Checkpoint(record), true)
+        .await?;
+    opened.writer.shutdown().await?;
+    Ok(id)
+}
