@@ -2,12 +2,13 @@
 //! tables for BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http] [--quick]
+//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
 //! `turns --turns=N` runs N turns; `http --watchers` only the watchers' table; `wire --api=chat|responses` one of the two OpenAI wires (both by default).
 
 mod cache;
+mod checkpoints;
 mod fleet;
 mod http;
 mod idle;
@@ -60,11 +61,12 @@ async fn main() -> ExitCode {
         "store",
         "http",
         "wire",
+        "checkpoints",
     ]
     .contains(&which)
     {
         eprintln!(
-            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http or wire"
+            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http, wire or checkpoints"
         );
         return ExitCode::from(2);
     }
@@ -99,6 +101,9 @@ async fn main() -> ExitCode {
         }
         if run("http") {
             http::run(quick).await?;
+        }
+        if run("checkpoints") {
+            checkpoints::run(quick).await?;
         }
         Ok::<(), Box<dyn std::error::Error>>(())
     }
