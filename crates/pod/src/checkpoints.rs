@@ -31,25 +31,36 @@ pub fn may_change_files(tool: &str) -> bool {
 
 /// Takes the checkpoints.
 pub(crate) struct Checkpoints {
-    shadow: Shadow,
+    shadow: std::sync::Arc<Shadow>,
     log: LogWriter,
     events: EventBus,
     off: bool,
+    // The first snapshot of the Pod's life, taken while its first request
+    // is out: on a large workspace it hashes every file, seconds that
+    // would otherwise fall on the first call.
+    warming: Option<tokio::task::JoinHandle<()>>,
+    warmed: bool,
 }
 
 impl Checkpoints {
     pub(crate) fn new(shadow: Shadow, log: LogWriter, events: EventBus) -> Self {
         Self {
-            shadow,
+            shadow: std::sync::Arc::new(shadow),
             log,
             events,
             off: false,
+            warming: None,
+            warmed: false,
         }
     }
 
     async fn take(&mut self, call_id: &str, tool: &str, phase: CheckpointPhase) {
         if self.off || !may_change_files(tool) {
             return;
+        }
+        // One snapshot at a time: they share the session's index.
+        if let Some(warming) = self.warming.take() {
+            let _ = warming.await;
         }
         let record = match self.shadow.snapshot().await {
             Ok(tree) => CheckpointRecord {
@@ -77,6 +88,20 @@ impl Checkpoints {
 
 #[async_trait]
 impl Interceptor for Checkpoints {
+    async fn on_run_start(&mut self, _run: &pod_worker::RunStart<'_>) {
+        if self.warmed || self.off {
+            return;
+        }
+        self.warmed = true;
+        let shadow = self.shadow.clone();
+        self.warming = Some(tokio::spawn(async move {
+            // A failure shows again, and is said, at the first call.
+            if let Err(err) = shadow.snapshot().await {
+                tracing::debug!(%err, "first workspace snapshot");
+            }
+        }));
+    }
+
     async fn pre_tool_call(&mut self, call: &mut ToolCallInfo) -> PreToolAction {
         self.take(&call.call_id, &call.name, CheckpointPhase::Before)
             .await;
