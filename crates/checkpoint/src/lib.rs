@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use tokio::process::Command;
 
+pub mod worktree;
+
 /// A workspace state: a git tree id (40 hex digits).
 pub type TreeId = String;
 
@@ -197,6 +199,35 @@ impl Shadow {
         let what = args.first().copied().unwrap_or("git");
         run(&all, Some((&self.store, index)), &self.workspace, what).await
     }
+}
+
+/// Runs `git ARGS` in `dir` on the repository there (the user's: their
+/// config applies), for what concerns that repository itself (worktrees).
+pub(crate) async fn run_plain(
+    dir: &Path,
+    args: &[&str],
+    what: &str,
+) -> Result<String, CheckpointError> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|source| CheckpointError::Spawn { source })?;
+    if !out.status.success() {
+        return Err(CheckpointError::Git {
+            what: what.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn lock_path(index: &Path) -> PathBuf {

@@ -566,6 +566,11 @@ pub struct RunArgs {
     /// The directory the agent works in.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Work in a new git worktree of the workspace's repository, on a new
+    /// branch from its HEAD (pod/ID), so parallel agents never touch each
+    /// other's files; `pod show` names the branch.
+    #[arg(long)]
+    pub worktree: bool,
     /// How the session runs.
     #[command(flatten)]
     pub session: SessionArgs,

@@ -51,6 +51,7 @@ pub struct Plan {
     mcp_config: Vec<PathBuf>,
     hooks: Vec<crate::record::RecordedHooks>,
     checkpoints: bool,
+    worktree: Option<crate::record::RecordedWorktree>,
     resume: Option<Resuming>,
 }
 
@@ -156,6 +157,7 @@ impl Launcher {
             mcp_config: flags.mcp_config.clone(),
             hooks,
             checkpoints,
+            worktree: None,
             resume: None,
         })
     }
@@ -194,6 +196,7 @@ impl Launcher {
             mcp_config: flags.mcp_config.clone(),
             hooks,
             checkpoints,
+            worktree: None,
             resume: Some(Resuming {
                 id,
                 assistant_items: loaded.assistant_items(),
@@ -210,11 +213,44 @@ impl Plan {
         self.resume.as_ref().map(|r| r.id)
     }
 
+    /// Makes the new session work in a git worktree of its workspace's
+    /// repository (in pod's home, on a new branch `pod/…` from `HEAD`)
+    /// and moves its workspace there.
+    pub async fn use_worktree(&mut self) -> Result<crate::record::RecordedWorktree, LaunchError> {
+        if self.resume.is_some() {
+            return Err(LaunchError::settings(
+                "a resumed session keeps its workspace",
+                "--worktree is for new sessions",
+            ));
+        }
+        let name = uuid::Uuid::new_v4().simple().to_string();
+        let path = self.place.home.path().join("worktrees").join(&name);
+        let branch = format!("pod/{}", &name[..8]);
+        let made = pod::checkpoints::worktree::add(&self.workspace, &path, &branch)
+            .await
+            .map_err(|err| {
+                LaunchError::settings(
+                    format!("cannot make a worktree: {err}"),
+                    "--worktree needs a workspace inside a git repository with a commit",
+                )
+            })?;
+        let recorded = crate::record::RecordedWorktree {
+            repo: made.repo,
+            path: made.path,
+            branch: made.branch,
+            workspace: made.workspace,
+        };
+        self.workspace = recorded.workspace.clone();
+        self.worktree = Some(recorded.clone());
+        Ok(recorded)
+    }
+
     /// What a new session would record, with the MCP servers its settings
     /// name (not started): what `pod submit` queues for a worker.
     pub fn record(&self) -> Result<Launch, LaunchError> {
         let mut launch = self.settings.launch();
         launch.hooks = self.hooks.clone();
+        launch.worktree = self.worktree.clone();
         launch.mcp_servers = self
             .servers()?
             .iter()
@@ -287,6 +323,7 @@ impl Plan {
         let mut launch = settings.launch();
         launch.mcp_servers = mcp::recorded(&started);
         launch.hooks = self.hooks.clone();
+        launch.worktree = self.worktree.clone();
         config.launch = launch.to_json();
         config.hooks = hooks::load(&self.hooks)?.map(Arc::new);
         config.checkpoints = self.checkpoints;

@@ -53,5 +53,5 @@ pub use error::LaunchError;
 pub use flags::{BudgetFlags, Flags, ModelFlags, SandboxFlags};
 pub use launcher::{Launcher, Options, Place, Plan, Prepared, Session};
 pub use model::{Choice, Model};
-pub use record::{Launch, RecordedApproval, RecordedHooks};
+pub use record::{Launch, RecordedApproval, RecordedHooks, RecordedWorktree};
 pub use settings::Resolved;

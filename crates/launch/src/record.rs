@@ -53,6 +53,22 @@ pub struct Launch {
     /// The hooks, as read when the session started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<RecordedHooks>,
+    /// The git worktree made for the session (`--worktree`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<RecordedWorktree>,
+}
+
+/// A session's own git worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedWorktree {
+    /// The repository it is a worktree of.
+    pub repo: std::path::PathBuf,
+    /// Its directory.
+    pub path: std::path::PathBuf,
+    /// Its branch.
+    pub branch: String,
+    /// Where the session works in it.
+    pub workspace: std::path::PathBuf,
 }
 
 /// The `"hooks"` object of one settings file, as read.
@@ -165,6 +181,7 @@ mod tests {
             }),
             mcp_servers: Vec::new(),
             hooks: Vec::new(),
+            worktree: None,
         };
         let mut header = SessionHeader::new(uuid::Uuid::nil(), "m".into(), "/w".into());
         header.launch = launch.to_json();

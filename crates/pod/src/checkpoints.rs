@@ -115,7 +115,7 @@ impl Interceptor for Checkpoints {
     }
 }
 
-pub use pod_checkpoint::{Change, CheckpointError, Shadow};
+pub use pod_checkpoint::{worktree, Change, CheckpointError, Shadow};
 
 /// The checkpoints of session `id` (in pod's `home`) of `workspace`.
 pub fn shadow(home: &crate::PodHome, id: uuid::Uuid, workspace: std::path::PathBuf) -> Shadow {

@@ -25,7 +25,15 @@ pub async fn run(args: RunArgs, place: super::Place) -> Result<Outcome> {
     let workspace = workspace(args.workspace.as_deref())?;
     let task = task(args.task.as_deref(), args.task_file.as_deref())?;
     let flags = args.session.flags(args.drive.until_done);
-    let plan = place.launcher().plan(&flags, workspace)?;
+    let mut plan = place.launcher().plan(&flags, workspace)?;
+    if args.worktree {
+        let made = plan.use_worktree().await?;
+        let _ = crate::output::eprint(&format!(
+            "working in worktree {} on branch {}\n",
+            made.path.display(),
+            made.branch
+        ));
+    }
     let session = super::launch(plan, &args.drive).await?;
     let id = session.session.handle.session_id();
     let driven = drive_session(

@@ -39,9 +39,13 @@ pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
     // A fleet runs every session until its plan is done. Resolved without
     // the API key: the worker that runs the session reads it from its own
     // environment.
-    let plan = place
+    let mut plan = place
         .launcher()
         .plan(&args.session.flags(true), workspace.clone())?;
+    let workspace = match args.worktree {
+        true => plan.use_worktree().await?.workspace,
+        false => workspace,
+    };
     let model_name = match Model::from_choice(&plan.settings.choice) {
         Ok(model) => model.provider.model_name(),
         Err(err) if is_missing_key(&err) => plan

@@ -238,6 +238,13 @@ fn head_and_history(loaded: &Loaded, style: Style) -> String {
             s.id
         ));
     }
+    if let Some(tree) = pod_launch::Launch::from_header(&loaded.header).and_then(|l| l.worktree) {
+        out.push_str(&format!(
+            "  worktree   branch {} of {}\n",
+            render::safe::line(&tree.branch),
+            render::safe::line(&tree.repo.display().to_string())
+        ));
+    }
     out.push_str(&format!("  log        {}\n\n", s.log_path));
     out.push_str(&render::history::history(&loaded.records, style));
     out

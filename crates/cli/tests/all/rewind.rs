@@ -222,3 +222,80 @@ fn a_session_killed_mid_call_rewinds_only_with_force() {
     let out = env.pod().args(["show", &id, "--json"]).output().unwrap();
     assert_success(&out);
 }
+
+/// Two sessions with --worktree in one repository, run at once: each
+/// writes the same file name in its own worktree and branch; the
+/// repository's own checkout is untouched.
+#[test]
+fn two_worktree_sessions_in_one_repository_never_touch_each_other() {
+    let env = TestEnv::new();
+    let ws = env.workspace();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&ws)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    std::fs::write(ws.join("README"), "repo\n").unwrap();
+    git(&["add", "README"]);
+    git(&["commit", "-q", "-m", "start"]);
+    let start = |who: &str| {
+        let script = env.script(
+            &format!("{who}.json"),
+            &script(vec![
+                call(
+                    "write_file",
+                    json!({"path": "notes.md", "content": format!("{who}\n")}),
+                ),
+                call("bash", json!({"command": "sleep 1; cat notes.md README"})),
+                say("Done."),
+            ]),
+        );
+        env.pod_process()
+            .args(["run", "--json", "--yes", "--worktree", "--script"])
+            .arg(&script)
+            .arg(format!("Write {who}'s notes"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (start("ann"), start("bob"));
+    let outs = [
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    ];
+    let mut seen = Vec::new();
+    for (who, out) in ["ann", "bob"].iter().zip(&outs) {
+        assert_success(out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("working in worktree"), "{stderr}");
+        let id = session_id(&ndjson(&out.stdout));
+        let shown = env.show_json(&id);
+        let dir = std::path::PathBuf::from(shown["session"]["workspace"].as_str().unwrap());
+        assert_ne!(dir, ws);
+        assert_eq!(
+            read(&dir, "notes.md").as_deref(),
+            Some(format!("{who}\n").as_str())
+        );
+        assert_eq!(read(&dir, "README").as_deref(), Some("repo\n"));
+        let human = env.pod().args(["show", &id]).output().unwrap();
+        let human = String::from_utf8_lossy(&human.stdout);
+        assert!(human.contains("worktree   branch pod/"), "{human}");
+        seen.push(dir);
+    }
+    assert_ne!(seen[0], seen[1]);
+    // The repository's checkout has neither agent's file; it has both
+    // branches.
+    assert_eq!(read(&ws, "notes.md"), None);
+    assert_eq!(git(&["branch", "--list", "pod/*"]).lines().count(), 2);
+}
