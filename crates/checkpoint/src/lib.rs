@@ -18,6 +18,10 @@ use tokio::process::Command;
 
 pub mod worktree;
 
+/// The store's attributes file, written last when a store is made: its
+/// presence says the store is complete.
+const ATTRIBUTES: &str = "info/attributes";
+
 /// A workspace state: a git tree id (40 hex digits).
 pub type TreeId = String;
 
@@ -147,6 +151,8 @@ impl Shadow {
         self.ensure_store().await?;
         let scratch = self.index.with_extension("restore");
         let _ = tokio::fs::remove_file(&scratch).await;
+        // Left by a restore that was killed: nothing else uses it.
+        let _ = tokio::fs::remove_file(lock_path(&scratch)).await;
         self.git(&["read-tree", from], &scratch).await?;
         // The index learns the files' stat data (they hold `from`).
         let _ = self
@@ -160,12 +166,14 @@ impl Shadow {
     }
 
     async fn ensure_store(&self) -> Result<(), CheckpointError> {
-        if tokio::fs::try_exists(self.store.join("HEAD"))
+        if tokio::fs::try_exists(self.store.join(ATTRIBUTES))
             .await
             .unwrap_or(false)
         {
             return Ok(());
         }
+        // A new store knows none of the objects an old index names.
+        let _ = tokio::fs::remove_file(&self.index).await;
         if let Some(parent) = self.store.parent() {
             tokio::fs::create_dir_all(parent)
                 .await
@@ -176,7 +184,22 @@ impl Shadow {
         }
         let mut init: Vec<OsString> = vec!["init".into(), "--bare".into(), "-q".into()];
         init.push(self.store.clone().into_os_string());
-        run(&init, None, &self.workspace, "init").await.map(|_| ())
+        run(&init, None, &self.workspace, "init").await?;
+        // Files are stored byte for byte: the workspace's .gitattributes
+        // (line endings, filters) must not apply to snapshots.
+        let attributes = self.store.join(ATTRIBUTES);
+        if let Some(dir) = attributes.parent() {
+            let _ = tokio::fs::create_dir_all(dir).await;
+        }
+        tokio::fs::write(
+            &attributes,
+            "* -text -eol -ident -filter -working-tree-encoding\n",
+        )
+        .await
+        .map_err(|source| CheckpointError::Io {
+            what: format!("cannot write {}", attributes.display()),
+            source,
+        })
     }
 
     async fn git(&self, args: &[&str], index: &Path) -> Result<String, CheckpointError> {
@@ -334,5 +357,27 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o111, 0o111);
+    }
+
+    #[tokio::test]
+    async fn the_workspaces_gitattributes_do_not_change_the_bytes() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let w = ws.path();
+        std::fs::write(w.join(".gitattributes"), "* text=auto eol=lf\n").unwrap();
+        std::fs::write(w.join("dos.txt"), "one\r\ntwo\r\n").unwrap();
+        let shadow = Shadow::new(
+            home.path().join("checkpoints.git"),
+            home.path().join("s.index"),
+            w.to_path_buf(),
+        );
+        let before = shadow.snapshot().await.unwrap();
+        std::fs::write(w.join("dos.txt"), "changed\n").unwrap();
+        let after = shadow.snapshot().await.unwrap();
+        shadow.restore(&after, &before).await.unwrap();
+        assert_eq!(std::fs::read(w.join("dos.txt")).unwrap(), b"one\r\ntwo\r\n");
+        // A store deleted under an old index is made again and works.
+        std::fs::remove_dir_all(home.path().join("checkpoints.git")).unwrap();
+        assert_eq!(shadow.snapshot().await.unwrap(), before);
     }
 }

@@ -187,7 +187,8 @@ impl Launcher {
             recorded.as_ref(),
             &workspace,
         )?;
-        let checkpoints = checkpoints(flags, &settings.file);
+        let checkpoints = checkpoints(flags, &settings.file)
+            && recorded.as_ref().is_none_or(|launch| launch.checkpoints);
         Ok(Plan {
             place: self.place.clone(),
             outbox: self.outbox.clone(),
@@ -250,6 +251,7 @@ impl Plan {
     pub fn record(&self) -> Result<Launch, LaunchError> {
         let mut launch = self.settings.launch();
         launch.hooks = self.hooks.clone();
+        launch.checkpoints = self.checkpoints;
         launch.worktree = self.worktree.clone();
         launch.mcp_servers = self
             .servers()?
@@ -323,6 +325,7 @@ impl Plan {
         let mut launch = settings.launch();
         launch.mcp_servers = mcp::recorded(&started);
         launch.hooks = self.hooks.clone();
+        launch.checkpoints = self.checkpoints;
         launch.worktree = self.worktree.clone();
         config.launch = launch.to_json();
         config.hooks = hooks::load(&self.hooks)?.map(Arc::new);

@@ -53,9 +53,21 @@ pub struct Launch {
     /// The hooks, as read when the session started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<RecordedHooks>,
+    /// Whether the session takes checkpoints (`--no-checkpoints` recorded,
+    /// so a fleet worker honours it).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub checkpoints: bool,
     /// The git worktree made for the session (`--worktree`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<RecordedWorktree>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(value: &bool) -> bool {
+    *value
 }
 
 /// A session's own git worktree.
@@ -181,6 +193,7 @@ mod tests {
             }),
             mcp_servers: Vec::new(),
             hooks: Vec::new(),
+            checkpoints: true,
             worktree: None,
         };
         let mut header = SessionHeader::new(uuid::Uuid::nil(), "m".into(), "/w".into());

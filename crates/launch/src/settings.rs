@@ -98,6 +98,7 @@ impl Resolved {
             sandbox: Some(self.sandbox),
             mcp_servers: Vec::new(),
             hooks: Vec::new(),
+            checkpoints: true,
             worktree: None,
         }
     }

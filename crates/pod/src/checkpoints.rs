@@ -17,6 +17,16 @@ use chrono::Utc;
 
 use pod_worker::{Interceptor, PostToolAction, PreToolAction, ToolCallInfo, ToolResultInfo};
 
+impl Drop for Checkpoints {
+    fn drop(&mut self) {
+        // A snapshot still being taken dies with the Pod (its git is
+        // killed; the index lock it leaves is cleared by the next one).
+        if let Some(warming) = self.warming.take() {
+            warming.abort();
+        }
+    }
+}
+
 /// Where the shadow object store lives in pod's home.
 pub const STORE_DIR: &str = "checkpoints.git";
 
@@ -54,6 +64,23 @@ impl Checkpoints {
         }
     }
 
+    /// Starts the Pod's first snapshot in the background, when its first
+    /// request is about to go out (a prompt refused before that costs
+    /// nothing).
+    fn warm(&mut self) {
+        if self.warmed || self.off {
+            return;
+        }
+        self.warmed = true;
+        let shadow = self.shadow.clone();
+        self.warming = Some(tokio::spawn(async move {
+            // A failure shows again, and is said, at the first call.
+            if let Err(err) = shadow.snapshot().await {
+                tracing::debug!(%err, "first workspace snapshot");
+            }
+        }));
+    }
+
     async fn take(&mut self, call_id: &str, tool: &str, phase: CheckpointPhase) {
         if self.off || !may_change_files(tool) {
             return;
@@ -88,18 +115,12 @@ impl Checkpoints {
 
 #[async_trait]
 impl Interceptor for Checkpoints {
-    async fn on_run_start(&mut self, _run: &pod_worker::RunStart<'_>) {
-        if self.warmed || self.off {
-            return;
-        }
-        self.warmed = true;
-        let shadow = self.shadow.clone();
-        self.warming = Some(tokio::spawn(async move {
-            // A failure shows again, and is said, at the first call.
-            if let Err(err) = shadow.snapshot().await {
-                tracing::debug!(%err, "first workspace snapshot");
-            }
-        }));
+    async fn pre_llm_request(
+        &mut self,
+        _request: &mut std::sync::Arc<Vec<pod_llm::Item>>,
+    ) -> pod_worker::PreRequestAction {
+        self.warm();
+        pod_worker::PreRequestAction::Continue
     }
 
     async fn pre_tool_call(&mut self, call: &mut ToolCallInfo) -> PreToolAction {

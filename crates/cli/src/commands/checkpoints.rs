@@ -96,14 +96,14 @@ pub async fn rewind(args: RewindArgs, place: super::Place) -> Result<Outcome> {
         if !outside.is_empty() {
             let files: Vec<String> = outside
                 .iter()
-                .map(|c| format!("  {} {}", c.status, crate::render::safe::line(&c.path)))
+                .map(|c| format!("{} {}", c.status, crate::render::safe::line(&c.path)))
                 .collect();
             bail!(Failure::new(
                 format!(
-                    "files in {} were changed outside session {id} since item {}:\n{}",
+                    "files in {} were changed outside session {id} since item {}: {}",
                     workspace.display(),
                     args.to,
-                    files.join("\n")
+                    files.join(", ")
                 ),
                 "rewinding would overwrite those changes; keep them elsewhere, then rewind with --force"
             ));
@@ -133,7 +133,10 @@ pub async fn rewind(args: RewindArgs, place: super::Place) -> Result<Outcome> {
         crate::output::print(&format!(
             "rewound {}: {} as after item {} of {id}\nforked {id} at item {} -> {fork}\n  continue with: pod resume {fork}\n",
             workspace.display(),
-            crate::render::plural(restored.len(), "file restored"),
+            match restored.len() {
+                1 => "1 file restored".to_string(),
+                n => format!("{n} files restored"),
+            },
             args.to,
             args.to,
         ))?;

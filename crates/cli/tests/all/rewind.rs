@@ -218,9 +218,11 @@ fn a_session_killed_mid_call_rewinds_only_with_force() {
     assert_eq!(read(&ws, "a.txt").as_deref(), Some("a\n"));
     assert_eq!(read(&ws, "p.txt"), None);
     assert_eq!(read(&ws, "keep.txt").as_deref(), Some("kept\n"));
-    // The session itself still resumes (the call is closed as interrupted).
-    let out = env.pod().args(["show", &id, "--json"]).output().unwrap();
+    // The session itself still resumes (the killed call is closed as
+    // interrupted, and the model goes on).
+    let out = env.pod().args(["resume", &id, "--yes"]).output().unwrap();
     assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Never."));
 }
 
 /// Two sessions with --worktree in one repository, run at once: each
