@@ -165,6 +165,30 @@ impl Shadow {
         done.map(|_| ())
     }
 
+    /// Writes the files of tree `tree` into `dir` (an empty or new
+    /// directory), as a checkout would: a copy of the workspace as it was.
+    pub async fn export(&self, tree: &str, dir: &Path) -> Result<(), CheckpointError> {
+        self.ensure_store().await?;
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|source| CheckpointError::Io {
+                what: format!("cannot create {}", dir.display()),
+                source,
+            })?;
+        let copy = Shadow {
+            store: self.store.clone(),
+            index: self.index.with_extension("export"),
+            workspace: dir.to_path_buf(),
+        };
+        let _ = tokio::fs::remove_file(&copy.index).await;
+        copy.git(&["read-tree", tree], &copy.index).await?;
+        let done = copy
+            .git(&["checkout-index", "--all", "--force"], &copy.index)
+            .await;
+        let _ = tokio::fs::remove_file(&copy.index).await;
+        done.map(|_| ())
+    }
+
     async fn ensure_store(&self) -> Result<(), CheckpointError> {
         if tokio::fs::try_exists(self.store.join(ATTRIBUTES))
             .await

@@ -702,6 +702,11 @@ pub struct ForkArgs {
     /// Keep the first N history items (default: all); `pod show` numbers them.
     #[arg(long, value_name = "N")]
     pub at: Option<usize>,
+    /// Also copy the workspace's files as they were after those items into
+    /// DIR (new or empty), from the session's checkpoints; the fork works
+    /// there.
+    #[arg(long, value_name = "DIR")]
+    pub files: Option<PathBuf>,
     /// Print the new session as JSON.
     #[arg(long)]
     pub json: bool,

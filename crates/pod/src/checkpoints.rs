@@ -220,16 +220,17 @@ impl Timeline {
 }
 
 /// Forks session `source` at `at` items (as [`crate::fork_session`]) for a
-/// workspace whose files are now `tree`: the fork's log ends with that
-/// checkpoint, so its own diffs and rewinds start from the files it was
-/// given.
+/// workspace whose files are now `tree` (in `workspace`, or the source's
+/// when `None`): the fork's log ends with that checkpoint, so its own
+/// diffs and rewinds start from the files it was given.
 pub async fn fork_with_files(
     store: &dyn crate::SessionStore,
     source: uuid::Uuid,
     at: usize,
     tree: &str,
+    workspace: Option<std::path::PathBuf>,
 ) -> Result<uuid::Uuid, crate::PodError> {
-    let id = crate::fork_session(store, source, Some(at)).await?;
+    let id = crate::fork_session_in(store, source, Some(at), workspace).await?;
     let opened = store.open(id, crate::Durability::Turn).await?;
     let record = CheckpointRecord {
         call_id: "rewind".into(),

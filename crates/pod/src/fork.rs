@@ -31,6 +31,17 @@ pub async fn fork_session(
     source: Uuid,
     at: Option<usize>,
 ) -> Result<Uuid, PodError> {
+    fork_session_in(store, source, at, None).await
+}
+
+/// [`fork_session`], the fork working in `workspace` instead of its
+/// source's (`pod fork --files DIR`, with the files as they were).
+pub async fn fork_session_in(
+    store: &dyn SessionStore,
+    source: Uuid,
+    at: Option<usize>,
+    workspace: Option<std::path::PathBuf>,
+) -> Result<Uuid, PodError> {
     let contents = store.read_before_damage(source).await?;
     let Some(source_header) = contents.header else {
         return Err(PodError::CorruptLog {
@@ -62,7 +73,11 @@ pub async fn fork_session(
         forked_from: Some((source, take)),
         // A fork starts the way its source did.
         launch: source_header.launch,
-        ..SessionHeader::new(id, source_header.model, source_header.workspace)
+        ..SessionHeader::new(
+            id,
+            source_header.model,
+            workspace.unwrap_or(source_header.workspace),
+        )
     };
     let log = store.create(&header, Durability::Turn).await?;
     for record in prefix {

@@ -71,7 +71,7 @@ pub use compact::{CompactionConfig, CompactionReport};
 pub use config::{Durability, InterceptorFactory, PodConfig, StartHook, DEFAULT_SYSTEM_PROMPT};
 pub use error::PodError;
 pub use events::PodEvent;
-pub use fork::{fork_item_count, fork_session};
+pub use fork::{fork_item_count, fork_session, fork_session_in};
 pub use gate::ApprovalGate;
 pub use handle::PodHandle;
 pub use home::{PodHome, LOG_FILE};

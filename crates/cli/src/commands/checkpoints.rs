@@ -114,7 +114,7 @@ pub async fn rewind(args: RewindArgs, place: super::Place) -> Result<Outcome> {
         .restore(&now, target)
         .await
         .context("cannot restore the workspace")?;
-    let fork = pod::checkpoints::fork_with_files(store, id, args.to, target)
+    let fork = pod::checkpoints::fork_with_files(store, id, args.to, target, None)
         .await
         .with_context(|| {
             format!(

@@ -40,9 +40,12 @@ pub async fn run(args: ForkArgs, place: super::Place) -> Result<Outcome> {
         )),
         _ => {}
     }
-    let id = pod::fork_session(store, source, args.at)
-        .await
-        .with_context(|| format!("cannot fork session {source}"))?;
+    let id = match &args.files {
+        None => pod::fork_session(store, source, args.at)
+            .await
+            .with_context(|| format!("cannot fork session {source}"))?,
+        Some(dir) => fork_with_files(&place, source, args.at.unwrap_or(sound), dir).await?,
+    };
     let fork = session::load(store, id).await?;
     if args.json {
         let json =
@@ -56,4 +59,40 @@ pub async fn run(args: ForkArgs, place: super::Place) -> Result<Outcome> {
         ))?;
     }
     Ok(Outcome::Done)
+}
+
+/// Forks `source` at `at` with its files as they were then, copied into
+/// `dir` (new or empty), where the fork works.
+async fn fork_with_files(
+    place: &super::Place,
+    source: uuid::Uuid,
+    at: usize,
+    dir: &std::path::Path,
+) -> Result<uuid::Uuid> {
+    let store = place.store.as_ref();
+    let occupied = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some());
+    if occupied {
+        bail!(Failure::new(
+            format!("{} is not empty", dir.display()),
+            "--files takes a new or empty directory"
+        ));
+    }
+    let dir =
+        std::path::absolute(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let loaded = session::load(store, source).await?;
+    let timeline = pod::checkpoints::Timeline::of(&loaded.records);
+    let Some(tree) = timeline.after_items(at) else {
+        bail!(Failure::new(
+            format!("session {source} has no checkpoints of its workspace"),
+            "fork without --files, or copy the files yourself"
+        ));
+    };
+    let shadow = pod::checkpoints::shadow(&place.home, source, loaded.header.workspace.clone());
+    shadow
+        .export(tree, &dir)
+        .await
+        .with_context(|| format!("cannot copy the files into {}", dir.display()))?;
+    pod::checkpoints::fork_with_files(store, source, at, tree, Some(dir))
+        .await
+        .with_context(|| format!("cannot fork session {source}"))
 }

@@ -61,7 +61,8 @@ pub async fn run(args: ShowArgs, place: super::Place) -> Result<Outcome> {
         let json = crate::render::safe::json(&doc, true).context("cannot encode the session")?;
         crate::output::print(&format!("{json}\n"))?;
     } else {
-        crate::output::print(&human(&loaded, &children, Style::for_stdout()))?;
+        let files = files_per_call(&place, &loaded).await;
+        crate::output::print(&human(&loaded, &children, &files, Style::for_stdout()))?;
     }
     Ok(Outcome::Done)
 }
@@ -89,7 +90,9 @@ async fn follow(
             print_json_record(index + 1, record)?;
         }
     } else {
-        crate::output::print(&head_and_history(&loaded, style))?;
+        // Followed live: what calls change shows in `pod diff`.
+        let files = std::collections::HashMap::new();
+        crate::output::print(&head_and_history(&loaded, &files, style))?;
     }
     let mut numbered = render::history::Numbered::after(loaded.summary.items);
     loop {
@@ -146,8 +149,58 @@ async fn children(store: &dyn pod::SessionStore, loaded: &Loaded) -> Vec<Summary
 }
 
 /// The human form: a head, the numbered history, the subagents, the todos.
-fn human(loaded: &Loaded, children: &[Summary], style: Style) -> String {
-    let mut out = head_and_history(loaded, style);
+/// What each call changed in the workspace, by call id, from its two
+/// checkpoints: `M a.txt, A b.txt`. Empty when the checkpoints cannot be
+/// read (a store on another machine): the history shows without them.
+async fn files_per_call(
+    place: &super::Place,
+    loaded: &Loaded,
+) -> std::collections::HashMap<String, String> {
+    use pod::log::{CheckpointPhase, LogRecord};
+    let shadow = pod::checkpoints::shadow(
+        &place.home,
+        loaded.summary.id,
+        loaded.header.workspace.clone(),
+    );
+    let mut before: std::collections::HashMap<&str, &str> = Default::default();
+    let mut files = std::collections::HashMap::new();
+    for record in &loaded.records {
+        let LogRecord::Checkpoint(c) = record else {
+            continue;
+        };
+        match c.phase {
+            CheckpointPhase::Before => {
+                before.insert(c.call_id.as_str(), c.tree.as_str());
+            }
+            CheckpointPhase::After => {
+                let Some(from) = before.get(c.call_id.as_str()).filter(|t| **t != c.tree) else {
+                    continue;
+                };
+                let Ok(changes) = shadow.changes(from, &c.tree).await else {
+                    return files;
+                };
+                let mut listed: Vec<String> = changes
+                    .iter()
+                    .take(10)
+                    .map(|change| format!("{} {}", change.status, change.path))
+                    .collect();
+                if changes.len() > 10 {
+                    listed.push(format!("and {} more", changes.len() - 10));
+                }
+                files.insert(c.call_id.clone(), listed.join(", "));
+            }
+        }
+    }
+    files
+}
+
+fn human(
+    loaded: &Loaded,
+    children: &[Summary],
+    files: &std::collections::HashMap<String, String>,
+    style: Style,
+) -> String {
+    let mut out = head_and_history(loaded, files, style);
     out.push('\n');
     if !children.is_empty() {
         out.push_str(&format!("  {}\n", style.bold("subagents:")));
@@ -180,7 +233,11 @@ fn human(loaded: &Loaded, children: &[Summary], style: Style) -> String {
 }
 
 /// The head and the numbered history.
-fn head_and_history(loaded: &Loaded, style: Style) -> String {
+fn head_and_history(
+    loaded: &Loaded,
+    files: &std::collections::HashMap<String, String>,
+    style: Style,
+) -> String {
     let s = &loaded.summary;
     let mut out = format!(
         "{} {}  {}\n",
@@ -246,6 +303,10 @@ fn head_and_history(loaded: &Loaded, style: Style) -> String {
         ));
     }
     out.push_str(&format!("  log        {}\n\n", s.log_path));
-    out.push_str(&render::history::history(&loaded.records, style));
+    out.push_str(&render::history::history_with_files(
+        &loaded.records,
+        files,
+        style,
+    ));
     out
 }

@@ -6,25 +6,33 @@ use super::{first_line, tool_call};
 use crate::style::Style;
 use pod::log::{CompactionRecord, LogRecord};
 use pod_llm::{Item, ItemKind, SystemKind};
+use std::collections::HashMap;
 
-/// Renders every record after the header.
-pub fn history(records: &[LogRecord], style: Style) -> String {
+/// Renders every record after the header, with what each call changed in
+/// the workspace (by call id) under its result.
+pub fn history_with_files(
+    records: &[LogRecord],
+    files: &HashMap<String, String>,
+    style: Style,
+) -> String {
     let items = records
         .iter()
         .filter(|r| matches!(r, LogRecord::Item(_)))
         .count();
-    Numbered::after(0)
-        .wide_enough_for(items)
-        .render(records, style)
+    let mut numbered = Numbered::after(0).wide_enough_for(items);
+    numbered.files = files.clone();
+    numbered.render(records, style)
 }
 
 /// Renders records as they arrive (`pod show --follow`), numbering items
-/// across calls as [`history`] numbers them.
+/// across calls as [`history_with_files`] numbers them.
 #[derive(Debug)]
 pub struct Numbered {
     number: usize,
     /// Columns of the number: every item's text starts in the same column.
     width: usize,
+    /// What calls changed in the workspace, by call id.
+    files: HashMap<String, String>,
 }
 
 impl Numbered {
@@ -33,6 +41,7 @@ impl Numbered {
         Self {
             number: seen,
             width: NUMBER_WIDTH,
+            files: HashMap::new(),
         }
         .wide_enough_for(seen + 1)
     }
@@ -103,8 +112,14 @@ impl Numbered {
                     .map(|r| format!(" ({})", super::safe::line(r)))
                     .unwrap_or_default()
             ))),
-            // Shown by `pod diff`, not here.
-            LogRecord::Checkpoint(_) | LogRecord::Header(_) => {}
+            LogRecord::Checkpoint(c) => {
+                if let Some(files) = self.files.get(&c.call_id) {
+                    out.push_str(
+                        &style.dim(&format!("      files: {}\n", super::safe::line(files))),
+                    );
+                }
+            }
+            LogRecord::Header(_) => {}
         }
         out
     }
@@ -297,7 +312,7 @@ mod tests {
         let records: Vec<LogRecord> = (1..=10_001)
             .map(|n| LogRecord::Item(Item::user(format!("text {n}\nmore {n}"))))
             .collect();
-        let shown = history(&records, Style::PLAIN);
+        let shown = history_with_files(&records, &HashMap::new(), Style::PLAIN);
         let columns: std::collections::BTreeSet<usize> = shown
             .lines()
             .map(|line| {

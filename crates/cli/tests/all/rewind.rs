@@ -110,6 +110,44 @@ fn diff_shows_what_the_session_changed_and_rewind_restores_each_point() {
     assert!(text.contains("-one\n+two\n"), "{text}");
     assert!(!text.contains("b.txt"), "{text}");
 
+    // pod show says what each call changed, under its result.
+    let out = env.pod().args(["show", &id]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("files: A a.txt\n"), "{shown}");
+    assert!(shown.contains("files: M a.txt\n"), "{shown}");
+    assert!(
+        shown.contains("files: A b.txt, D gone.txt, D old.txt, A renamed.txt, M tool.sh\n"),
+        "{shown}"
+    );
+
+    // A fork with the files as they were after the write, in a new
+    // directory; the workspace itself is left as it is.
+    let copy = env.pod_home().join("../copy");
+    let out = env
+        .pod()
+        .args(["fork", &id, "--at", "5", "--json", "--files"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let forked = json_of(&out);
+    assert_eq!(read(&copy, "a.txt").as_deref(), Some("one\n"));
+    assert_eq!(read(&copy, "gone.txt").as_deref(), Some("bye\n"));
+    assert_eq!(read(&copy, "b.txt"), None);
+    assert_eq!(read(&ws, "b.txt").as_deref(), Some("new\n"));
+    let in_copy = env.show_json(forked["id"].as_str().unwrap());
+    assert_eq!(
+        std::fs::canonicalize(in_copy["session"]["workspace"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(&copy).unwrap()
+    );
+    let out = env
+        .pod()
+        .args(["fork", &id, "--at", "5", "--files"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not empty"));
+
     // Back to after the edit: the bash step is undone, byte for byte and
     // mode for mode, and the fork's plan is the plan then.
     let rewound = json_of(
