@@ -339,3 +339,84 @@ fn two_worktree_sessions_in_one_repository_never_touch_each_other() {
     assert_eq!(read(&ws, "notes.md"), None);
     assert_eq!(git(&["branch", "--list", "pod/*"]).lines().count(), 2);
 }
+
+/// Two subagents started with worktree: true at once each write the same
+/// file name in their own worktree and branch; the parent's workspace has
+/// neither file, and each result names the branch.
+#[test]
+fn subagents_in_worktrees_write_side_by_side() {
+    let env = TestEnv::new();
+    let ws = env.workspace();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&ws)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    std::fs::write(ws.join("README"), "repo\n").unwrap();
+    git(&["add", "README"]);
+    git(&["commit", "-q", "-m", "start"]);
+    let child = |who: &str| {
+        json!({"task": format!("Write {who}"), "steps": [
+            call("write_file", json!({"path": "notes.md", "content": format!("{who}\n")})),
+            {"text": format!("{who} wrote notes.md")}
+        ]})
+    };
+    let script = env.script(
+        "s.json",
+        &json!({
+            "model": "scripted-test",
+            "steps": [
+                {"tool_calls": [
+                    {"name": "task", "arguments": {"description": "ann", "prompt": "Write ann", "worktree": true}},
+                    {"name": "task", "arguments": {"description": "bob", "prompt": "Write bob", "worktree": true}}
+                ]},
+                {"text": "Both wrote."}
+            ],
+            "agents": [child("ann"), child("bob")]
+        }),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("Split it")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = session_id(&ndjson(&out.stdout));
+    assert_eq!(read(&ws, "notes.md"), None);
+    let results: Vec<String> = env.show_json(&id)["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "tool_result")
+        .map(|item| item["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(results.len(), 2);
+    for (who, result) in ["ann", "bob"].iter().zip(&results) {
+        assert!(
+            result.contains(&format!("{who} wrote notes.md")),
+            "{result}"
+        );
+        let dir = result
+            .split("own git worktree ")
+            .nth(1)
+            .and_then(|rest| rest.split(" on branch ").next())
+            .unwrap_or_else(|| panic!("no worktree named: {result}"));
+        assert_eq!(
+            read(Path::new(dir), "notes.md").as_deref(),
+            Some(format!("{who}\n").as_str())
+        );
+    }
+    assert_eq!(git(&["branch", "--list", "pod/*"]).lines().count(), 2);
+}

@@ -40,6 +40,8 @@ pub(crate) struct Task {
     pub description: String,
     pub prompt: String,
     pub read_only: bool,
+    /// In its own git worktree (`POD_HOME/worktrees/ID`).
+    pub worktree: bool,
 }
 
 /// What a child's log says about it.
@@ -154,17 +156,55 @@ pub(crate) async fn exists(config: &PodConfig, id: Uuid) -> bool {
 /// Runs `task`'s child to its end (or finds it ended) and returns the
 /// call's result. Cancelling `cancel` cancels the child's turn.
 pub(crate) async fn run(parent: &Inner, task: Task, cancel: &CancellationToken) -> ToolOutput {
-    let config = child_config(parent, &task);
+    let mut config = child_config(parent, &task);
     let store = config.store();
+    let mut recorded_workspace = None;
     let found = match store.read(task.id).await {
-        Ok(contents) => match Report::of(&contents.records) {
-            report if report.ended => Found::Ended(report),
-            _ if has_prompt(&contents.records) => Found::Unfinished,
-            _ => Found::Unprompted,
-        },
+        Ok(contents) => {
+            recorded_workspace = contents.header.as_ref().map(|h| h.workspace.clone());
+            match Report::of(&contents.records) {
+                report if report.ended => Found::Ended(report),
+                _ if has_prompt(&contents.records) => Found::Unfinished,
+                _ => Found::Unprompted,
+            }
+        }
         Err(PodError::NoSuchSession { .. }) => Found::New,
         Err(err) => return failed(&task, "its session cannot be read", &err),
     };
+    let branch = format!("pod/{}", &task.id.simple().to_string()[..8]);
+    if task.worktree {
+        match (&found, recorded_workspace) {
+            // A child started before works where it started.
+            (Found::Unprompted | Found::Unfinished | Found::Ended(_), Some(workspace)) => {
+                config.workspace = workspace
+            }
+            _ => {
+                let path = config
+                    .home
+                    .path()
+                    .join("worktrees")
+                    .join(task.id.simple().to_string());
+                match crate::checkpoints::worktree::add(&parent.config.workspace, &path, &branch)
+                    .await
+                {
+                    Ok(made) => config.workspace = made.workspace,
+                    Err(err) => {
+                        return ToolOutput::error(format!(
+                            "Not run: the subagent's worktree could not be made ({err}). Call \
+                             `task` without `worktree`, or work in the workspace yourself."
+                        ))
+                    }
+                }
+            }
+        }
+    }
+    let worktree_note = task.worktree.then(|| {
+        format!(
+            "\n\nThe subagent worked in its own git worktree {} on branch {branch}: its changes \
+             are there, not in your workspace (merge the branch to take them).",
+            config.workspace.display()
+        )
+    });
     let link = ParentLink {
         session_id: parent.session_id,
         call_id: task.call_id.clone(),
@@ -176,7 +216,7 @@ pub(crate) async fn run(parent: &Inner, task: Task, cancel: &CancellationToken) 
     let (handle, prompt) = match found {
         Found::Ended(report) => {
             tracing::info!(child = %task.id, "the subagent had ended; its recorded answer is the result");
-            return report.output(&task, None);
+            return with_note(report.output(&task, None), worktree_note);
         }
         Found::New => (Pod::create(config, task.id, Some(link)).await, true),
         Found::Unprompted => (reopen(config, task.id, link, cancel).await, true),
@@ -196,7 +236,10 @@ pub(crate) async fn run(parent: &Inner, task: Task, cancel: &CancellationToken) 
         Err(err) => return failed(&task, "it failed", &err),
     };
     match store.read(task.id).await {
-        Ok(contents) => Report::of(&contents.records).output(&task, Some(&outcome.reason)),
+        Ok(contents) => with_note(
+            Report::of(&contents.records).output(&task, Some(&outcome.reason)),
+            worktree_note,
+        ),
         Err(err) => failed(&task, "its session cannot be read", &err),
     }
 }
@@ -309,6 +352,14 @@ fn child_config(parent: &Inner, task: &Task) -> PodConfig {
     // it wrapped), not each child.
     config.on_start.clear();
     config
+}
+
+/// `output` with `note` (where the child's changes are) after it.
+fn with_note(mut output: ToolOutput, note: Option<String>) -> ToolOutput {
+    if let Some(note) = note {
+        output.content.push_str(&note);
+    }
+    output
 }
 
 /// An error result for a child that could not run.

@@ -90,6 +90,10 @@ pub(crate) struct TaskArgs {
     /// Give the child only the tools that read.
     #[serde(default)]
     read_only: bool,
+    /// Run the child in its own git worktree of the workspace's
+    /// repository, on its own branch.
+    #[serde(default)]
+    worktree: bool,
 }
 
 #[async_trait::async_trait]
@@ -109,7 +113,10 @@ impl Tool for TaskTool {
              plan) is this call's result. Use it for independent work such as exploring one \
              area of a codebase or reviewing a change, to keep your own context small; several \
              calls in one response run in parallel (at most {} at once, {} per run). With \
-             read_only the subagent cannot write files or run commands.",
+             read_only the subagent cannot write files or run commands. With worktree it works \
+             in its own git worktree and branch of the workspace's repository (from HEAD), so \
+             parallel subagents that write never touch each other's files; the result names \
+             the branch to merge.",
             config.max_parallel, config.max_per_run
         )
     }
@@ -129,6 +136,10 @@ impl Tool for TaskTool {
                 "read_only": {
                     "type": "boolean",
                     "description": "Only tools that read: no writes, edits or commands"
+                },
+                "worktree": {
+                    "type": "boolean",
+                    "description": "Work in its own git worktree and branch (the workspace must be in a git repository)"
                 }
             },
             "required": ["description", "prompt"],
@@ -177,6 +188,7 @@ impl Tool for TaskTool {
             description: label(&args.description, &args.prompt),
             prompt: args.prompt,
             read_only: args.read_only,
+            worktree: args.worktree,
         };
         child::run(inner, task, &ctx.cancel).await
     }
