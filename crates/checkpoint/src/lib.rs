@@ -22,6 +22,11 @@ pub mod worktree;
 /// presence says the store is complete.
 const ATTRIBUTES: &str = "info/attributes";
 
+/// Files larger than this are left out of snapshots (and said so): a
+/// model's data set or a build artefact would fill the store for nothing
+/// an undo needs.
+pub const SIZE_LIMIT: u64 = 50 * 1024 * 1024;
+
 /// A workspace state: a git tree id (40 hex digits).
 pub type TreeId = String;
 
@@ -92,10 +97,92 @@ impl Shadow {
         if tokio::fs::try_exists(&lock).await.unwrap_or(false) {
             let _ = tokio::fs::remove_file(&lock).await;
         }
-        self.git(&["add", "--all", "--ignore-errors", "--", "."], &self.index)
-            .await?;
+        let excludes = self.skip_too_large().await?;
+        let excludes = format!("core.excludesFile={}", excludes.display());
+        self.git(
+            &[
+                "-c",
+                &excludes,
+                "add",
+                "--all",
+                "--ignore-errors",
+                "--",
+                ".",
+            ],
+            &self.index,
+        )
+        .await?;
         let tree = self.git(&["write-tree"], &self.index).await?;
         Ok(tree.trim().to_string())
+    }
+
+    /// The files left out of the snapshots for their size (over
+    /// [`SIZE_LIMIT`]), as of the last snapshot.
+    pub async fn skipped(&self) -> Vec<String> {
+        read_skipped(&self.skip_list()).await
+    }
+
+    fn skip_list(&self) -> PathBuf {
+        self.index.with_extension("skipped")
+    }
+
+    /// Brings the list of files too large to store up to date (the new or
+    /// changed files, and those listed before) and returns it, as an
+    /// excludes file; a tracked file that grew too large leaves the index.
+    async fn skip_too_large(&self) -> Result<PathBuf, CheckpointError> {
+        let list = self.skip_list();
+        let excludes = format!("core.excludesFile={}", list.display());
+        let candidates = self
+            .git(
+                &[
+                    "-c",
+                    &excludes,
+                    "ls-files",
+                    "-z",
+                    "--others",
+                    "--modified",
+                    "--exclude-standard",
+                ],
+                &self.index,
+            )
+            .await?;
+        let mut skipped: std::collections::BTreeSet<String> =
+            read_skipped(&list).await.into_iter().collect();
+        let too_large = |path: &str| {
+            std::fs::symlink_metadata(self.workspace.join(path))
+                .is_ok_and(|meta| meta.is_file() && meta.len() > SIZE_LIMIT)
+        };
+        skipped.retain(|path| too_large(path));
+        let mut grew = Vec::new();
+        for path in candidates.split('\0').filter(|p| !p.is_empty()) {
+            if too_large(path) && skipped.insert(path.to_string()) {
+                grew.push(path.to_string());
+            }
+        }
+        let text: String = skipped
+            .iter()
+            .map(|path| format!("/{}\n", escape(path)))
+            .collect();
+        tokio::fs::write(&list, text)
+            .await
+            .map_err(|source| CheckpointError::Io {
+                what: format!("cannot write {}", list.display()),
+                source,
+            })?;
+        if !grew.is_empty() {
+            let mut args = vec![
+                "--literal-pathspecs",
+                "rm",
+                "--cached",
+                "-f",
+                "-q",
+                "--ignore-unmatch",
+                "--",
+            ];
+            args.extend(grew.iter().map(String::as_str));
+            self.git(&args, &self.index).await?;
+        }
+        Ok(list)
     }
 
     /// The files that differ between two trees.
@@ -277,6 +364,40 @@ pub(crate) async fn run_plain(
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+async fn read_skipped(list: &Path) -> Vec<String> {
+    tokio::fs::read_to_string(list)
+        .await
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.strip_prefix('/'))
+        .map(unescape)
+        .collect()
+}
+
+/// `path` as a gitignore pattern that matches only itself.
+fn escape(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '\\' | '*' | '?' | '[' | '!' | '#' | ' ') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn unescape(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn lock_path(index: &Path) -> PathBuf {
     let mut name = index.as_os_str().to_owned();
     name.push(".lock");
@@ -403,5 +524,43 @@ mod tests {
         // A store deleted under an old index is made again and works.
         std::fs::remove_dir_all(home.path().join("checkpoints.git")).unwrap();
         assert_eq!(shadow.snapshot().await.unwrap(), before);
+    }
+
+    #[tokio::test]
+    async fn files_over_the_size_limit_are_left_out_and_listed() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let w = ws.path();
+        std::fs::write(w.join("a.txt"), "small\n").unwrap();
+        // Sparse: large without costing the disk.
+        let big = std::fs::File::create(w.join("big *.bin")).unwrap();
+        big.set_len(SIZE_LIMIT + 1).unwrap();
+        let shadow = Shadow::new(
+            home.path().join("checkpoints.git"),
+            home.path().join("s.index"),
+            w.to_path_buf(),
+        );
+        let first = shadow.snapshot().await.unwrap();
+        assert_eq!(shadow.skipped().await, ["big *.bin"]);
+        // Shrunk below the limit, it is captured again.
+        std::fs::write(w.join("big *.bin"), "now small\n").unwrap();
+        let second = shadow.snapshot().await.unwrap();
+        assert!(shadow.skipped().await.is_empty());
+        assert_eq!(
+            shadow.changes(&first, &second).await.unwrap(),
+            [Change {
+                status: 'A',
+                path: "big *.bin".into()
+            }]
+        );
+        // Grown past it, a captured file leaves the snapshots.
+        let again = std::fs::OpenOptions::new()
+            .write(true)
+            .open(w.join("big *.bin"))
+            .unwrap();
+        again.set_len(SIZE_LIMIT + 1).unwrap();
+        let third = shadow.snapshot().await.unwrap();
+        assert_eq!(third, first);
+        assert_eq!(shadow.skipped().await, ["big *.bin"]);
     }
 }

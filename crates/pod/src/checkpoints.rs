@@ -95,6 +95,7 @@ impl Checkpoints {
                 tool: tool.to_string(),
                 phase,
                 tree,
+                skipped: self.shadow.skipped().await,
                 at: Utc::now(),
             },
             Err(err) => return self.give_up(&err.to_string()),
@@ -136,7 +137,7 @@ impl Interceptor for Checkpoints {
     }
 }
 
-pub use pod_checkpoint::{worktree, Change, CheckpointError, Shadow};
+pub use pod_checkpoint::{worktree, Change, CheckpointError, Shadow, SIZE_LIMIT};
 
 /// The checkpoints of session `id` (in pod's `home`) of `workspace`.
 pub fn shadow(home: &crate::PodHome, id: uuid::Uuid, workspace: std::path::PathBuf) -> Shadow {
@@ -167,6 +168,18 @@ impl Timeline {
             }
         }
         Self { points }
+    }
+
+    /// The files left out of any snapshot for their size.
+    pub fn skipped(&self) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .points
+            .iter()
+            .flat_map(|(_, c)| c.skipped.iter().cloned())
+            .collect();
+        all.sort();
+        all.dedup();
+        all
     }
 
     /// Whether there are none.
@@ -237,6 +250,7 @@ pub async fn fork_with_files(
         tool: "rewind".into(),
         phase: CheckpointPhase::After,
         tree: tree.to_string(),
+        skipped: Vec::new(),
         at: Utc::now(),
     };
     opened

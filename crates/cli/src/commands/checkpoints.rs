@@ -37,12 +37,32 @@ pub async fn diff(args: DiffArgs, place: super::Place) -> Result<Outcome> {
             .iter()
             .map(|c| json!({"path": c.path, "status": status_word(c.status)}))
             .collect();
-        let doc = json!({"session_id": id, "from": from, "to": to, "files": files, "patch": patch});
+        let doc = json!({
+            "session_id": id,
+            "from": from,
+            "to": to,
+            "files": files,
+            "patch": patch,
+            "not_captured": timeline.skipped(),
+        });
         crate::output::print(&format!("{}\n", crate::render::safe::json(&doc, true)?))?;
-    } else if changes.is_empty() {
-        crate::output::print("no changes\n")?;
     } else {
-        crate::output::print(&crate::render::safe::text(&patch))?;
+        match changes.is_empty() {
+            true => crate::output::print("no changes\n")?,
+            false => crate::output::print(&crate::render::safe::text(&patch))?,
+        }
+        let skipped = timeline.skipped();
+        if !skipped.is_empty() {
+            let names: Vec<_> = skipped
+                .iter()
+                .map(|p| crate::render::safe::line(p).into_owned())
+                .collect();
+            let _ = crate::output::eprint(&format!(
+                "not captured (over {} MB, not in any snapshot): {}\n",
+                pod::checkpoints::SIZE_LIMIT >> 20,
+                names.join(", ")
+            ));
+        }
     }
     Ok(Outcome::Done)
 }

@@ -420,3 +420,45 @@ fn subagents_in_worktrees_write_side_by_side() {
     }
     assert_eq!(git(&["branch", "--list", "pod/*"]).lines().count(), 2);
 }
+
+/// A file over the size limit is left out of the snapshots, and `pod
+/// diff` says so instead of storing it.
+#[test]
+fn a_file_too_large_to_store_is_named_not_captured() {
+    let env = TestEnv::new();
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            call(
+                "bash",
+                json!({"command": "truncate -s 60M data.bin; echo small > a.txt"}),
+            ),
+            say("Done."),
+        ]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("Make data")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = session_id(&ndjson(&out.stdout));
+    let diff = json_of(&env.pod().args(["diff", &id, "--json"]).output().unwrap());
+    assert_eq!(diff["not_captured"], json!(["data.bin"]));
+    let paths: Vec<&str> = diff["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["a.txt"]);
+    let out = env.pod().args(["diff", &id]).output().unwrap();
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not captured (over 50 MB, not in any snapshot): data.bin"),
+        "{stderr}"
+    );
+}

@@ -83,6 +83,9 @@ pub struct CheckpointRecord {
     pub phase: CheckpointPhase,
     /// The git tree id of the workspace's files.
     pub tree: String,
+    /// Files left out for their size (`pod_checkpoint::SIZE_LIMIT`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
     /// When.
     pub at: DateTime<Utc>,
 }
