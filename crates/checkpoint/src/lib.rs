@@ -97,21 +97,47 @@ impl Shadow {
         if tokio::fs::try_exists(&lock).await.unwrap_or(false) {
             let _ = tokio::fs::remove_file(&lock).await;
         }
-        let excludes = self.skip_too_large().await?;
+        let (excludes, paths) = self.changed_paths().await?;
         let excludes = format!("core.excludesFile={}", excludes.display());
-        self.git(
-            &[
+        if !paths.is_empty() {
+            // Only what changed: git does not walk the workspace again.
+            let list = self.index.with_extension("paths");
+            let mut text = paths.join("\0");
+            text.push('\0');
+            tokio::fs::write(&list, text)
+                .await
+                .map_err(|source| CheckpointError::Io {
+                    what: format!("cannot write {}", list.display()),
+                    source,
+                })?;
+            let from = format!("--pathspec-from-file={}", list.display());
+            let named = [
                 "-c",
-                &excludes,
+                excludes.as_str(),
+                "--literal-pathspecs",
                 "add",
                 "--all",
                 "--ignore-errors",
-                "--",
-                ".",
-            ],
-            &self.index,
-        )
-        .await?;
+                from.as_str(),
+                "--pathspec-file-nul",
+            ];
+            if self.git(&named, &self.index).await.is_err() {
+                // A file gone since it was listed: take the whole tree.
+                self.git(
+                    &[
+                        "-c",
+                        &excludes,
+                        "add",
+                        "--all",
+                        "--ignore-errors",
+                        "--",
+                        ".",
+                    ],
+                    &self.index,
+                )
+                .await?;
+            }
+        }
         let tree = self.git(&["write-tree"], &self.index).await?;
         Ok(tree.trim().to_string())
     }
@@ -126,13 +152,14 @@ impl Shadow {
         self.index.with_extension("skipped")
     }
 
-    /// Brings the list of files too large to store up to date (the new or
-    /// changed files, and those listed before) and returns it, as an
-    /// excludes file; a tracked file that grew too large leaves the index.
-    async fn skip_too_large(&self) -> Result<PathBuf, CheckpointError> {
+    /// The files to stage: new, changed or deleted since the index, and
+    /// those that shrank back under [`SIZE_LIMIT`]; the ones over it are
+    /// listed in the session's excludes file (returned), and leave the
+    /// index if they were in it.
+    async fn changed_paths(&self) -> Result<(PathBuf, Vec<String>), CheckpointError> {
         let list = self.skip_list();
         let excludes = format!("core.excludesFile={}", list.display());
-        let candidates = self
+        let listed = self
             .git(
                 &[
                     "-c",
@@ -141,22 +168,32 @@ impl Shadow {
                     "-z",
                     "--others",
                     "--modified",
+                    "--deleted",
                     "--exclude-standard",
                 ],
                 &self.index,
             )
             .await?;
-        let mut skipped: std::collections::BTreeSet<String> =
-            read_skipped(&list).await.into_iter().collect();
+        let before = read_skipped(&list).await;
         let too_large = |path: &str| {
             std::fs::symlink_metadata(self.workspace.join(path))
                 .is_ok_and(|meta| meta.is_file() && meta.len() > SIZE_LIMIT)
         };
-        skipped.retain(|path| too_large(path));
+        let mut skipped: std::collections::BTreeSet<String> =
+            before.iter().filter(|p| too_large(p)).cloned().collect();
+        let mut paths: std::collections::BTreeSet<String> = before
+            .iter()
+            .filter(|p| !skipped.contains(*p) && self.workspace.join(p).exists())
+            .cloned()
+            .collect();
         let mut grew = Vec::new();
-        for path in candidates.split('\0').filter(|p| !p.is_empty()) {
-            if too_large(path) && skipped.insert(path.to_string()) {
-                grew.push(path.to_string());
+        for path in listed.split('\0').filter(|p| !p.is_empty()) {
+            if too_large(path) {
+                if skipped.insert(path.to_string()) {
+                    grew.push(path.to_string());
+                }
+            } else {
+                paths.insert(path.to_string());
             }
         }
         let text: String = skipped
@@ -182,7 +219,7 @@ impl Shadow {
             args.extend(grew.iter().map(String::as_str));
             self.git(&args, &self.index).await?;
         }
-        Ok(list)
+        Ok((list, paths.into_iter().collect()))
     }
 
     /// The files that differ between two trees.
@@ -325,6 +362,8 @@ impl Shadow {
             "core.quotePath=false",
             "-c",
             "advice.addEmbeddedRepo=false",
+            "-c",
+            "core.untrackedCache=true",
         ]
         .iter()
         .map(OsString::from)
