@@ -108,6 +108,47 @@ pub struct Page {
 /// twenty pages, each a few hundred KB.
 const PAGE: usize = 500;
 
+/// `GET /api/sessions/{id}/diff`: what the session changed in its
+/// workspace, from its first checkpoint to its last: the files, the
+/// unified patch, and the files left out for their size. A session
+/// without checkpoints (or whose store is on another machine) has none.
+pub async fn diff(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let id = resolve(&app, &id).await?;
+    let contents = app.store.read(id).await.map_err(store_error)?;
+    let timeline = pod::checkpoints::Timeline::of(&contents.records);
+    let (Some(from), Some(to), Some(header)) = (
+        timeline.after_items(0),
+        timeline.after_items(usize::MAX),
+        contents.header.as_ref(),
+    ) else {
+        return Ok(Json(
+            json!({"files": [], "patch": "", "not_captured": [], "checkpoints": false}),
+        ));
+    };
+    let shadow = pod::checkpoints::shadow(app.runner.home(), id, header.workspace.clone());
+    let (changes, patch) = match (shadow.changes(from, to).await, shadow.diff(from, to).await) {
+        (Ok(changes), Ok(patch)) => (changes, patch),
+        (Err(err), _) | (_, Err(err)) => {
+            return Err(ApiError::conflict(format!(
+                "the session's checkpoints cannot be read here: {err}"
+            )))
+        }
+    };
+    let files: Vec<serde_json::Value> = changes
+        .iter()
+        .map(|c| json!({"path": c.path, "status": c.status.to_string()}))
+        .collect();
+    Ok(Json(json!({
+        "files": files,
+        "patch": patch,
+        "not_captured": timeline.skipped(),
+        "checkpoints": true,
+    })))
+}
+
 /// `GET /api/sessions/{id}/history?after=SEQ&limit=N`: the log's records
 /// with their sequence numbers (the header is 0, the first record 1).
 pub async fn history(

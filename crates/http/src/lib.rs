@@ -232,6 +232,7 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
         .route("/sessions", get(api::list).post(api::create))
         .route("/sessions/{id}", get(api::get))
         .route("/sessions/{id}/history", get(api::history))
+        .route("/sessions/{id}/diff", get(api::diff))
         .route("/sessions/{id}/events", get(sse::session))
         .route("/sessions/{id}/prompt", post(api::prompt))
         .route("/sessions/{id}/notify", post(api::notify))

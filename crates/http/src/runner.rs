@@ -253,6 +253,11 @@ const PARKING_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 const DELTA_BUFFER: usize = 1024;
 
 impl Runner {
+    /// pod's home on this machine (where checkpoints are).
+    pub fn home(&self) -> &pod::PodHome {
+        &self.launcher.place().home
+    }
+
     /// A runner for the sessions `launcher` starts, within what `allowed`
     /// allows.
     pub fn new(launcher: Launcher, allowed: Allowed) -> Self {

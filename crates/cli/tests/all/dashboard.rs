@@ -193,6 +193,23 @@ async fn the_dashboard_follows_a_plan_live_allows_a_write_and_delivers_a_note() 
             "return document.getElementById('s-meta').dataset.status === 'done';",
         )
         .await;
+    // What the session changed: the file it wrote, from its checkpoints.
+    browser
+        .wait_for(
+            "the session's changes",
+            "return document.getElementById('s-changes').textContent.includes('notes.md');",
+        )
+        .await;
+    let patch = browser
+        .eval(
+            "return document.getElementById('s-patch-text').textContent;",
+            vec![],
+        )
+        .await;
+    assert!(
+        patch.as_str().unwrap_or("").contains("+++ b/notes.md"),
+        "{patch}"
+    );
     browser.screenshot("finished").await;
 }
 

@@ -296,6 +296,7 @@ async function openSession(id) {
   }));
   $("earlier").hidden = current.first === 0;
   const mine = current;
+  loadChanges(mine);
   openStream("session", "/sessions/" + s.id + "/events?after=" + current.first, {
     record: (r) => { clearStreamed(); append(r.seq, r.record); },
     delta: (d) => streamed(d),
@@ -313,8 +314,31 @@ async function openSession(id) {
           Object.assign(s, b.session);
           renderMeta();
         }).catch(() => {});
+        loadChanges(mine);
       }
     },
+  });
+}
+
+// What the session changed in its workspace (from its checkpoints).
+function loadChanges(mine) {
+  api("/sessions/" + mine.id + "/diff").then((d) => {
+    if (current !== mine) return;
+    const names = { A: "added", D: "deleted", M: "modified", T: "type changed" };
+    const items = d.files.map((f) => {
+      const li = el("li");
+      li.append(el("span", "change " + f.status, f.status), el("span", "", " " + f.path));
+      li.title = names[f.status] || f.status;
+      return li;
+    });
+    for (const path of d.not_captured || []) items.push(el("li", "dim", path + " (too large to capture)"));
+    $("s-changes-title").hidden = items.length === 0;
+    $("s-changes").replaceChildren(...items);
+    $("s-patch").hidden = !d.patch;
+    $("s-patch-text").textContent = d.patch || "";
+  }).catch(() => {
+    // Checkpoints on another machine: the page shows none.
+    $("s-changes-title").hidden = true;
   });
 }
 
