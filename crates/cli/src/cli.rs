@@ -69,10 +69,23 @@ pub struct GlobalArgs {
     /// Write diagnostics to this file instead of stderr.
     #[arg(long, value_name = "FILE", global = true)]
     pub log_file: Option<PathBuf>,
+    /// Diagnostics as text, or as JSON: one object per line (time, level,
+    /// target, fields, the spans it happened in), for a log collector.
+    #[arg(long, value_name = "FORMAT", global = true, default_value = "text")]
+    pub log_format: LogFormat,
     /// Where sessions live: a PostgreSQL URL (postgres://…) shared by a
     /// fleet, or a directory; default: the files under POD_HOME.
     #[arg(long, value_name = "URL", global = true, env = "POD_STORE")]
     pub store: Option<String>,
+}
+
+/// How diagnostics are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The subcommands.

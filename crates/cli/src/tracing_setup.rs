@@ -4,6 +4,7 @@
 use crate::cli::GlobalArgs;
 use anyhow::{Context, Result};
 use std::io::IsTerminal;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -26,8 +27,8 @@ pub fn init(args: &GlobalArgs) -> Result<()> {
     let log_says_it = args.log_file.is_none() && (args.verbose > 0 || from_env);
     let notices =
         (!log_says_it).then(|| crate::notices::layer().with_filter(crate::notices::only_retries()));
-    let registry = tracing_subscriber::registry().with(notices);
-    match &args.log_file {
+    let json = args.log_format == crate::cli::LogFormat::Json;
+    let (writer, ansi): (BoxMakeWriter, bool) = match &args.log_file {
         Some(path) => {
             let file = std::fs::OpenOptions::new()
                 .create(true)
@@ -35,20 +36,31 @@ pub fn init(args: &GlobalArgs) -> Result<()> {
                 .open(path)
                 .with_context(|| format!("cannot open log file {}", path.display()))?;
             let file = std::sync::Arc::new(file);
-            let log = tracing_subscriber::fmt::layer()
-                .with_ansi(false)
-                .with_writer(move || Forgiving(file.clone()))
-                .with_filter(filter);
-            registry.with(log).init();
+            (BoxMakeWriter::new(move || Forgiving(file.clone())), false)
         }
-        None => {
-            let log = tracing_subscriber::fmt::layer()
-                .with_ansi(std::io::stderr().is_terminal())
-                .with_writer(|| Forgiving(std::io::stderr()))
-                .with_filter(filter);
-            registry.with(log).init();
-        }
-    }
+        None => (
+            BoxMakeWriter::new(|| Forgiving(std::io::stderr())),
+            std::io::stderr().is_terminal(),
+        ),
+    };
+    let log = match json {
+        true => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_writer(writer)
+            .with_filter(filter)
+            .boxed(),
+        false => tracing_subscriber::fmt::layer()
+            .with_ansi(ansi)
+            .with_writer(writer)
+            .with_filter(filter)
+            .boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(notices)
+        .with(log)
+        .init();
     Ok(())
 }
 

@@ -143,9 +143,9 @@ impl Claim {
                 return Err(err.into());
             }
         };
-        let (handle, mcp) = (session.handle, session.mcp);
+        let (handle, mcp, prices) = (session.handle, session.mcp, session.prices);
         if let Some(api) = &self.api {
-            api.adopt(id, handle.clone());
+            api.adopt(id, handle.clone(), prices);
         }
         let turn = handle.continue_turn();
         tokio::pin!(turn);

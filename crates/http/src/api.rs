@@ -108,6 +108,41 @@ pub struct Page {
 /// twenty pages, each a few hundred KB.
 const PAGE: usize = 500;
 
+/// `GET /metrics`: the Prometheus text exposition ([`crate::metrics`]).
+pub async fn metrics(State(app): State<AppState>) -> Result<Response, ApiError> {
+    let mut sessions = std::collections::BTreeMap::new();
+    for entry in app
+        .summaries
+        .all(app.store.as_ref())
+        .await
+        .map_err(|e| ApiError::internal(format!("{e:#}")))?
+    {
+        *sessions
+            .entry(entry.summary.status.as_str().to_string())
+            .or_insert(0u64) += 1;
+    }
+    let waiting = waiting(&app, None).await?;
+    let now = chrono::Utc::now();
+    let oldest = waiting
+        .iter()
+        .map(|a| (now - a.asked_at).num_milliseconds().max(0) as f64 / 1000.0)
+        .fold(0.0, f64::max);
+    let text = app.runner.metrics().render(&crate::metrics::Gauges {
+        sessions,
+        approvals_waiting: waiting.len() as u64,
+        oldest_approval_seconds: oldest,
+        live: app.runner.live_count() as u64,
+    });
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}
+
 /// `GET /api/sessions/{id}/diff`: what the session changed in its
 /// workspace, from its first checkpoint to its last: the files, the
 /// unified patch, and the files left out for their size. A session

@@ -30,6 +30,7 @@ mod error;
 mod failure;
 mod guard;
 mod listing;
+pub mod metrics;
 pub mod runner;
 mod server;
 mod sse;
@@ -245,10 +246,19 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
         .method_not_allowed_fallback(|| async {
             error::ApiError::method_not_allowed("this endpoint does not take that method")
         })
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&token),
+            auth::require,
+        ))
+        .with_state(state.clone());
+    // Prometheus' scrape, with the same bearer token.
+    let metrics = Router::new()
+        .route("/metrics", get(api::metrics))
         .layer(axum::middleware::from_fn_with_state(token, auth::require))
         .with_state(state);
     Router::new()
         .nest("/api", api)
+        .merge(metrics)
         .route("/", get(assets::index))
         .route("/assets/{file}", get(assets::file))
         .fallback(|| async { error::ApiError::not_found("no such page") })

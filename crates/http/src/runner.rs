@@ -231,6 +231,8 @@ pub struct Runner {
     // event streams (the committed record follows each answer, so a
     // watcher that lags loses a preview, never content).
     deltas: broadcast::Sender<Delta>,
+    // What `/metrics` says, counted from the live sessions' events.
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// A piece of a live session's answer as its model streams it.
@@ -253,6 +255,16 @@ const PARKING_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 const DELTA_BUFFER: usize = 1024;
 
 impl Runner {
+    /// The counters `/metrics` shows.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+
+    /// How many sessions run in this process.
+    pub fn live_count(&self) -> usize {
+        self.state.lock().live.len()
+    }
+
     /// pod's home on this machine (where checkpoints are).
     pub fn home(&self) -> &pod::PodHome {
         &self.launcher.place().home
@@ -267,6 +279,7 @@ impl Runner {
             state: Arc::default(),
             starting: Arc::default(),
             deltas: broadcast::channel(DELTA_BUFFER).0,
+            metrics: Arc::default(),
         }
     }
 
@@ -371,7 +384,13 @@ impl Runner {
             .map_err(|e| ApiError::internal(chain(&e)))?;
         let id = session.handle.session_id();
         *id_cell.lock() = Some(id);
-        self.go_live(id, session.handle, Some(session.mcp), Some(request.task));
+        self.go_live(
+            id,
+            session.handle,
+            Some(session.mcp),
+            Some(request.task),
+            session.prices,
+        );
         Ok(id)
     }
 
@@ -398,8 +417,8 @@ impl Runner {
             self.spawn_turn(id, handle, Some(text));
             return Ok(());
         }
-        let (handle, mcp) = self.resume(id).await?;
-        self.go_live(id, handle, Some(mcp), Some(text));
+        let (handle, mcp, prices) = self.resume(id).await?;
+        self.go_live(id, handle, Some(mcp), Some(text), prices);
         Ok(())
     }
 
@@ -450,8 +469,8 @@ impl Runner {
             // Already continued by someone else here.
             return Ok(());
         }
-        let (handle, mcp) = self.resume(session).await?;
-        self.go_live(session, handle, Some(mcp), None);
+        let (handle, mcp, prices) = self.resume(session).await?;
+        self.go_live(session, handle, Some(mcp), None, prices);
         Ok(())
     }
 
@@ -554,9 +573,9 @@ impl Runner {
 
     /// A session a fleet worker of this process runs: its questions come
     /// here, and notifications and cancels reach it, until [`Self::release`].
-    pub fn adopt(&self, id: Uuid, handle: PodHandle) {
+    pub fn adopt(&self, id: Uuid, handle: PodHandle, prices: Option<pod_llm::Prices>) {
         let gone = CancellationToken::new();
-        self.watch_events(id, &handle, gone.clone());
+        self.watch_events(id, &handle, gone.clone(), prices);
         self.state.lock().live.insert(
             id,
             Live {
@@ -601,9 +620,10 @@ impl Runner {
         handle: PodHandle,
         mcp: Option<pod_mcp::McpServers>,
         text: Option<String>,
+        prices: Option<pod_llm::Prices>,
     ) {
         let gone = CancellationToken::new();
-        self.watch_events(id, &handle, gone.clone());
+        self.watch_events(id, &handle, gone.clone(), prices);
         self.state.lock().live.insert(
             id,
             Live {
@@ -620,16 +640,34 @@ impl Runner {
 
     /// Counts the session's notes down as the Pod delivers them, and
     /// passes its streamed text on to the event streams.
-    fn watch_events(&self, id: Uuid, handle: &PodHandle, gone: CancellationToken) {
+    fn watch_events(
+        &self,
+        id: Uuid,
+        handle: &PodHandle,
+        gone: CancellationToken,
+        prices: Option<pod_llm::Prices>,
+    ) {
         let mut events = handle.subscribe();
         let state = Arc::clone(&self.state);
         let deltas = self.deltas.clone();
+        let metrics = Arc::clone(&self.metrics);
         tokio::spawn(async move {
             loop {
                 let event = tokio::select! {
+                    // The session's last events come before it is let go.
+                    biased;
                     event = events.recv() => event,
-                    _ = gone.cancelled() => return,
+                    _ = gone.cancelled() => {
+                        // What it said before it was let go still counts.
+                        while let Ok(event) = events.try_recv() {
+                            metrics.observe(&event, prices.as_ref());
+                        }
+                        return;
+                    }
                 };
+                if let Ok(event) = &event {
+                    metrics.observe(event, prices.as_ref());
+                }
                 match event {
                     Ok(pod::PodEvent::NotificationDelivered { .. }) => {
                         if let Some(live) = state.lock().live.get_mut(&id) {
@@ -711,7 +749,10 @@ impl Runner {
     }
 
     /// Resumes session `id` here with its recorded settings.
-    async fn resume(&self, id: Uuid) -> Result<(PodHandle, pod_mcp::McpServers), ApiError> {
+    async fn resume(
+        &self,
+        id: Uuid,
+    ) -> Result<(PodHandle, pod_mcp::McpServers, Option<pod_llm::Prices>), ApiError> {
         let store = self.launcher.place().store.as_ref();
         let stat = store.stat(id).await.map_err(not_found_or_internal)?;
         if let Some(holder) = stat.holder {
@@ -773,7 +814,7 @@ impl Runner {
             ApiError::conflict(format!("cannot resume session {id}: {}", chain(&e)))
         })?;
         match prepared.start().await {
-            Ok(session) => Ok((session.handle, session.mcp)),
+            Ok(session) => Ok((session.handle, session.mcp, session.prices)),
             Err(err) => match err.pod_error() {
                 Some(PodError::SessionBusy { .. } | PodError::SessionLeased { .. }) => Err(
                     ApiError::conflict(format!("session {id} is busy: {}", chain(&err))),

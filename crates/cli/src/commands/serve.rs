@@ -154,8 +154,8 @@ impl pod_fleet::Api for Api {
         self.0.approver(id)
     }
 
-    fn adopt(&self, id: Uuid, handle: pod::PodHandle) {
-        self.0.adopt(id, handle);
+    fn adopt(&self, id: Uuid, handle: pod::PodHandle, prices: Option<pod_llm::Prices>) {
+        self.0.adopt(id, handle, prices);
     }
 
     fn release(&self, id: Uuid) {

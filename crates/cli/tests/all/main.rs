@@ -19,6 +19,7 @@ mod hooks;
 mod http;
 mod ledger;
 mod mcp;
+mod metrics;
 mod notify;
 mod questions;
 mod rewind;
