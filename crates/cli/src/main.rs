@@ -36,7 +36,9 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => return error::report(&anyhow::Error::new(err).context("cannot start tokio")),
     };
-    match runtime.block_on(commands::dispatch(cli.command, &cli.global)) {
+    let result = runtime.block_on(commands::dispatch(cli.command, &cli.global));
+    tracing_setup::shutdown();
+    match result {
         Ok(outcome) => outcome.into(),
         Err(err) => error::report(&err),
     }

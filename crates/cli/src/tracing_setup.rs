@@ -57,11 +57,79 @@ pub fn init(args: &GlobalArgs) -> Result<()> {
             .with_filter(filter)
             .boxed(),
     };
+    let otel = traces()?;
     tracing_subscriber::registry()
         .with(notices)
         .with(log)
+        .with(otel)
         .init();
     Ok(())
+}
+
+/// The tracer provider exporting spans, when OTLP is configured; shut
+/// down (its last spans sent) when the process ends.
+static TRACES: std::sync::OnceLock<opentelemetry_sdk::trace::SdkTracerProvider> =
+    std::sync::OnceLock::new();
+
+/// The OpenTelemetry layer, when the environment names an OTLP endpoint
+/// (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`,
+/// with `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME` and
+/// `OTEL_RESOURCE_ATTRIBUTES` as the SDK reads them); `None` otherwise, so
+/// nothing is exported and nothing costs.
+fn traces<S>() -> Result<Option<impl tracing_subscriber::Layer<S>>>
+where
+    S: tracing::Subscriber + Send + Sync + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use opentelemetry::trace::TracerProvider as _;
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    if disabled
+        || !(set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    {
+        return Ok(None);
+    }
+    let protocol = std::env::var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        .or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        .unwrap_or_default();
+    if !protocol.is_empty() && protocol != "http/protobuf" {
+        let _ = crate::output::eprint(&format!(
+            "pod: OTLP protocol {protocol:?} is not supported; spans go as http/protobuf\n"
+        ));
+    }
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .build()
+        .context("cannot build the OTLP span exporter (OTEL_EXPORTER_OTLP_* settings)")?;
+    let mut resource = opentelemetry_sdk::Resource::builder();
+    if !set("OTEL_SERVICE_NAME") {
+        resource = resource.with_service_name("pod");
+    }
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource.build())
+        .build();
+    let tracer = provider.tracer("pod");
+    let _ = TRACES.set(provider);
+    // pod's own spans and events at info and above: the runs, requests and
+    // calls, not the libraries' internals.
+    let ours = tracing_subscriber::filter::filter_fn(|meta| {
+        meta.target().starts_with("pod") && *meta.level() <= tracing::Level::INFO
+    });
+    Ok(Some(
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_filter(ours),
+    ))
+}
+
+/// Sends the spans still buffered (a bounded wait) before the process
+/// exits.
+pub fn shutdown() {
+    if let Some(provider) = TRACES.get() {
+        if let Err(err) = provider.shutdown() {
+            tracing::debug!(%err, "OTLP shutdown");
+        }
+    }
 }
 
 /// A writer whose failures are dropped: diagnostics on a closed stderr

@@ -14,6 +14,9 @@ pub(crate) enum Command {
     Prompt {
         text: Option<String>,
         reply: oneshot::Sender<Result<TurnOutcome, PodError>>,
+        /// The caller's span: the run's span is its child (a subagent's run
+        /// under its parent's `task` call).
+        caller: tracing::Span,
     },
     Notify {
         text: String,
@@ -78,7 +81,13 @@ impl PodHandle {
 
     async fn run(&self, text: Option<String>) -> Result<TurnOutcome, PodError> {
         let (reply, done) = oneshot::channel();
-        self.send(Command::Prompt { text, reply }).await?;
+        let caller = tracing::Span::current();
+        self.send(Command::Prompt {
+            text,
+            reply,
+            caller,
+        })
+        .await?;
         done.await.map_err(|_| PodError::Closed)?
     }
 

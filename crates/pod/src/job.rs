@@ -10,6 +10,7 @@ use pod_worker::{PersistKind, TurnOutcome, WorkerError};
 use std::panic::AssertUnwindSafe;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
 /// Where a job's answer goes.
@@ -23,6 +24,8 @@ pub(crate) enum Job {
         text: Option<String>,
         /// The caller.
         reply: Reply<TurnOutcome>,
+        /// The caller's span, the run's parent.
+        caller: tracing::Span,
     },
     /// Compact now.
     Compact {
@@ -145,8 +148,24 @@ pub(crate) async fn run(mut parts: TurnParts, job: Job, cancel: CancellationToke
         PodError::Crashed(message)
     }
     let (answer, crashed) = match job {
-        Job::Prompt { text, reply } => {
-            let run = AssertUnwindSafe(parts.run_prompt(text, &cancel));
+        Job::Prompt {
+            text,
+            reply,
+            caller,
+        } => {
+            // One span per run (a prompt, or a continue, and every request
+            // and call of it), as the GenAI conventions name an agent's.
+            let session = parts.compaction.log.session_id();
+            let span = tracing::info_span!(
+                parent: &caller,
+                "invoke_agent",
+                otel.name = "invoke_agent pod",
+                gen_ai.operation.name = "invoke_agent",
+                gen_ai.agent.name = "pod",
+                gen_ai.conversation.id = %session,
+                pod.session.id = %session,
+            );
+            let run = AssertUnwindSafe(parts.run_prompt(text, &cancel).instrument(span));
             let (result, crashed) = match run.catch_unwind().await {
                 Ok(result) => (result, false),
                 Err(panic) => (Err(crash(panic)), true),

@@ -463,7 +463,15 @@ impl PodActor {
 
     async fn handle(&mut self, command: Command) {
         match command {
-            Command::Prompt { text, reply } => self.queue.push_back(Job::Prompt { text, reply }),
+            Command::Prompt {
+                text,
+                reply,
+                caller,
+            } => self.queue.push_back(Job::Prompt {
+                text,
+                reply,
+                caller,
+            }),
             Command::Compact { reply } => self.queue.push_back(Job::Compact { reply }),
             Command::Notify { text } => self.notifications.push(text),
             Command::Cancel { interrupt } => match &mut self.running {

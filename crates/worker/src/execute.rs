@@ -15,6 +15,7 @@ use pod_llm::{Item, ItemKind, ToolCall};
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// A call after `pre_tool_call`: it runs, its result is known, or it is
 /// left open (parked: no result until the session is continued).
@@ -219,7 +220,16 @@ async fn execute_one(
         call_id: info.call_id.clone(),
         cancel: cancel.child_token(),
     };
-    let call = AssertUnwindSafe(tool.call_json(&info.arguments, ctx)).catch_unwind();
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = %format!("execute_tool {}", info.name),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %info.name,
+        gen_ai.tool.call.id = %info.call_id,
+    );
+    let call = AssertUnwindSafe(tool.call_json(&info.arguments, ctx))
+        .catch_unwind()
+        .instrument(span);
     tokio::pin!(call);
     let finished = tokio::select! {
         biased;

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Settings of a [`Worker`].
 #[derive(Debug, Clone)]
@@ -270,10 +271,28 @@ impl Worker {
                 }
                 Step::Send => {
                     let request = prepared.take().unwrap_or_else(|| Arc::clone(&self.history));
-                    match self
+                    // One span per model request, named and attributed as
+                    // the OpenTelemetry GenAI conventions say; the usage is
+                    // recorded on it when the answer is in.
+                    let model = self.provider.model_name();
+                    let span = tracing::info_span!(
+                        "chat",
+                        otel.name = %format!("chat {model}"),
+                        otel.kind = "client",
+                        gen_ai.operation.name = "chat",
+                        gen_ai.request.model = %model,
+                        gen_ai.usage.input_tokens = tracing::field::Empty,
+                        gen_ai.usage.output_tokens = tracing::field::Empty,
+                        gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
+                        gen_ai.usage.cache_creation.input_tokens = tracing::field::Empty,
+                        gen_ai.response.finish_reasons = tracing::field::Empty,
+                        pod.request.number = i64::from(turn.requests()),
+                    );
+                    let sent = self
                         .send(request, turn.requests(), turn.meter(), observer, cancel)
-                        .await?
-                    {
+                        .instrument(span)
+                        .await?;
+                    match sent {
                         Some(answer) => turn.answered(answer),
                         None => turn.cancelled(),
                     }
@@ -353,6 +372,26 @@ impl Worker {
         };
         if let Some(usage) = response.usage {
             observer.on_event(WorkerEvent::Usage(usage));
+            let span = tracing::Span::current();
+            // As signed integers: OpenTelemetry's attributes have no
+            // unsigned ones (a u64 would arrive as a string).
+            let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            span.record("gen_ai.usage.input_tokens", int(usage.prompt_tokens));
+            span.record("gen_ai.usage.output_tokens", int(usage.completion_tokens));
+            span.record(
+                "gen_ai.usage.cache_read.input_tokens",
+                int(usage.cache_read_tokens),
+            );
+            span.record(
+                "gen_ai.usage.cache_creation.input_tokens",
+                int(usage.cache_write_tokens),
+            );
+        }
+        if let Some(finish) = &response.finish {
+            tracing::Span::current().record(
+                "gen_ai.response.finish_reasons",
+                tracing::field::debug(finish),
+            );
         }
         let calls = self.unique_call_ids(response.tool_calls);
         tracing::debug!(

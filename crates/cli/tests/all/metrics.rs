@@ -153,3 +153,125 @@ fn json_logs_are_one_object_per_line() {
         "{stderr}"
     );
 }
+
+/// OTLP traces: a run is a trace with a span per model request and per
+/// tool call, named and attributed as the GenAI conventions say; a
+/// subagent's run is a child of the parent's `task` call. Received by a
+/// loopback OTLP/HTTP endpoint and decoded with opentelemetry-proto.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_exports_its_trace_over_otlp() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use opentelemetry_proto::tonic::trace::v1::Span;
+    use pod_testkit::server::{LoopbackServer, Reply};
+    use prost::Message;
+
+    let collector = LoopbackServer::start((0..50).map(|_| Reply::status(200, "")).collect()).await;
+    let env = TestEnv::new();
+    let script = env.script(
+        "s.json",
+        &json!({
+            "model": "scripted-test",
+            "steps": [
+                {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+                {"tool_calls": [{"name": "task", "arguments": {"description": "count", "prompt": "Count the notes"}}]},
+                {"text": "Done."}
+            ],
+            "agents": [{"task": "Count the notes", "steps": [{"text": "There are none."}]}]
+        }),
+    );
+    let mut command = env.pod_process();
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url(""))
+        .env("OTEL_SERVICE_NAME", "pod-under-test")
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&script)
+        .arg("Look and count");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_success(&out);
+    let id = session_id(&ndjson(&out.stdout));
+
+    let mut spans: Vec<Span> = Vec::new();
+    for request in collector.requests() {
+        assert_eq!(request.path(), "/v1/traces");
+        assert_eq!(
+            request.header("content-type"),
+            Some("application/x-protobuf")
+        );
+        let export = ExportTraceServiceRequest::decode(request.body.as_slice()).unwrap();
+        for resource in export.resource_spans {
+            let service = resource
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|kv| kv.key == "service.name")
+                .and_then(|kv| kv.value.as_ref()?.value.clone());
+            assert_eq!(service, Some(Any::StringValue("pod-under-test".into())));
+            for scope in resource.scope_spans {
+                spans.extend(scope.spans);
+            }
+        }
+    }
+    let attr = |span: &Span, key: &str| -> Option<Any> {
+        span.attributes
+            .iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.as_ref()?.value.clone())
+    };
+    let named = |name: &str| -> Vec<&Span> { spans.iter().filter(|s| s.name == name).collect() };
+    let runs = named("invoke_agent pod");
+    assert_eq!(
+        runs.len(),
+        2,
+        "the run and the subagent's: {:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    let root = runs
+        .iter()
+        .find(|s| s.parent_span_id.is_empty())
+        .expect("a root run span");
+    assert_eq!(
+        attr(root, "gen_ai.conversation.id"),
+        Some(Any::StringValue(id.clone()))
+    );
+    assert_eq!(
+        attr(root, "gen_ai.operation.name"),
+        Some(Any::StringValue("invoke_agent".into()))
+    );
+    // Everything is one trace.
+    assert!(spans.iter().all(|s| s.trace_id == root.trace_id));
+    // The requests and calls of the run are its children.
+    let chats: Vec<&Span> = named("chat scripted-test")
+        .into_iter()
+        .filter(|s| s.parent_span_id == root.span_id)
+        .collect();
+    assert_eq!(chats.len(), 3);
+    let list = named("execute_tool list_dir");
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].parent_span_id, root.span_id);
+    assert_eq!(
+        attr(list[0], "gen_ai.tool.name"),
+        Some(Any::StringValue("list_dir".into()))
+    );
+    // The subagent's run is a child of the task call.
+    let task = named("execute_tool task");
+    assert_eq!(task.len(), 1);
+    let child = runs.iter().find(|s| !s.parent_span_id.is_empty()).unwrap();
+    assert_eq!(child.parent_span_id, task[0].span_id);
+    // The usage on the request spans is the session's.
+    let output: i64 = chats
+        .iter()
+        .map(|s| match attr(s, "gen_ai.usage.output_tokens") {
+            Some(Any::IntValue(n)) => n,
+            other => panic!("output tokens: {other:?}"),
+        })
+        .sum();
+    let usage = env.show_json(&id)["session"]["usage"].clone();
+    assert_eq!(output, usage["completion_tokens"].as_i64().unwrap());
+    assert_eq!(
+        attr(chats[0], "gen_ai.request.model"),
+        Some(Any::StringValue("scripted-test".into()))
+    );
+}
