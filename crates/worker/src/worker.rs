@@ -274,13 +274,14 @@ impl Worker {
                     // One span per model request, named and attributed as
                     // the OpenTelemetry GenAI conventions say; the usage is
                     // recorded on it when the answer is in.
-                    let model = self.provider.model_name();
+                    // Field values are computed only when a subscriber
+                    // wants the span (OTLP configured): free otherwise.
                     let span = tracing::info_span!(
                         "chat",
-                        otel.name = %format!("chat {model}"),
+                        otel.name = %format!("chat {}", self.provider.model_name()),
                         otel.kind = "client",
                         gen_ai.operation.name = "chat",
-                        gen_ai.request.model = %model,
+                        gen_ai.request.model = %self.provider.model_name(),
                         gen_ai.usage.input_tokens = tracing::field::Empty,
                         gen_ai.usage.output_tokens = tracing::field::Empty,
                         gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
