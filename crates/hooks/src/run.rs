@@ -197,10 +197,15 @@ mod tests {
             matches!(big, Ran::Exited { code: 0, ref stdout, .. } if stdout.len() == 1000),
             "{big:?}"
         );
-        let marker = dir.path().join("still-running");
-        let command = format!("(sleep 2; touch {}) & sleep 30", marker.display());
+        // A background child writes its pid, then waits: the timeout must
+        // kill it with the hook (its process group).
+        let pid_file = dir.path().join("child.pid");
+        let command = format!(
+            "(sh -c 'echo $$ > {}; exec sleep 30') & sleep 30",
+            pid_file.display()
+        );
         let hung = run(
-            &hook(&command, 200),
+            &hook(&command, 500),
             &json!({}),
             dir.path(),
             &[],
@@ -208,11 +213,28 @@ mod tests {
         )
         .await;
         assert!(
-            matches!(hung, Ran::Failed(ref why) if why.contains("timeout of 0.2 s")),
+            matches!(hung, Ran::Failed(ref why) if why.contains("timeout of 0.5 s")),
             "{hung:?}"
         );
-        // The group was killed: its background child never wrote.
-        tokio::time::sleep(Duration::from_millis(2_500)).await;
-        assert!(!marker.exists());
+        let pid = std::fs::read_to_string(&pid_file).expect("the child started");
+        let stat = format!("/proc/{}/stat", pid.trim());
+        // Gone, or a zombie waiting for its reaper: not running. SIGKILL
+        // lands a moment after kill(2) returns: polled, a minute at most.
+        let running = || {
+            std::fs::read_to_string(&stat)
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .map(|rest| rest.trim_start().to_string())
+                })
+                .is_some_and(|rest| !rest.starts_with('Z'))
+        };
+        let mut polls = 0;
+        while running() {
+            assert!(polls < 6_000, "{stat} still runs");
+            polls += 1;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }
