@@ -110,6 +110,8 @@ where
         .build();
     let tracer = provider.tracer("pod");
     let _ = TRACES.set(provider);
+    // Runs that continue a session carry on its trace (pod::trace).
+    pod::trace::set_trace_context(std::sync::Arc::new(OtelContext));
     // pod's own spans and events at info and above: the runs, requests and
     // calls, not the libraries' internals.
     let ours = tracing_subscriber::filter::filter_fn(|meta| {
@@ -120,6 +122,55 @@ where
             .with_tracer(tracer)
             .with_filter(ours),
     ))
+}
+
+/// Span contexts as W3C `traceparent` strings, for the log.
+struct OtelContext;
+
+impl pod::trace::TraceContext for OtelContext {
+    fn traceparent(&self, span: &tracing::Span) -> Option<String> {
+        use opentelemetry::trace::TraceContextExt as _;
+        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+        let context = span.context();
+        let span = context.span();
+        let ids = span.span_context();
+        ids.is_valid().then(|| {
+            format!(
+                "00-{}-{}-{:02x}",
+                ids.trace_id(),
+                ids.span_id(),
+                ids.trace_flags().to_u8()
+            )
+        })
+    }
+
+    fn continue_from(&self, span: &tracing::Span, traceparent: &str) {
+        use opentelemetry::trace::{
+            SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState,
+        };
+        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+        let mut parts = traceparent.split('-');
+        let (Some("00"), Some(trace), Some(parent), Some(flags)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return;
+        };
+        let (Ok(trace), Ok(parent), Ok(flags)) = (
+            TraceId::from_hex(trace),
+            SpanId::from_hex(parent),
+            u8::from_str_radix(flags, 16),
+        ) else {
+            return;
+        };
+        let remote = SpanContext::new(
+            trace,
+            parent,
+            TraceFlags::new(flags),
+            true,
+            TraceState::default(),
+        );
+        let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(remote));
+    }
 }
 
 /// Sends the spans still buffered (a bounded wait) before the process

@@ -45,7 +45,8 @@ pub fn accepted_todo_lists(records: &[LogRecord]) -> Vec<(usize, Vec<TodoItem>)>
             | LogRecord::Answer(_)
             | LogRecord::Ended(_)
             | LogRecord::Hook(_)
-            | LogRecord::Checkpoint(_) => {}
+            | LogRecord::Checkpoint(_)
+            | LogRecord::Trace(_) => {}
         }
     }
     lists

@@ -45,6 +45,39 @@ impl Job {
     }
 }
 
+/// Links a run's span to the session's trace, when traces are exported: a
+/// run that continues the session (`continues`: no prompt, no caller) is
+/// a child of the last run recorded, and the run's own context is
+/// recorded for the next.
+async fn trace(parts: &mut TurnParts, span: &tracing::Span, continues: bool) {
+    let Some(context) = crate::trace::context() else {
+        return;
+    };
+    if continues {
+        if let Some(last) = &parts.trace {
+            context.continue_from(span, last);
+        }
+    }
+    let Some(traceparent) = context.traceparent(span) else {
+        return;
+    };
+    let record = crate::log::TraceRecord {
+        traceparent: traceparent.clone(),
+        at: chrono::Utc::now(),
+    };
+    // Only a link for the reader of traces: a failure to record it loses
+    // no work, so it is said and the run goes on.
+    if let Err(err) = parts
+        .compaction
+        .log
+        .append(&crate::log::LogRecord::Trace(record), false)
+        .await
+    {
+        tracing::warn!(err = %pod_llm::error_chain(&err), "cannot record the run's trace context");
+    }
+    parts.trace = Some(traceparent);
+}
+
 /// What the log says of a turn that did not finish: failed, cancelled or
 /// interrupted (by the person at the terminal), with what a cancel cut.
 /// `None` for a turn that ended by its answer, a budget, a question or a
@@ -165,6 +198,7 @@ pub(crate) async fn run(mut parts: TurnParts, job: Job, cancel: CancellationToke
                 gen_ai.conversation.id = %session,
                 pod.session.id = %session,
             );
+            trace(&mut parts, &span, text.is_none() && caller.is_none()).await;
             let run = AssertUnwindSafe(parts.run_prompt(text, &cancel).instrument(span));
             let (result, crashed) = match run.catch_unwind().await {
                 Ok(result) => (result, false),

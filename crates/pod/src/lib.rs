@@ -61,6 +61,7 @@ mod session;
 pub mod store;
 pub mod subagents;
 mod tools;
+pub mod trace;
 mod turn;
 
 pub use approval::{

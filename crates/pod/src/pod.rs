@@ -365,6 +365,7 @@ fn build_parts(
             hooks: hooks.cloned(),
         },
         subagents,
+        trace: questions.last_trace().map(str::to_string),
     }
 }
 

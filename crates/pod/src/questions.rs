@@ -32,6 +32,8 @@ pub struct Questions {
     standing: Vec<(String, ApprovalDecision)>,
     // What hooks decided, by call id (the last record of each call).
     hooked: HashMap<String, HookRecord>,
+    // The last run's span context, when traces were exported.
+    last_trace: Option<String>,
 }
 
 /// What a question waits for, or what was decided about it.
@@ -78,6 +80,7 @@ impl Questions {
             LogRecord::Hook(hook) => {
                 self.hooked.insert(hook.call_id.clone(), hook.clone());
             }
+            LogRecord::Trace(trace) => self.last_trace = Some(trace.traceparent.clone()),
             _ => {}
         }
     }
@@ -92,6 +95,12 @@ impl Questions {
             .filter(|(call, _)| waiting.contains(call.as_str()))
             .map(|(call, record)| (call.clone(), record.clone()))
             .collect()
+    }
+
+    /// The last run's span context (W3C `traceparent`), if one was
+    /// recorded.
+    pub fn last_trace(&self) -> Option<&str> {
+        self.last_trace.as_deref()
     }
 
     /// The question with this id.

@@ -61,7 +61,8 @@ pub fn replay_into(
             | LogRecord::Answer(_)
             | LogRecord::Ended(_)
             | LogRecord::Hook(_)
-            | LogRecord::Checkpoint(_) => {}
+            | LogRecord::Checkpoint(_)
+            | LogRecord::Trace(_) => {}
         }
     }
     let interrupted = unanswered_calls(&history)
@@ -139,7 +140,8 @@ impl TodoReplay {
             | LogRecord::Answer(_)
             | LogRecord::Ended(_)
             | LogRecord::Hook(_)
-            | LogRecord::Checkpoint(_) => {}
+            | LogRecord::Checkpoint(_)
+            | LogRecord::Trace(_) => {}
         }
     }
 
@@ -167,7 +169,8 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
             | LogRecord::Answer(_)
             | LogRecord::Ended(_)
             | LogRecord::Hook(_)
-            | LogRecord::Checkpoint(_) => {}
+            | LogRecord::Checkpoint(_)
+            | LogRecord::Trace(_) => {}
         }
     }
     items

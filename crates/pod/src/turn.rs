@@ -27,6 +27,9 @@ pub(crate) struct TurnParts {
     pub compaction: CompactionSetup,
     /// The `task` tool's children, counted per run.
     pub subagents: Option<Subagents>,
+    /// The last run's span context (W3C `traceparent`), when traces are
+    /// exported: a run that continues the session carries on its trace.
+    pub trace: Option<String>,
 }
 
 /// What compaction needs besides the worker.

@@ -119,7 +119,7 @@ impl Numbered {
                     );
                 }
             }
-            LogRecord::Header(_) => {}
+            LogRecord::Header(_) | LogRecord::Trace(_) => {}
         }
         out
     }

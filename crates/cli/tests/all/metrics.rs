@@ -275,3 +275,90 @@ async fn a_run_exports_its_trace_over_otlp() {
         Some(Any::StringValue("scripted-test".into()))
     );
 }
+
+/// A session killed mid-run and resumed by another process stays one
+/// trace: the resumed run's span is a child of the killed run's, whose
+/// context the log kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_session_carries_on_its_trace() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use pod_testkit::server::{LoopbackServer, Reply};
+    use prost::Message;
+
+    let collector = LoopbackServer::start((0..50).map(|_| Reply::status(200, "")).collect()).await;
+    let env = TestEnv::new();
+    let script = env.script(
+        "s.json",
+        &script(vec![
+            call("bash", json!({"command": "touch started; sleep 60"})),
+            say("Resumed and done."),
+        ]),
+    );
+    let endpoint = collector.url("");
+    let mut first = env.pod_process();
+    first
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .args(["run", "--yes", "--script"])
+        .arg(&script)
+        .arg("Work")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = first.spawn().unwrap();
+    let mut polls = 0;
+    while !env.workspace().join("started").exists() {
+        assert!(polls < 600, "the command never ran");
+        polls += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = env.sessions_json()[0]["id"].as_str().unwrap().to_string();
+
+    let mut again = env.pod_process();
+    again
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .args(["resume", "--yes", &id]);
+    let out = tokio::task::spawn_blocking(move || again.output().unwrap())
+        .await
+        .unwrap();
+    assert_success(&out);
+
+    // The log kept both runs' contexts, in one trace.
+    let log = env.pod_home().join("sessions").join(&id).join("log.jsonl");
+    let traces: Vec<String> = std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|line| {
+            line.as_object()?.values().find_map(|r| {
+                r.get("trace")?
+                    .get("traceparent")?
+                    .as_str()
+                    .map(String::from)
+            })
+        })
+        .collect();
+    assert_eq!(traces.len(), 2, "{traces:?}");
+    let field = |tp: &str, n: usize| tp.split('-').nth(n).unwrap().to_string();
+    assert_eq!(field(&traces[0], 1), field(&traces[1], 1), "one trace");
+    // What the resumed process exported: its run, a child of the first.
+    let mut runs = Vec::new();
+    for request in collector.requests() {
+        let export = ExportTraceServiceRequest::decode(request.body.as_slice()).unwrap();
+        for resource in export.resource_spans {
+            for scope in resource.scope_spans {
+                runs.extend(
+                    scope
+                        .spans
+                        .into_iter()
+                        .filter(|s| s.name == "invoke_agent pod"),
+                );
+            }
+        }
+    }
+    assert_eq!(runs.len(), 1, "the killed process exported nothing");
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(hex(&runs[0].trace_id), field(&traces[0], 1));
+    assert_eq!(hex(&runs[0].parent_span_id), field(&traces[0], 2));
+    assert_eq!(hex(&runs[0].span_id), field(&traces[1], 2));
+}

@@ -181,7 +181,7 @@ function itemNodes(record) {
     return [el("div", "item asked", "answered: " + words(a.decision) + (by ? " (" + by + ")" : ""))];
   }
   // The workspace's snapshots around a call: `pod diff` shows them.
-  if (record.checkpoint) return [];
+  if (record.checkpoint || record.trace) return [];
   if (record.hook) {
     const h = record.hook;
     if (h.decision === "none") return [];

@@ -13,7 +13,7 @@ pub use reader::{
 pub use record::{
     AnswerRecord, CheckpointPhase, CheckpointRecord, CompactionRecord, EndedHow, EndedRecord,
     HookDecision, HookRecord, LogRecord, ParentLink, QuestionRecord, SessionHeader, StoppedRecord,
-    LOG_FORMAT_VERSION,
+    TraceRecord, LOG_FORMAT_VERSION,
 };
 pub(crate) use writer::lock as lock_exclusive;
 pub use writer::{is_locked, FileLog};

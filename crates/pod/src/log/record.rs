@@ -41,6 +41,9 @@ pub enum LogRecord {
     Hook(HookRecord),
     /// The workspace's files before or after a call that may change them.
     Checkpoint(CheckpointRecord),
+    /// A run's span context, when traces are exported: a run that
+    /// continues the session carries on its trace.
+    Trace(TraceRecord),
 }
 
 impl LogRecord {
@@ -57,8 +60,18 @@ impl LogRecord {
             LogRecord::Ended(ended) => Some(ended.at),
             LogRecord::Hook(hook) => Some(hook.at),
             LogRecord::Checkpoint(checkpoint) => Some(checkpoint.at),
+            LogRecord::Trace(trace) => Some(trace.at),
         }
     }
+}
+
+/// A [`LogRecord::Trace`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceRecord {
+    /// The run's span as a W3C `traceparent`.
+    pub traceparent: String,
+    /// When the run started.
+    pub at: DateTime<Utc>,
 }
 
 /// When a [`CheckpointRecord`] was taken.
