@@ -126,7 +126,9 @@ impl Target {
                     }
                     format!("status {status}")
                 }
-                Err(err) => chain(&err),
+                // Without the URL: a webhook's secret is often in its path
+                // (Slack, Discord), and this goes to the log.
+                Err(err) => chain(&err.without_url()),
             };
             tracing::warn!(%session, kind = kind.type_name(), attempt, error = %why, "webhook delivery failed");
         }

@@ -226,10 +226,11 @@ async fn execute_one(
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = %info.name,
         gen_ai.tool.call.id = %info.call_id,
+        otel.status_code = tracing::field::Empty,
     );
     let call = AssertUnwindSafe(tool.call_json(&info.arguments, ctx))
         .catch_unwind()
-        .instrument(span);
+        .instrument(span.clone());
     tokio::pin!(call);
     let finished = tokio::select! {
         biased;
@@ -241,7 +242,7 @@ async fn execute_one(
             ),
         },
     };
-    finished.unwrap_or_else(|panic| {
+    let output = finished.unwrap_or_else(|panic| {
         let message = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -252,5 +253,10 @@ async fn execute_one(
             "The tool `{}` crashed ({message}). Its effects are unknown; check before retrying.",
             info.name
         ))
-    })
+    });
+    if output.is_error {
+        // A failed call is an error on its span (OpenTelemetry's status).
+        span.record("otel.status_code", "ERROR");
+    }
+    output
 }

@@ -389,10 +389,13 @@ impl Worker {
             );
         }
         if let Some(finish) = &response.finish {
-            tracing::Span::current().record(
-                "gen_ai.response.finish_reasons",
-                tracing::field::debug(finish),
-            );
+            // The conventions' words (`stop`, `tool_calls`, …), as the
+            // provider wire names them.
+            let word = serde_json::to_value(finish)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            tracing::Span::current().record("gen_ai.response.finish_reasons", word.as_str());
         }
         let calls = self.unique_call_ids(response.tool_calls);
         tracing::debug!(

@@ -174,6 +174,7 @@ async fn a_run_exports_its_trace_over_otlp() {
             "model": "scripted-test",
             "steps": [
                 {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+                {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing.txt"}}]},
                 {"tool_calls": [{"name": "task", "arguments": {"description": "count", "prompt": "Count the notes"}}]},
                 {"text": "Done."}
             ],
@@ -247,7 +248,7 @@ async fn a_run_exports_its_trace_over_otlp() {
         .into_iter()
         .filter(|s| s.parent_span_id == root.span_id)
         .collect();
-    assert_eq!(chats.len(), 3);
+    assert_eq!(chats.len(), 4);
     let list = named("execute_tool list_dir");
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].parent_span_id, root.span_id);
@@ -273,6 +274,19 @@ async fn a_run_exports_its_trace_over_otlp() {
     assert_eq!(
         attr(chats[0], "gen_ai.request.model"),
         Some(Any::StringValue("scripted-test".into()))
+    );
+    assert_eq!(
+        attr(chats[0], "gen_ai.response.finish_reasons"),
+        Some(Any::StringValue("tool_calls".into()))
+    );
+    // A call that failed is an error on its span; one that worked is not.
+    assert_ne!(list[0].status.as_ref().map(|s| s.code), Some(2));
+    let failed = named("execute_tool read_file");
+    assert_eq!(
+        failed[0].status.as_ref().map(|s| s.code),
+        Some(2),
+        "{:?}",
+        failed[0].status
     );
 }
 
