@@ -61,6 +61,12 @@ async fn trace(parts: &mut TurnParts, span: &tracing::Span, continues: bool) {
     let Some(traceparent) = context.traceparent(span) else {
         return;
     };
+    // On the span itself too, so a JSON log line of the run names it.
+    let mut ids = traceparent.split('-').skip(1);
+    if let (Some(trace_id), Some(span_id)) = (ids.next(), ids.next()) {
+        span.record("trace_id", trace_id);
+        span.record("span_id", span_id);
+    }
     let record = crate::log::TraceRecord {
         traceparent: traceparent.clone(),
         at: chrono::Utc::now(),
@@ -197,6 +203,8 @@ pub(crate) async fn run(mut parts: TurnParts, job: Job, cancel: CancellationToke
                 gen_ai.agent.name = "pod",
                 gen_ai.conversation.id = %session,
                 pod.session.id = %session,
+                trace_id = tracing::field::Empty,
+                span_id = tracing::field::Empty,
             );
             trace(&mut parts, &span, text.is_none() && caller.is_none()).await;
             let run = AssertUnwindSafe(parts.run_prompt(text, &cancel).instrument(span));

@@ -154,6 +154,45 @@ fn json_logs_are_one_object_per_line() {
     );
 }
 
+/// With traces exported, a JSON log line written during a run names the
+/// run's trace and span.
+#[tokio::test(flavor = "multi_thread")]
+async fn json_logs_name_the_trace_when_traces_are_exported() {
+    use pod_testkit::server::{LoopbackServer, Reply};
+    let collector = LoopbackServer::start((0..20).map(|_| Reply::status(200, "")).collect()).await;
+    let env = TestEnv::new();
+    let script = env.script(
+        "s.json",
+        &script(vec![call("list_dir", json!({"path": "."})), say("ok")]),
+    );
+    let mut command = env.pod_process();
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url(""))
+        .args(["--log-format", "json", "-vv", "run", "--script"])
+        .arg(&script)
+        .arg("hi");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let in_run: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| line["fields"]["message"] == "tool result committed")
+        .collect();
+    assert!(!in_run.is_empty(), "{stderr}");
+    let run = in_run[0]["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "invoke_agent")
+        .unwrap_or_else(|| panic!("{}", in_run[0]))
+        .clone();
+    assert_eq!(run["trace_id"].as_str().unwrap().len(), 32, "{run}");
+    assert_eq!(run["span_id"].as_str().unwrap().len(), 16, "{run}");
+}
+
 /// OTLP traces: a run is a trace with a span per model request and per
 /// tool call, named and attributed as the GenAI conventions say; a
 /// subagent's run is a child of the parent's `task` call. Received by a
@@ -371,6 +410,14 @@ async fn a_resumed_session_carries_on_its_trace() {
         }
     }
     assert_eq!(runs.len(), 1, "the killed process exported nothing");
+    // The span carries its ids as attributes too (what a JSON log line of
+    // the run names).
+    let ids: Vec<_> = runs[0]
+        .attributes
+        .iter()
+        .filter(|kv| kv.key == "trace_id" || kv.key == "span_id")
+        .collect();
+    assert_eq!(ids.len(), 2, "{:?}", runs[0].attributes);
     let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     assert_eq!(hex(&runs[0].trace_id), field(&traces[0], 1));
     assert_eq!(hex(&runs[0].parent_span_id), field(&traces[0], 2));
