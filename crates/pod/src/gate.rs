@@ -23,6 +23,7 @@ use pod_worker::PreToolAction;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// The session's policy and the front end that answers `ask`.
 /// "Always" and "never" answers update the policy for the rest of the
@@ -222,23 +223,33 @@ impl ApprovalGate {
             return self.park(&question);
         };
         let request = question.request.clone();
+        // The wait for a person is a span of its own: how long approvals
+        // hold a run up shows in the trace.
+        let waiting = tracing::info_span!(
+            "await_approval",
+            pod.tool = %tool,
+            pod.question.id = %question.id,
+            pod.answer = tracing::field::Empty,
+        );
+        let asked = approver
+            .decide(request, cancel.clone())
+            .instrument(waiting.clone());
         let decision = match remaining(&question) {
-            Some(left) => {
-                match tokio::time::timeout(left, approver.decide(request, cancel.clone())).await {
-                    Ok(decision) => decision,
-                    Err(_) => {
-                        return self
-                            .answered(
-                                &question,
-                                ApprovalDecision::RejectOnce,
-                                &Answerer::via("timeout"),
-                            )
-                            .await
-                    }
+            Some(left) => match tokio::time::timeout(left, asked).await {
+                Ok(decision) => decision,
+                Err(_) => {
+                    return self
+                        .answered(
+                            &question,
+                            ApprovalDecision::RejectOnce,
+                            &Answerer::via("timeout"),
+                        )
+                        .await
                 }
-            }
-            None => approver.decide(request, cancel.clone()).await,
+            },
+            None => asked.await,
         };
+        waiting.record("pod.answer", decision.as_str());
         match decision {
             ApprovalDecision::Later => self.park(&question),
             // The question stays in the log; the call gets a "not run"

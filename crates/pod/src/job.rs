@@ -205,13 +205,23 @@ pub(crate) async fn run(mut parts: TurnParts, job: Job, cancel: CancellationToke
                 pod.session.id = %session,
                 trace_id = tracing::field::Empty,
                 span_id = tracing::field::Empty,
+                pod.plan.completed = tracing::field::Empty,
+                pod.plan.total = tracing::field::Empty,
             );
             trace(&mut parts, &span, text.is_none() && caller.is_none()).await;
-            let run = AssertUnwindSafe(parts.run_prompt(text, &cancel).instrument(span));
+            let run = AssertUnwindSafe(parts.run_prompt(text, &cancel).instrument(span.clone()));
             let (result, crashed) = match run.catch_unwind().await {
                 Ok(result) => (result, false),
                 Err(panic) => (Err(crash(panic)), true),
             };
+            // Where the plan stands when the run ends.
+            let todos = parts.compaction.todos.snapshot();
+            let done = todos
+                .iter()
+                .filter(|t| t.status == pod_tools::TodoStatus::Completed)
+                .count();
+            span.record("pod.plan.completed", done as i64);
+            span.record("pod.plan.total", todos.len() as i64);
             (Answer::Turn { result, reply }, crashed)
         }
         Job::Compact { reply } => {

@@ -6,6 +6,7 @@ use crate::compact::{CompactionConfig, CompactionError, CompactionReport, Compac
 use crate::error::PodError;
 use crate::events::{EventBus, PodEvent};
 use crate::hooks::HookRunner;
+use tracing::Instrument;
 
 use crate::log::{LogRecord, StoppedRecord};
 use crate::observer::PodObserver;
@@ -131,7 +132,8 @@ async fn compact(
         log: &setup.log,
         events: &setup.events,
     };
-    match compactor.run(worker, cancel).await {
+    let span = tracing::info_span!("compact", pod.compaction.trigger = %trigger);
+    match compactor.run(worker, cancel).instrument(span).await {
         Ok(report) => {
             tracing::info!(
                 tokens_before = report.tokens_before,

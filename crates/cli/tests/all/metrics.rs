@@ -280,6 +280,8 @@ async fn a_run_exports_its_trace_over_otlp() {
         attr(root, "gen_ai.operation.name"),
         Some(Any::StringValue("invoke_agent".into()))
     );
+    // Where the plan stood when the run ended (this one made none).
+    assert_eq!(attr(root, "pod.plan.total"), Some(Any::IntValue(0)));
     // Everything is one trace.
     assert!(spans.iter().all(|s| s.trace_id == root.trace_id));
     // The requests and calls of the run are its children.
