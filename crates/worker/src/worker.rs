@@ -288,11 +288,17 @@ impl Worker {
                         gen_ai.usage.cache_creation.input_tokens = tracing::field::Empty,
                         gen_ai.response.finish_reasons = tracing::field::Empty,
                         pod.request.number = i64::from(turn.requests()),
+                        otel.status_code = tracing::field::Empty,
                     );
                     let sent = self
                         .send(request, turn.requests(), turn.meter(), observer, cancel)
-                        .instrument(span)
-                        .await?;
+                        .instrument(span.clone())
+                        .await;
+                    if sent.is_err() {
+                        // A request that failed is an error on its span.
+                        span.record("otel.status_code", "ERROR");
+                    }
+                    let sent = sent?;
                     match sent {
                         Some(answer) => turn.answered(answer),
                         None => turn.cancelled(),
