@@ -205,6 +205,40 @@ impl Metrics {
             "How long the oldest waiting question has waited.",
             &[(vec![], gauges.oldest_approval_seconds)],
         );
+        let stats = pod::stats::snapshot();
+        let name = "pod_log_append_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} How long a session log append took (committed, and synced when asked)."
+        );
+        let _ = writeln!(out, "# TYPE {name} histogram");
+        for (bound, count) in &stats.append_buckets {
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {count}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", stats.appends);
+        let _ = writeln!(out, "{name}_sum {}", stats.append_seconds);
+        let _ = writeln!(out, "{name}_count {}", stats.appends);
+        counter(
+            &mut out,
+            "pod_lease_renewals_total",
+            "Fleet lease renewals by outcome (failed: a database error; the next append's fence still holds).",
+            &[
+                (vec![("outcome", "ok".into())], stats.renewals as f64),
+                (vec![("outcome", "failed".into())], stats.renewal_failures as f64),
+            ],
+        );
+        counter(
+            &mut out,
+            "pod_leases_lost_total",
+            "Leases of this process that another worker took over.",
+            &[(vec![], stats.leases_lost as f64)],
+        );
+        counter(
+            &mut out,
+            "pod_lease_takeovers_total",
+            "Sessions this process took over from a worker that died (an expired lease).",
+            &[(vec![], stats.takeovers as f64)],
+        );
         out
     }
 }

@@ -58,6 +58,7 @@ pub mod questions;
 pub mod reminder;
 pub mod replay;
 mod session;
+pub mod stats;
 pub mod store;
 pub mod subagents;
 mod tools;

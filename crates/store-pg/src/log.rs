@@ -340,13 +340,15 @@ async fn renew(conn: Arc<Mutex<Conn>>, renewal: Renewal, lost: Arc<AtomicBool>) 
         match renewed {
             Ok(0) => {
                 tracing::warn!(session = %lease.id, epoch = lease.epoch, "lease taken over by another worker");
+                pod::stats::lease_lost();
                 lost.store(true, Ordering::SeqCst);
                 return;
             }
-            Ok(_) => {}
+            Ok(_) => pod::stats::lease_renewed(true),
             // A lease that expires meanwhile is caught by the next
             // append's fence.
             Err(err) => {
+                pod::stats::lease_renewed(false);
                 tracing::warn!(session = %lease.id, err = %err, "cannot renew the lease");
                 if err.as_db_error().is_none() || conn.client.is_closed() {
                     let url = &renewal.url;

@@ -327,7 +327,13 @@ impl PgStore {
         let claimed = Claimed {
             id: row.get(0),
             epoch: row.get(1),
-            orphaned: row.get::<_, String>(2) == "running",
+            orphaned: {
+                let orphaned = row.get::<_, String>(2) == "running";
+                if orphaned {
+                    pod::stats::lease_taken_over();
+                }
+                orphaned
+            },
         };
         self.inner.claimed.lock().insert(claimed.id, claimed.epoch);
         Ok(Some(claimed))

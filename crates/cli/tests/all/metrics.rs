@@ -114,6 +114,14 @@ async fn metrics_are_valid_prometheus_text_and_count_what_sessions_did() {
     assert_eq!(got["pod_sessions{status=\"done\"}"], 1.0, "{text}");
     assert_eq!(got["pod_sessions_live"], 0.0, "{text}");
     assert_eq!(got["pod_approvals_waiting"], 0.0, "{text}");
+    // The appends of the session, in the latency histogram.
+    let appends = got["pod_log_append_seconds_count"];
+    assert_eq!(appends, session["records"].as_f64().unwrap(), "{text}");
+    assert_eq!(
+        got["pod_log_append_seconds_bucket{le=\"+Inf\"}"], appends,
+        "{text}"
+    );
+    assert_eq!(got["pod_lease_takeovers_total"], 0.0, "{text}");
     // No session id is a label.
     assert!(!text.contains(&id), "{text}");
 }

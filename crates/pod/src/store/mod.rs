@@ -211,7 +211,12 @@ impl LogWriter {
 
     /// Appends a record; returns once it is committed (and synced if `sync`).
     pub async fn append(&self, record: &LogRecord, sync: bool) -> Result<(), PodError> {
-        self.sink.append(record, sync).await
+        let start = std::time::Instant::now();
+        let appended = self.sink.append(record, sync).await;
+        if appended.is_ok() {
+            crate::stats::appended(start.elapsed());
+        }
+        appended
     }
 
     /// Syncs everything appended so far.

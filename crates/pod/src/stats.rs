@@ -1,0 +1,88 @@
+//! Process-wide counters of what the stores do, for a front end's metrics
+//! (`pod serve`'s `/metrics`): how long log appends take, and how fleet
+//! leases fare. Atomics only: counting costs an append two clock reads and
+//! a few relaxed adds.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds of the append-latency buckets, in seconds.
+pub const APPEND_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+static APPEND_COUNTS: [AtomicU64; 12] = [const { AtomicU64::new(0) }; 12];
+static APPEND_COUNT: AtomicU64 = AtomicU64::new(0);
+static APPEND_NANOS: AtomicU64 = AtomicU64::new(0);
+static RENEWALS: AtomicU64 = AtomicU64::new(0);
+static RENEWAL_FAILURES: AtomicU64 = AtomicU64::new(0);
+static LEASES_LOST: AtomicU64 = AtomicU64::new(0);
+static TAKEOVERS: AtomicU64 = AtomicU64::new(0);
+
+/// A log append took `took` (committed, and synced if asked).
+pub fn appended(took: Duration) {
+    let seconds = took.as_secs_f64();
+    for (bound, count) in APPEND_BUCKETS.iter().zip(&APPEND_COUNTS) {
+        if seconds <= *bound {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    APPEND_COUNT.fetch_add(1, Ordering::Relaxed);
+    let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+    APPEND_NANOS.fetch_add(nanos, Ordering::Relaxed);
+}
+
+/// A lease renewal went through (`ok`) or failed (a database error).
+pub fn lease_renewed(ok: bool) {
+    match ok {
+        true => RENEWALS.fetch_add(1, Ordering::Relaxed),
+        false => RENEWAL_FAILURES.fetch_add(1, Ordering::Relaxed),
+    };
+}
+
+/// Another worker took a lease this process held.
+pub fn lease_lost() {
+    LEASES_LOST.fetch_add(1, Ordering::Relaxed);
+}
+
+/// This process took over a session whose worker died (its lease expired).
+pub fn lease_taken_over() {
+    TAKEOVERS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The counters now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stats {
+    /// Appends at or under each of [`APPEND_BUCKETS`] (cumulative).
+    pub append_buckets: Vec<(f64, u64)>,
+    /// Appends.
+    pub appends: u64,
+    /// Their total time, in seconds.
+    pub append_seconds: f64,
+    /// Lease renewals that went through.
+    pub renewals: u64,
+    /// Lease renewals that failed.
+    pub renewal_failures: u64,
+    /// Leases another worker took.
+    pub leases_lost: u64,
+    /// Sessions taken over from a worker that died.
+    pub takeovers: u64,
+}
+
+/// What has been counted in this process.
+pub fn snapshot() -> Stats {
+    let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    Stats {
+        append_buckets: APPEND_BUCKETS
+            .iter()
+            .zip(&APPEND_COUNTS)
+            .map(|(bound, count)| (*bound, load(count)))
+            .collect(),
+        appends: load(&APPEND_COUNT),
+        append_seconds: load(&APPEND_NANOS) as f64 / 1e9,
+        renewals: load(&RENEWALS),
+        renewal_failures: load(&RENEWAL_FAILURES),
+        leases_lost: load(&LEASES_LOST),
+        takeovers: load(&TAKEOVERS),
+    }
+}
