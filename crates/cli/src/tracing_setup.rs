@@ -83,9 +83,14 @@ where
     use opentelemetry::trace::TracerProvider as _;
     let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
     let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
-    if disabled
-        || !(set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
-    {
+    let from_env = set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    // The config file's [telemetry] table when the environment says
+    // nothing (a config error shows later, where the command reads it).
+    let table = match from_env {
+        true => Telemetry::default(),
+        false => Telemetry::from_config(),
+    };
+    if disabled || !(from_env || table.endpoint.is_some()) {
         return Ok(None);
     }
     let protocol = std::env::var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
@@ -96,13 +101,25 @@ where
             "pod: OTLP protocol {protocol:?} is not supported; spans go as http/protobuf\n"
         ));
     }
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
+    let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http();
+    if let Some(endpoint) = &table.endpoint {
+        use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
+        let base = endpoint.trim_end_matches('/');
+        let traces = match base.ends_with("/v1/traces") {
+            true => base.to_string(),
+            false => format!("{base}/v1/traces"),
+        };
+        builder = builder
+            .with_endpoint(traces)
+            .with_headers(table.headers.clone());
+    }
+    let exporter = builder
         .build()
-        .context("cannot build the OTLP span exporter (OTEL_EXPORTER_OTLP_* settings)")?;
+        .context("cannot build the OTLP span exporter (OTEL_EXPORTER_OTLP_* or [telemetry])")?;
     let mut resource = opentelemetry_sdk::Resource::builder();
     if !set("OTEL_SERVICE_NAME") {
-        resource = resource.with_service_name("pod");
+        let name = table.service.clone().unwrap_or_else(|| "pod".into());
+        resource = resource.with_service_name(name);
     }
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
@@ -122,6 +139,43 @@ where
             .with_tracer(tracer)
             .with_filter(ours),
     ))
+}
+
+/// The config file's `[telemetry]` table.
+#[derive(Default)]
+struct Telemetry {
+    endpoint: Option<String>,
+    headers: std::collections::HashMap<String, String>,
+    service: Option<String>,
+}
+
+impl Telemetry {
+    fn from_config() -> Self {
+        let Some(path) = pod_providers::ConfigFile::default_path() else {
+            return Self::default();
+        };
+        let Some(table) = pod_providers::ConfigFile::load(&path)
+            .ok()
+            .and_then(|file| file.telemetry)
+        else {
+            return Self::default();
+        };
+        let text = |key: &str| table.get(key).and_then(|v| v.as_str()).map(str::to_string);
+        Self {
+            endpoint: text("otlp_endpoint").filter(|e| !e.trim().is_empty()),
+            headers: table
+                .get("otlp_headers")
+                .and_then(|v| v.as_table())
+                .map(|headers| {
+                    headers
+                        .iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            service: text("service_name"),
+        }
+    }
 }
 
 /// Span contexts as W3C `traceparent` strings, for the log.

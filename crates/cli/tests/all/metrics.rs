@@ -433,3 +433,39 @@ async fn a_resumed_session_carries_on_its_trace() {
     assert_eq!(hex(&runs[0].parent_span_id), field(&traces[0], 2));
     assert_eq!(hex(&runs[0].span_id), field(&traces[1], 2));
 }
+
+/// The config file's [telemetry] table names the collector when the
+/// environment does not: endpoint, headers and service name.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_config_file_can_name_the_collector() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use pod_testkit::server::{LoopbackServer, Reply};
+    use prost::Message;
+    let collector = LoopbackServer::start((0..20).map(|_| Reply::status(200, "")).collect()).await;
+    let env = TestEnv::new();
+    env.config_file(&format!(
+        "[telemetry]\notlp_endpoint = \"{}\"\nservice_name = \"from-config\"\n\
+         otlp_headers = {{ x-team = \"agents\" }}\n",
+        collector.url("")
+    ));
+    let script = env.script("s.json", &script(vec![say("ok")]));
+    let mut command = env.pod_process();
+    command.args(["run", "--script"]).arg(&script).arg("hi");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_success(&out);
+    let requests = collector.requests();
+    assert!(!requests.is_empty(), "nothing exported");
+    assert_eq!(requests[0].path(), "/v1/traces");
+    assert_eq!(requests[0].header("x-team"), Some("agents"));
+    let export = ExportTraceServiceRequest::decode(requests[0].body.as_slice()).unwrap();
+    let service = export.resource_spans[0]
+        .resource
+        .iter()
+        .flat_map(|r| &r.attributes)
+        .find(|kv| kv.key == "service.name")
+        .and_then(|kv| kv.value.as_ref()?.value.clone());
+    assert_eq!(service, Some(Any::StringValue("from-config".into())));
+}

@@ -78,6 +78,11 @@ pub struct ConfigFile {
     /// workspace (no `pod diff`, no `pod rewind`); on by default.
     #[serde(default)]
     pub checkpoints: Option<bool>,
+    /// The `[telemetry]` table (where traces go: `otlp_endpoint`,
+    /// `otlp_headers`, `service_name`), kept as parsed for front ends; the
+    /// standard `OTEL_*` environment variables win over it.
+    #[serde(default)]
+    pub telemetry: Option<toml::Value>,
 }
 
 impl ConfigFile {
