@@ -227,9 +227,79 @@ impl pod::trace::TraceContext for OtelContext {
     }
 }
 
+/// The meter provider exporting `/metrics`' counters over OTLP, when
+/// configured; shut down (its last export sent) when the process ends.
+static METRICS: std::sync::OnceLock<opentelemetry_sdk::metrics::SdkMeterProvider> =
+    std::sync::OnceLock::new();
+
+/// Exports the counters of `pod serve`'s `/metrics` over OTLP too, when an
+/// OTLP endpoint is configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or
+/// `_METRICS_ENDPOINT`; every `OTEL_METRIC_EXPORT_INTERVAL`, 60 s by
+/// default). Counter names lose Prometheus' `_total` (an OTLP receiver
+/// that writes Prometheus adds it back). The gauges that read the store
+/// (sessions by status, questions waiting) stay on `/metrics`.
+pub fn otlp_metrics(runner: &pod_http::Runner) -> Result<()> {
+    use opentelemetry::metrics::MeterProvider as _;
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    if disabled
+        || !(set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"))
+    {
+        return Ok(());
+    }
+    let exporter = opentelemetry_otlp::MetricExporter::builder()
+        .with_http()
+        .build()
+        .context("cannot build the OTLP metric exporter (OTEL_EXPORTER_OTLP_* settings)")?;
+    let reader = opentelemetry_sdk::metrics::PeriodicReader::builder(exporter).build();
+    let mut resource = opentelemetry_sdk::Resource::builder();
+    if !set("OTEL_SERVICE_NAME") {
+        resource = resource.with_service_name("pod");
+    }
+    let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+        .with_reader(reader)
+        .with_resource(resource.build())
+        .build();
+    let meter = provider.meter("pod");
+    for family in runner.metrics().counters() {
+        let name = family.name;
+        let observed = runner.clone();
+        // Registered with the meter for the provider's life; the handle
+        // itself is not needed.
+        let _counter = meter
+            .f64_observable_counter(name.trim_end_matches("_total").to_string())
+            .with_description(family.help)
+            .with_callback(move |out| {
+                let Some(now) = observed
+                    .metrics()
+                    .counters()
+                    .into_iter()
+                    .find(|f| f.name == name)
+                else {
+                    return;
+                };
+                for (labels, value) in now.samples {
+                    let attributes: Vec<opentelemetry::KeyValue> = labels
+                        .into_iter()
+                        .map(|(key, value)| opentelemetry::KeyValue::new(key, value))
+                        .collect();
+                    out.observe(value, &attributes);
+                }
+            })
+            .build();
+    }
+    let _ = METRICS.set(provider);
+    Ok(())
+}
+
 /// Sends the spans still buffered (a bounded wait) before the process
 /// exits.
 pub fn shutdown() {
+    if let Some(provider) = METRICS.get() {
+        if let Err(err) = provider.shutdown() {
+            tracing::debug!(%err, "OTLP metrics shutdown");
+        }
+    }
     if let Some(provider) = TRACES.get() {
         if let Err(err) = provider.shutdown() {
             tracing::debug!(%err, "OTLP shutdown");

@@ -96,46 +96,11 @@ impl Metrics {
         }
     }
 
-    /// The exposition text.
-    pub fn render(&self, gauges: &Gauges) -> String {
-        let mut out = String::new();
-        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        counter(
-            &mut out,
-            "pod_model_responses_total",
-            "Model responses received (each with its usage).",
-            &[(vec![], load(&self.responses) as f64)],
-        );
-        counter(
-            &mut out,
-            "pod_model_retries_total",
-            "Model requests whose stream broke and were sent again.",
-            &[(vec![], load(&self.retries) as f64)],
-        );
-        counter(
-            &mut out,
-            "pod_tokens_total",
-            "Tokens by kind: input (not from the cache), output, cache_read, cache_write.",
-            &[
-                (vec![("kind", "input".into())], load(&self.input) as f64),
-                (vec![("kind", "output".into())], load(&self.output) as f64),
-                (
-                    vec![("kind", "cache_read".into())],
-                    load(&self.cache_read) as f64,
-                ),
-                (
-                    vec![("kind", "cache_write".into())],
-                    load(&self.cache_write) as f64,
-                ),
-            ],
-        );
-        counter(
-            &mut out,
-            "pod_cost_total",
-            "What the model responses cost at the profiles' prices (sessions without prices count nothing).",
-            &[(vec![], load(&self.cost_micros) as f64 / 1_000_000.0)],
-        );
-        let tools: Vec<_> = self
+    /// Every counter family with its samples now: what the text
+    /// exposition and an OTLP exporter both read.
+    pub fn counters(&self) -> Vec<Family> {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64;
+        let tools: Vec<Sample> = self
             .tool_calls
             .lock()
             .iter()
@@ -146,36 +111,78 @@ impl Metrics {
                 )
             })
             .collect();
-        counter(
-            &mut out,
-            "pod_tool_calls_total",
-            "Tool calls by tool and outcome.",
-            &tools,
-        );
-        let turns: Vec<_> = self
+        let turns: Vec<Sample> = self
             .turns
             .lock()
             .iter()
             .map(|(reason, n)| (vec![("reason", reason.clone())], *n as f64))
             .collect();
-        counter(
-            &mut out,
-            "pod_turns_total",
-            "Turns by how they ended.",
-            &turns,
-        );
-        counter(
-            &mut out,
-            "pod_compactions_total",
-            "Context compactions.",
-            &[(vec![], load(&self.compactions) as f64)],
-        );
-        counter(
-            &mut out,
-            "pod_questions_total",
-            "Questions asked to a person (approvals).",
-            &[(vec![], load(&self.questions) as f64)],
-        );
+        let stats = pod::stats::snapshot();
+        vec![
+            Family::new(
+                "pod_model_responses_total",
+                "Model responses received (each with its usage).",
+                vec![(vec![], load(&self.responses))],
+            ),
+            Family::new(
+                "pod_model_retries_total",
+                "Model requests whose stream broke and were sent again.",
+                vec![(vec![], load(&self.retries))],
+            ),
+            Family::new(
+                "pod_tokens_total",
+                "Tokens by kind: input (not from the cache), output, cache_read, cache_write.",
+                vec![
+                    (vec![("kind", "input".into())], load(&self.input)),
+                    (vec![("kind", "output".into())], load(&self.output)),
+                    (vec![("kind", "cache_read".into())], load(&self.cache_read)),
+                    (vec![("kind", "cache_write".into())], load(&self.cache_write)),
+                ],
+            ),
+            Family::new(
+                "pod_cost_total",
+                "What the model responses cost at the profiles' prices (sessions without prices count nothing).",
+                vec![(vec![], load(&self.cost_micros) / 1_000_000.0)],
+            ),
+            Family::new("pod_tool_calls_total", "Tool calls by tool and outcome.", tools),
+            Family::new("pod_turns_total", "Turns by how they ended.", turns),
+            Family::new(
+                "pod_compactions_total",
+                "Context compactions.",
+                vec![(vec![], load(&self.compactions))],
+            ),
+            Family::new(
+                "pod_questions_total",
+                "Questions asked to a person (approvals).",
+                vec![(vec![], load(&self.questions))],
+            ),
+            Family::new(
+                "pod_lease_renewals_total",
+                "Fleet lease renewals by outcome (failed: a database error; the next append's fence still holds).",
+                vec![
+                    (vec![("outcome", "ok".into())], stats.renewals as f64),
+                    (vec![("outcome", "failed".into())], stats.renewal_failures as f64),
+                ],
+            ),
+            Family::new(
+                "pod_leases_lost_total",
+                "Leases of this process that another worker took over.",
+                vec![(vec![], stats.leases_lost as f64)],
+            ),
+            Family::new(
+                "pod_lease_takeovers_total",
+                "Sessions this process took over from a worker that died (an expired lease).",
+                vec![(vec![], stats.takeovers as f64)],
+            ),
+        ]
+    }
+
+    /// The exposition text.
+    pub fn render(&self, gauges: &Gauges) -> String {
+        let mut out = String::new();
+        for family in self.counters() {
+            counter(&mut out, family.name, family.help, &family.samples);
+        }
         let sessions: Vec<_> = gauges
             .sessions
             .iter()
@@ -218,32 +225,32 @@ impl Metrics {
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", stats.appends);
         let _ = writeln!(out, "{name}_sum {}", stats.append_seconds);
         let _ = writeln!(out, "{name}_count {}", stats.appends);
-        counter(
-            &mut out,
-            "pod_lease_renewals_total",
-            "Fleet lease renewals by outcome (failed: a database error; the next append's fence still holds).",
-            &[
-                (vec![("outcome", "ok".into())], stats.renewals as f64),
-                (vec![("outcome", "failed".into())], stats.renewal_failures as f64),
-            ],
-        );
-        counter(
-            &mut out,
-            "pod_leases_lost_total",
-            "Leases of this process that another worker took over.",
-            &[(vec![], stats.leases_lost as f64)],
-        );
-        counter(
-            &mut out,
-            "pod_lease_takeovers_total",
-            "Sessions this process took over from a worker that died (an expired lease).",
-            &[(vec![], stats.takeovers as f64)],
-        );
         out
     }
 }
 
-type Sample = (Vec<(&'static str, String)>, f64);
+/// One metric family's name, help and samples.
+pub struct Family {
+    /// Its name (Prometheus style: a counter ends in `_total`).
+    pub name: &'static str,
+    /// What it counts.
+    pub help: &'static str,
+    /// Its samples: labels and value.
+    pub samples: Vec<Sample>,
+}
+
+impl Family {
+    fn new(name: &'static str, help: &'static str, samples: Vec<Sample>) -> Self {
+        Self {
+            name,
+            help,
+            samples,
+        }
+    }
+}
+
+/// A sample: its labels and its value.
+pub type Sample = (Vec<(&'static str, String)>, f64);
 
 fn counter(out: &mut String, name: &str, help: &str, samples: &[Sample]) {
     family(out, name, help, "counter", samples);

@@ -93,6 +93,7 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
                 sandbox: args.sandbox.flags(),
             };
             let (runner, bound) = pod_http::start(options, launcher.clone()).await?;
+            crate::tracing_setup::otlp_metrics(&runner)?;
             crate::output::print(&format!("{}\n", bound.banner().join("\n")))?;
             let http = tokio::spawn(bound.serve(runner.clone(), stop.clone()));
             (Some(runner), Some(http))

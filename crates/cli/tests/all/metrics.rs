@@ -469,3 +469,65 @@ async fn the_config_file_can_name_the_collector() {
         .and_then(|kv| kv.value.as_ref()?.value.clone());
     assert_eq!(service, Some(Any::StringValue("from-config".into())));
 }
+
+/// With an OTLP endpoint, `pod serve` exports /metrics' counters over OTLP
+/// too (decoded with opentelemetry-proto).
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_exports_its_counters_over_otlp() {
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
+    use pod_testkit::server::{LoopbackServer, Reply};
+    use prost::Message;
+    let collector = LoopbackServer::start((0..400).map(|_| Reply::status(200, "")).collect()).await;
+    let env = TestEnv::new();
+    let path = env.script(
+        "serve-script.json",
+        &json!({"steps": [
+            {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+            {"text": "Done."}
+        ]}),
+    );
+    let mut command = env.pod_process();
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url(""))
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "200")
+        .arg("--script")
+        .arg(path);
+    let server = Server::start_with(command, &env);
+    let id = server.create(&env, "Look").await;
+    server.until_let_go(&id).await;
+    // The exports come every 200 ms: read them until one counts both
+    // responses (a minute at most).
+    let responses = |request: &pod_testkit::server::Recorded| -> Option<f64> {
+        let export = ExportMetricsServiceRequest::decode(request.body.as_slice()).ok()?;
+        export
+            .resource_metrics
+            .iter()
+            .flat_map(|r| &r.scope_metrics)
+            .flat_map(|s| &s.metrics)
+            .filter(|m| m.name == "pod_model_responses")
+            .find_map(|m| match &m.data {
+                Some(Data::Sum(sum)) => sum.data_points.first().and_then(|p| match p.value {
+                    Some(Value::AsDouble(v)) => Some(v),
+                    Some(Value::AsInt(v)) => Some(v as f64),
+                    None => None,
+                }),
+                _ => None,
+            })
+    };
+    let mut counted = None;
+    for _ in 0..600 {
+        counted = collector
+            .requests()
+            .iter()
+            .filter(|r| r.path() == "/v1/metrics")
+            .filter_map(responses)
+            .next_back();
+        if counted == Some(2.0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(counted, Some(2.0));
+}
