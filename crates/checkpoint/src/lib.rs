@@ -381,8 +381,16 @@ pub(crate) async fn run_plain(
     args: &[&str],
     what: &str,
 ) -> Result<String, CheckpointError> {
-    let out = Command::new("git")
-        .args(args)
+    let mut command = git_in(dir);
+    command.args(args);
+    output(command, what).await
+}
+
+/// `git` in `dir`, with no repository of the environment's, no input, and
+/// killed if the caller gives up on it.
+fn git_in(dir: &Path) -> Command {
+    let mut command = Command::new("git");
+    command
         .current_dir(dir)
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
@@ -390,7 +398,13 @@ pub(crate) async fn run_plain(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    command
+}
+
+/// Runs `command`; its stdout, or what it said on stderr.
+async fn output(mut command: Command, what: &str) -> Result<String, CheckpointError> {
+    let out = command
         .output()
         .await
         .map_err(|source| CheckpointError::Spawn { source })?;
@@ -449,43 +463,34 @@ async fn run(
     workspace: &Path,
     what: &str,
 ) -> Result<String, CheckpointError> {
-    let mut command = Command::new("git");
+    let mut command = git_in(workspace);
     command
         .args(args)
-        .current_dir(workspace)
         // Neither the user's nor the system's git config applies.
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .env("GIT_CONFIG_GLOBAL", "/dev/null");
     if let Some((store, index)) = repo {
         command
             .env("GIT_DIR", store)
             .env("GIT_WORK_TREE", workspace)
             .env("GIT_INDEX_FILE", index);
     }
-    let out = command
-        .output()
-        .await
-        .map_err(|source| CheckpointError::Spawn { source })?;
-    if !out.status.success() {
-        return Err(CheckpointError::Git {
-            what: what.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    output(command, what).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    /// Checkpoints of `workspace` in a store and index under `home`.
+    fn shadow(home: &Path, workspace: &Path) -> Shadow {
+        Shadow::new(
+            home.join("checkpoints.git"),
+            home.join("s.index"),
+            workspace.to_path_buf(),
+        )
+    }
 
     #[tokio::test]
     async fn snapshots_compare_and_restore_byte_for_byte() {
@@ -496,11 +501,7 @@ mod tests {
         std::fs::write(w.join(".gitignore"), "ignored/\n").unwrap();
         std::fs::create_dir(w.join("ignored")).unwrap();
         std::fs::write(w.join("ignored/big.bin"), "x").unwrap();
-        let shadow = Shadow::new(
-            home.path().join("checkpoints.git"),
-            home.path().join("s1.index"),
-            w.to_path_buf(),
-        );
+        let shadow = shadow(home.path(), w);
         let before = shadow.snapshot().await.unwrap();
         std::fs::write(w.join("keep.txt"), "two\n").unwrap();
         std::fs::write(w.join("new.sh"), "echo hi\n").unwrap();
@@ -550,11 +551,7 @@ mod tests {
         let w = ws.path();
         std::fs::write(w.join(".gitattributes"), "* text=auto eol=lf\n").unwrap();
         std::fs::write(w.join("dos.txt"), "one\r\ntwo\r\n").unwrap();
-        let shadow = Shadow::new(
-            home.path().join("checkpoints.git"),
-            home.path().join("s.index"),
-            w.to_path_buf(),
-        );
+        let shadow = shadow(home.path(), w);
         let before = shadow.snapshot().await.unwrap();
         std::fs::write(w.join("dos.txt"), "changed\n").unwrap();
         let after = shadow.snapshot().await.unwrap();
@@ -574,11 +571,7 @@ mod tests {
         // Sparse: large without costing the disk.
         let big = std::fs::File::create(w.join("big *.bin")).unwrap();
         big.set_len(SIZE_LIMIT + 1).unwrap();
-        let shadow = Shadow::new(
-            home.path().join("checkpoints.git"),
-            home.path().join("s.index"),
-            w.to_path_buf(),
-        );
+        let shadow = shadow(home.path(), w);
         let first = shadow.snapshot().await.unwrap();
         assert_eq!(shadow.skipped().await, ["big *.bin"]);
         // Shrunk below the limit, it is captured again.

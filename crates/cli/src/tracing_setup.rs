@@ -81,16 +81,15 @@ where
     S: tracing::Subscriber + Send + Sync + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
     use opentelemetry::trace::TracerProvider as _;
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
-    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
-    let from_env = set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    let from_env =
+        env_set("OTEL_EXPORTER_OTLP_ENDPOINT") || env_set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
     // The config file's [telemetry] table when the environment says
     // nothing (a config error shows later, where the command reads it).
     let table = match from_env {
         true => Telemetry::default(),
         false => Telemetry::from_config(),
     };
-    if disabled || !(from_env || table.endpoint.is_some()) {
+    if otel_disabled() || !(from_env || table.endpoint.is_some()) {
         return Ok(None);
     }
     let protocol = std::env::var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
@@ -116,14 +115,9 @@ where
     let exporter = builder
         .build()
         .context("cannot build the OTLP span exporter (OTEL_EXPORTER_OTLP_* or [telemetry])")?;
-    let mut resource = opentelemetry_sdk::Resource::builder();
-    if !set("OTEL_SERVICE_NAME") {
-        let name = table.service.clone().unwrap_or_else(|| "pod".into());
-        resource = resource.with_service_name(name);
-    }
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
-        .with_resource(resource.build())
+        .with_resource(resource(table.service.as_deref()))
         .build();
     let tracer = provider.tracer("pod");
     let _ = TRACES.set(provider);
@@ -139,6 +133,29 @@ where
             .with_tracer(tracer)
             .with_filter(ours),
     ))
+}
+
+/// Whether environment variable `name` is set to something.
+fn env_set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.trim().is_empty())
+}
+
+/// `OTEL_SDK_DISABLED=true`: nothing is exported, whatever else is set.
+fn otel_disabled() -> bool {
+    std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The resource spans and metrics are exported with: the SDK's (it reads
+/// `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`), named `service`
+/// (else `pod`) unless `OTEL_SERVICE_NAME` names it.
+fn resource(service: Option<&str>) -> opentelemetry_sdk::Resource {
+    let resource = opentelemetry_sdk::Resource::builder();
+    match env_set("OTEL_SERVICE_NAME") {
+        true => resource.build(),
+        false => resource
+            .with_service_name(service.unwrap_or("pod").to_string())
+            .build(),
+    }
 }
 
 /// The config file's `[telemetry]` table.
@@ -240,10 +257,9 @@ static METRICS: std::sync::OnceLock<opentelemetry_sdk::metrics::SdkMeterProvider
 /// (sessions by status, questions waiting) stay on `/metrics`.
 pub fn otlp_metrics(runner: &pod_http::Runner) -> Result<()> {
     use opentelemetry::metrics::MeterProvider as _;
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
-    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
-    if disabled
-        || !(set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"))
+    if otel_disabled()
+        || !(env_set("OTEL_EXPORTER_OTLP_ENDPOINT")
+            || env_set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"))
     {
         return Ok(());
     }
@@ -252,13 +268,9 @@ pub fn otlp_metrics(runner: &pod_http::Runner) -> Result<()> {
         .build()
         .context("cannot build the OTLP metric exporter (OTEL_EXPORTER_OTLP_* settings)")?;
     let reader = opentelemetry_sdk::metrics::PeriodicReader::builder(exporter).build();
-    let mut resource = opentelemetry_sdk::Resource::builder();
-    if !set("OTEL_SERVICE_NAME") {
-        resource = resource.with_service_name("pod");
-    }
     let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
         .with_reader(reader)
-        .with_resource(resource.build())
+        .with_resource(resource(None))
         .build();
     let meter = provider.meter("pod");
     for family in runner.metrics().counters() {

@@ -132,6 +132,18 @@ impl HookRunner {
         });
     }
 
+    /// The fields a tool event's hooks get about a call: Claude Code's
+    /// name for the tool and its input as Claude Code's scripts read it,
+    /// the call id, and pod's own name.
+    fn call_fields(&self, tool: &str, arguments: &str, call_id: &str) -> Value {
+        json!({
+            "tool_name": pod_hooks::claude_name(tool).unwrap_or_else(|| tool.to_string()),
+            "tool_input": pod_hooks::to_claude_input(tool, arguments, &self.cwd),
+            "tool_use_id": call_id,
+            "pod_tool_name": tool,
+        })
+    }
+
     /// `PreCompact`, before a compaction (`trigger`: `auto` or `manual`).
     pub(crate) async fn pre_compact(&self, trigger: &str) {
         if self.has(HookEvent::PreCompact) {
@@ -259,12 +271,9 @@ impl HookInterceptor {
             return Ok(None);
         }
         let workspace = self.runner.cwd.clone();
-        let fields = json!({
-            "tool_name": pod_hooks::claude_name(&call.name).unwrap_or_else(|| call.name.clone()),
-            "tool_input": pod_hooks::to_claude_input(&call.name, &call.arguments, &workspace),
-            "tool_use_id": call.call_id,
-            "pod_tool_name": call.name,
-        });
+        let fields = self
+            .runner
+            .call_fields(&call.name, &call.arguments, &call.call_id);
         let (verdict, ran) = self
             .runner
             .fire(HookEvent::PreToolUse, Some(&call.name), fields)
@@ -411,17 +420,13 @@ impl Interceptor for HookInterceptor {
             .matching(HookEvent::PostToolUse, Some(&result.name))
             .is_empty()
         {
-            let workspace = self.runner.cwd.clone();
-            let fields = json!({
-                "tool_name": pod_hooks::claude_name(&result.name).unwrap_or_else(|| result.name.clone()),
-                "tool_input": pod_hooks::to_claude_input(&result.name, &result.arguments, &workspace),
-                "tool_response": {
-                    "content": result.content,
-                    "is_error": result.is_error,
-                    "success": !result.is_error,
-                },
-                "tool_use_id": result.call_id,
-                "pod_tool_name": result.name,
+            let mut fields =
+                self.runner
+                    .call_fields(&result.name, &result.arguments, &result.call_id);
+            fields["tool_response"] = json!({
+                "content": result.content,
+                "is_error": result.is_error,
+                "success": !result.is_error,
             });
             let (verdict, _) = self
                 .runner

@@ -33,15 +33,11 @@ pub async fn diff(args: DiffArgs, place: super::Place) -> Result<Outcome> {
         .await
         .context("cannot diff the checkpoints")?;
     if args.json {
-        let files: Vec<_> = changes
-            .iter()
-            .map(|c| json!({"path": c.path, "status": status_word(c.status)}))
-            .collect();
         let doc = json!({
             "session_id": id,
             "from": from,
             "to": to,
-            "files": files,
+            "files": files_json(&changes),
             "patch": patch,
             "not_captured": timeline.skipped(),
         });
@@ -143,11 +139,7 @@ pub async fn rewind(args: RewindArgs, place: super::Place) -> Result<Outcome> {
             )
         })?;
     if args.json {
-        let files: Vec<_> = restored
-            .iter()
-            .map(|c| json!({"path": c.path, "status": status_word(c.status)}))
-            .collect();
-        let doc = json!({"session_id": fork, "forked_from": {"id": id, "at": args.to}, "restored": files});
+        let doc = json!({"session_id": fork, "forked_from": {"id": id, "at": args.to}, "restored": files_json(&restored)});
         crate::output::print(&format!("{}\n", crate::render::safe::json(&doc, true)?))?;
     } else {
         crate::output::print(&format!(
@@ -162,6 +154,14 @@ pub async fn rewind(args: RewindArgs, place: super::Place) -> Result<Outcome> {
         ))?;
     }
     Ok(Outcome::Done)
+}
+
+/// Changed files as `--json` lists them.
+fn files_json(changes: &[Change]) -> Vec<serde_json::Value> {
+    changes
+        .iter()
+        .map(|c| json!({"path": c.path, "status": status_word(c.status)}))
+        .collect()
 }
 
 fn status_word(status: char) -> &'static str {

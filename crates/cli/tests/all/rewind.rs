@@ -19,6 +19,30 @@ fn executable(dir: &Path, name: &str) -> bool {
         != 0
 }
 
+/// `git ARGS` in `dir`, which must succeed; its stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Makes `dir` a git repository with one commit (a README).
+fn repository_with_a_commit(dir: &Path) {
+    git(dir, &["init", "-q"]);
+    std::fs::write(dir.join("README"), "repo\n").unwrap();
+    git(dir, &["add", "README"]);
+    git(dir, &["commit", "-q", "-m", "start"]);
+}
+
 fn json_of(out: &std::process::Output) -> Value {
     assert_success(out);
     serde_json::from_slice(&out.stdout).unwrap()
@@ -270,24 +294,8 @@ fn a_session_killed_mid_call_rewinds_only_with_force() {
 fn two_worktree_sessions_in_one_repository_never_touch_each_other() {
     let env = TestEnv::new();
     let ws = env.workspace();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .current_dir(&ws)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    git(&["init", "-q"]);
-    std::fs::write(ws.join("README"), "repo\n").unwrap();
-    git(&["add", "README"]);
-    git(&["commit", "-q", "-m", "start"]);
+    repository_with_a_commit(&ws);
+    let git = |args: &[&str]| git(&ws, args);
     let start = |who: &str| {
         let script = env.script(
             &format!("{who}.json"),
@@ -347,24 +355,8 @@ fn two_worktree_sessions_in_one_repository_never_touch_each_other() {
 fn subagents_in_worktrees_write_side_by_side() {
     let env = TestEnv::new();
     let ws = env.workspace();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .current_dir(&ws)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    git(&["init", "-q"]);
-    std::fs::write(ws.join("README"), "repo\n").unwrap();
-    git(&["add", "README"]);
-    git(&["commit", "-q", "-m", "start"]);
+    repository_with_a_commit(&ws);
+    let git = |args: &[&str]| git(&ws, args);
     let child = |who: &str| {
         json!({"task": format!("Write {who}"), "steps": [
             call("write_file", json!({"path": "notes.md", "content": format!("{who}\n")})),
