@@ -3,6 +3,7 @@
 //! and the embedding example's behaviour.
 
 mod embedding;
+mod group_commit;
 mod mcp;
 mod pod_faults;
 mod session;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
-fn header(id: Uuid) -> SessionHeader {
+pub(crate) fn header(id: Uuid) -> SessionHeader {
     SessionHeader::new(id, "scripted".into(), "/workspace".into())
 }
 
@@ -38,7 +38,7 @@ fn items(records: &[LogRecord]) -> Vec<Item> {
 }
 
 /// The texts of the user items, in order.
-fn user_texts(records: &[LogRecord]) -> Vec<String> {
+pub(crate) fn user_texts(records: &[LogRecord]) -> Vec<String> {
     items(records)
         .into_iter()
         .filter_map(|item| match item.kind {
@@ -245,7 +245,7 @@ async fn the_postgres_store_keeps_the_contract() {
 
 // ---- PostgreSQL only ---------------------------------------------------
 
-async fn raw(pg: &Postgres) -> tokio_postgres::Client {
+pub(crate) async fn raw(pg: &Postgres) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
         .await
         .expect("raw connection");
@@ -254,7 +254,7 @@ async fn raw(pg: &Postgres) -> tokio_postgres::Client {
 }
 
 /// Expires a session's lease now, as time passing without renewals would.
-async fn expire(client: &tokio_postgres::Client, id: Uuid) {
+pub(crate) async fn expire(client: &tokio_postgres::Client, id: Uuid) {
     client
         .execute(
             "UPDATE pod_sessions SET lease_until = now() - interval '1 second' WHERE id = $1",

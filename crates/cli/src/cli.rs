@@ -252,13 +252,20 @@ pub struct ExportArgs {
 /// `pod serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Sessions this worker runs at once.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// Sessions this worker runs at once (no fixed limit: a waiting
+    /// session costs tens of kilobytes and no database connection; the
+    /// model's rate limits are the limit, see docs/fleet.md).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: u32,
     /// How long a lease lasts unless renewed (renewed every third of it):
     /// a dead worker's sessions move on this long after it died.
     #[arg(long, value_name = "AGE", value_parser = parse_age)]
     pub lease_ttl: Option<std::time::Duration>,
+    /// The most PostgreSQL connections this process opens, for all its
+    /// sessions together (default 16): sessions share them, so several
+    /// workers fit a default server's max_connections (100).
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
+    pub db_connections: Option<usize>,
     /// Exit once every fleet session is idle (none queued, none running).
     #[arg(long)]
     pub exit_when_idle: bool,

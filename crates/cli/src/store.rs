@@ -7,6 +7,15 @@ use pod_store_pg::{is_postgres_url, PgStore, PgStoreConfig};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How `pod serve` tunes a PostgreSQL store (defaults elsewhere).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tuning {
+    /// `--lease-ttl`.
+    pub lease_ttl: Option<Duration>,
+    /// `--db-connections`.
+    pub connections: Option<usize>,
+}
+
 /// The home and store `arg` names (and the store again when it is
 /// PostgreSQL): by default the file store under `home`;
 /// a directory is a home of its own (like `POD_HOME`); a PostgreSQL URL
@@ -15,7 +24,7 @@ use std::time::Duration;
 pub async fn open(
     arg: Option<&str>,
     home: PodHome,
-    lease_ttl: Option<Duration>,
+    tuning: Tuning,
 ) -> Result<(PodHome, Store, Option<PgStore>)> {
     match arg.map(str::trim).filter(|a| !a.is_empty()) {
         None => {
@@ -24,8 +33,11 @@ pub async fn open(
         }
         Some(url) if is_postgres_url(url) => {
             let mut config = PgStoreConfig::new(url);
-            if let Some(ttl) = lease_ttl {
+            if let Some(ttl) = tuning.lease_ttl {
                 config.lease_ttl = ttl;
+            }
+            if let Some(connections) = tuning.connections {
+                config.connections = connections;
             }
             let store = PgStore::connect(config).await.map_err(|err| {
                 Failure::new(

@@ -28,6 +28,11 @@ pub use run::{Ended, RunError};
 /// How often an idle worker looks for work.
 const POLL: Duration = Duration::from_millis(250);
 
+/// The most sessions one claim takes: a worker with thousands of free
+/// slots fills them a batch at a time, and the sessions of one batch start
+/// while the next is claimed.
+const CLAIM_BATCH: usize = 256;
+
 /// Where a process's HTTP API takes the sessions its worker runs: their
 /// questions wait for an answer there, and notes and cancels reach them.
 pub trait Api: Send + Sync {
@@ -149,22 +154,28 @@ impl Worker {
         let mut running: JoinSet<(Uuid, Result<Ended, RunError>)> = JoinSet::new();
         loop {
             while running.len() < self.slots as usize && !stop.is_cancelled() {
-                match store.claim().await {
-                    Ok(Some(claimed)) => {
-                        report(Report::Claimed {
-                            id: claimed.id,
-                            orphaned: claimed.orphaned,
-                        });
-                        let session = run::Claim {
-                            id: claimed.id,
-                            launcher: self.launcher.clone(),
-                            store: store.clone(),
-                            api: self.api.clone(),
-                            stop: stop.clone(),
-                        };
-                        running.spawn(async move { (session.id, session.run().await) });
+                let free = (self.slots as usize - running.len()).min(CLAIM_BATCH);
+                match store.claim_many(free).await {
+                    Ok(claims) => {
+                        let full = claims.len() == free;
+                        for claimed in claims {
+                            report(Report::Claimed {
+                                id: claimed.id,
+                                orphaned: claimed.orphaned,
+                            });
+                            let session = run::Claim {
+                                id: claimed.id,
+                                launcher: self.launcher.clone(),
+                                store: store.clone(),
+                                api: self.api.clone(),
+                                stop: stop.clone(),
+                            };
+                            running.spawn(async move { (session.id, session.run().await) });
+                        }
+                        if !full {
+                            break;
+                        }
                     }
-                    Ok(None) => break,
                     Err(err) => {
                         report(Report::ClaimFailed(pod_llm::error_chain(&err)));
                         break;

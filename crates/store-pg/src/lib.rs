@@ -8,8 +8,8 @@
 //!
 //! # Leases and fencing
 //! Opening a session takes its lease: `owner`, an `epoch` bumped by every
-//! taker, and an expiry renewed by the open log while it runs. Every append
-//! is a single statement that inserts the record only while the session row
+//! taker, and an expiry renewed while it is open. Every append is part of
+//! a single statement that inserts the record only while the session row
 //! still carries the writer's epoch, holding a share lock on that row for
 //! the statement, so a takeover (which updates the row) waits for appends in
 //! flight and every later append of the old writer finds the new epoch and
@@ -17,26 +17,42 @@
 //! and its Pod stops. A worker paused past its lease (SIGSTOP, a partition,
 //! a long GC) therefore never writes again once someone else took over.
 //!
+//! # Connections and group commit
+//! A store holds a bounded set of connections
+//! ([`PgStoreConfig::connections`], default [`DEFAULT_POOL_SIZE`]) that
+//! all its sessions share: an open session holds no connection. Appends of
+//! many sessions that arrive together are committed as one statement (one
+//! transaction, one WAL flush), each fenced on its own session's epoch: a
+//! session whose lease was taken over is refused without failing the
+//! others. All of a store's leases are renewed by one statement per
+//! renewal period, and fleet claims come in batches
+//! ([`PgStore::claim_many`]).
+//!
 //! # Durability
-//! An append is acknowledged once its transaction has committed. Under the
-//! `always` and `turn` durability settings every append commits
-//! synchronously (the WAL is flushed, on the primary and on synchronous
-//! standbys if the server has them); under `never` the session's connection
-//! sets `synchronous_commit = off`: a crash of the worker still loses
-//! nothing acknowledged, a crash of the database server may lose the last
-//! fraction of a second.
+//! An append is acknowledged once the transaction holding it has
+//! committed. Under the `always` and `turn` durability settings the commit
+//! is synchronous (the WAL is flushed, on the primary and on synchronous
+//! standbys if the server has them); a batch holding only `never` appends
+//! commits with `synchronous_commit = off`: a crash of the worker still
+//! loses nothing acknowledged, a crash of the database server may lose the
+//! last fraction of a second.
 //!
 //! Schema migrations ship with the crate ([`migrate`]) and run when a store
 //! connects, serialized between workers by an advisory lock.
 #![deny(missing_docs)]
 
+mod commit;
 mod error;
+mod leases;
 mod log;
+mod pool;
 mod schema;
 mod store;
 mod url;
 
+pub use commit::MAX_BATCH;
 pub use error::PgStoreError;
+pub use pool::DEFAULT_POOL_SIZE;
 pub use schema::{migrate, SCHEMA_VERSION};
-pub use store::{Claimed, PgStore, PgStoreConfig, SessionState};
+pub use store::{Claimed, PgStore, PgStoreConfig, SessionState, StoreStats};
 pub use url::{is_postgres_url, redact};

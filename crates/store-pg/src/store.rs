@@ -1,7 +1,10 @@
 //! The store: sessions, their leases and records in PostgreSQL.
 
+use crate::commit::GroupCommit;
 use crate::error::{query, PgStoreError};
+use crate::leases::Leases;
 use crate::log::PgLog;
+use crate::pool::{connect_raw, Pool, Pooled, DEFAULT_POOL_SIZE};
 use crate::schema::migrate;
 use crate::url::redact;
 use chrono::{DateTime, Utc};
@@ -12,8 +15,27 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::{Client, Row};
 use uuid::Uuid;
+
+/// Takes the lease of the `$3` oldest claimable fleet sessions (see
+/// [`PgStore::claim`]). `SKIP LOCKED`: workers claiming at once never wait
+/// for each other nor get the same session.
+const CLAIM: &str = "
+    WITH next AS (
+        SELECT id, state, created_at FROM pod_sessions
+        WHERE fleet AND (state = 'queued'
+              OR (state = 'running' AND (lease_until IS NULL OR lease_until < now()))
+              OR (state = 'parked' AND wake_at <= now()))
+        ORDER BY created_at
+        LIMIT $3::bigint
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE pod_sessions s
+    SET owner = $1::text, epoch = s.epoch + 1, state = 'running', wake_at = NULL,
+        lease_until = now() + $2::bigint * interval '1 millisecond'
+    FROM next WHERE s.id = next.id
+    RETURNING s.id, s.epoch, next.state, next.created_at";
 
 /// How a [`PgStore`] connects and leases.
 #[derive(Clone)]
@@ -28,6 +50,9 @@ pub struct PgStoreConfig {
     /// How long a lease lasts unless renewed (renewed every third of it).
     /// A worker that stops renewing loses its sessions this long after.
     pub lease_ttl: Duration,
+    /// The most connections the store opens, for all its sessions
+    /// together (default 16).
+    pub connections: usize,
 }
 
 impl std::fmt::Debug for PgStoreConfig {
@@ -36,6 +61,7 @@ impl std::fmt::Debug for PgStoreConfig {
             .field("url", &redact(&self.url))
             .field("owner", &self.owner)
             .field("lease_ttl", &self.lease_ttl)
+            .field("connections", &self.connections)
             .finish()
     }
 }
@@ -46,12 +72,14 @@ impl std::fmt::Debug for PgStoreConfig {
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 
 impl PgStoreConfig {
-    /// Defaults for `url`: a fresh owner name and a 30 s lease.
+    /// Defaults for `url`: a fresh owner name, a 30 s lease and up to 16
+    /// connections.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
             owner: default_owner(),
             lease_ttl: DEFAULT_LEASE_TTL,
+            connections: DEFAULT_POOL_SIZE,
         }
     }
 }
@@ -113,8 +141,9 @@ pub struct Claimed {
     pub orphaned: bool,
 }
 
-/// Sessions in PostgreSQL. Cheap to clone; clones share the connection
-/// used for reads and claims, and each open session has its own.
+/// Sessions in PostgreSQL. Cheap to clone; clones share one bounded set
+/// of connections ([`PgStoreConfig::connections`]), one group committer
+/// and one lease renewal for all their sessions.
 #[derive(Clone)]
 pub struct PgStore {
     inner: Arc<Inner>,
@@ -122,36 +151,50 @@ pub struct PgStore {
 
 struct Inner {
     config: PgStoreConfig,
-    url: Arc<str>,
-    location: String,
-    shared: tokio::sync::Mutex<Option<Arc<Client>>>,
+    db: Arc<Db>,
     // Leases taken by `claim` and not yet opened.
     claimed: parking_lot::Mutex<HashMap<Uuid, i64>>,
+}
+
+/// What a store's open sessions share: connections, the group commit and
+/// their leases (renewed together).
+pub(crate) struct Db {
+    pub pool: Arc<Pool>,
+    pub commits: GroupCommit,
+    pub leases: Arc<Leases>,
+    pub location: String,
+}
+
+/// What a store did with the database, for benchmarks and `/metrics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Connections open now.
+    pub connections: usize,
+    /// The most it opens.
+    pub max_connections: usize,
+    /// Leases it holds (open sessions).
+    pub leases: usize,
+    /// Group commits (statements) so far.
+    pub batches: u64,
+    /// Records they committed.
+    pub records: u64,
+    /// Appends waiting for a batch now.
+    pub waiting: u64,
 }
 
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
-            .field("location", &self.inner.location)
+            .field("location", &self.inner.db.location)
             .field("owner", &self.inner.config.owner)
             .finish_non_exhaustive()
     }
 }
 
-/// Opens a connection; its driver task runs until the client is dropped.
-pub(crate) async fn connect_raw(url: &str) -> Result<Client, tokio_postgres::Error> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
-    tokio::spawn(async move {
-        if let Err(err) = connection.await {
-            tracing::debug!(err = %err, "session store connection closed");
-        }
-    });
-    Ok(client)
-}
-
 impl PgStore {
-    /// Connects, migrates the schema to this build's version, and keeps the
-    /// connection for reads and claims.
+    /// Connects, migrates the schema to this build's version, and starts
+    /// the group committer and the lease renewal (on the current tokio
+    /// runtime).
     pub async fn connect(config: PgStoreConfig) -> Result<Self, PgStoreError> {
         let location = redact(&config.url);
         let mut client =
@@ -162,15 +205,51 @@ impl PgStore {
                     source,
                 })?;
         migrate(&mut client, &location).await?;
+        let pool = Arc::new(Pool::new(
+            config.url.clone().into(),
+            location.clone(),
+            config.connections,
+        ));
+        pool.adopt(client);
+        // A quarter of the connections commit batches; the rest serve
+        // reads, claims, renewals and releases meanwhile.
+        let lanes = (pool.size() / 4).max(1);
+        let leases = Arc::new(Leases::default());
+        let ttl = config.lease_ttl;
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        tokio::spawn(crate::leases::renew(
+            Arc::downgrade(&leases),
+            Arc::clone(&pool),
+            ttl_ms,
+            (ttl / 3).max(Duration::from_millis(10)),
+        ));
+        let db = Arc::new(Db {
+            commits: GroupCommit::start(Arc::clone(&pool), lanes),
+            pool,
+            leases,
+            location,
+        });
         Ok(Self {
             inner: Arc::new(Inner {
-                url: config.url.clone().into(),
                 config,
-                location,
-                shared: tokio::sync::Mutex::new(Some(Arc::new(client))),
+                db,
                 claimed: parking_lot::Mutex::new(HashMap::new()),
             }),
         })
+    }
+
+    /// What it did with the database so far.
+    pub fn stats(&self) -> StoreStats {
+        let db = &self.inner.db;
+        let commits = db.commits.stats();
+        StoreStats {
+            connections: db.pool.open(),
+            max_connections: db.pool.size(),
+            leases: db.leases.len(),
+            batches: commits.batches.load(std::sync::atomic::Ordering::Relaxed),
+            records: commits.records.load(std::sync::atomic::Ordering::Relaxed),
+            waiting: commits.waiting.load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
     /// This worker's name in leases.
@@ -188,7 +267,7 @@ impl PgStore {
     }
 
     fn location(&self) -> &str {
-        &self.inner.location
+        &self.inner.db.location
     }
 
     fn err(&self, what: &str) -> impl Fn(tokio_postgres::Error) -> PodError + '_ {
@@ -196,19 +275,9 @@ impl PgStore {
         move |source| query(self.location(), &what, source)
     }
 
-    /// The shared connection, reconnected if it was lost.
-    async fn client(&self) -> Result<Arc<Client>, PodError> {
-        let mut shared = self.inner.shared.lock().await;
-        if let Some(client) = shared.as_ref().filter(|c| !c.is_closed()) {
-            return Ok(Arc::clone(client));
-        }
-        let client = Arc::new(
-            connect_raw(&self.inner.url)
-                .await
-                .map_err(self.err("connecting"))?,
-        );
-        *shared = Some(Arc::clone(&client));
-        Ok(client)
+    /// A connection of the pool (a new one if an idle one was closed).
+    async fn conn(&self) -> Result<Pooled, PodError> {
+        self.inner.db.pool.get().await
     }
 
     fn missing(&self, id: Uuid) -> PodError {
@@ -227,10 +296,63 @@ impl PgStore {
         header: &SessionHeader,
         first: &[LogRecord],
     ) -> Result<(), PodError> {
-        let mut client = connect_raw(&self.inner.url)
+        let mut conn = self.conn().await?;
+        self.insert_session(&mut conn.client, header, None, first)
             .await
-            .map_err(self.err("connecting"))?;
-        self.insert_session(&mut client, header, None, first).await
+    }
+
+    /// Queues many sessions at once, as [`submit`](Self::submit) does one:
+    /// all of them in one transaction (all or none), in their order in the
+    /// queue, with a few statements per thousand sessions.
+    pub async fn submit_many(
+        &self,
+        sessions: &[(SessionHeader, Vec<LogRecord>)],
+    ) -> Result<(), PodError> {
+        // Bounded so that one statement's arrays stay a few megabytes.
+        const CHUNK: usize = 1000;
+        let mut conn = self.conn().await?;
+        let tx = conn
+            .client
+            .transaction()
+            .await
+            .map_err(self.err("queueing sessions"))?;
+        for (chunk_no, chunk) in sessions.chunks(CHUNK).enumerate() {
+            let mut ids = Vec::with_capacity(chunk.len());
+            let mut workspaces = Vec::with_capacity(chunk.len());
+            let mut order = Vec::with_capacity(chunk.len());
+            let (mut record_ids, mut seqs, mut texts) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, (header, first)) in chunk.iter().enumerate() {
+                let id = header.session_id;
+                ids.push(id);
+                workspaces.push(header.workspace.display().to_string());
+                order.push(i64::try_from(chunk_no * CHUNK + i).unwrap_or(i64::MAX));
+                let header = LogRecord::Header(header.clone());
+                for (seq, record) in (0i64..).zip(std::iter::once(&header).chain(first)) {
+                    record_ids.push(id);
+                    seqs.push(seq);
+                    texts.push(serde_json::to_string(record).map_err(PodError::Encode)?);
+                }
+            }
+            // One transaction has one now(): each session is a microsecond
+            // younger than the one before it, so claims keep their order.
+            tx.execute(
+                "INSERT INTO pod_sessions (id, created_at, state, fleet, workspace)
+                 SELECT id, now() + n * interval '1 microsecond', 'queued', true, workspace
+                 FROM unnest($1::uuid[], $2::bigint[], $3::text[]) AS s(id, n, workspace)",
+                &[&ids, &order, &workspaces],
+            )
+            .await
+            .map_err(self.err("queueing sessions"))?;
+            tx.execute(
+                "INSERT INTO pod_records (session_id, seq, epoch, record)
+                 SELECT id, seq, 0, record::json
+                 FROM unnest($1::uuid[], $2::bigint[], $3::text[]) AS r(id, seq, record)",
+                &[&record_ids, &seqs, &texts],
+            )
+            .await
+            .map_err(self.err("writing the sessions' first records"))?;
+        }
+        tx.commit().await.map_err(self.err("queueing sessions"))
     }
 
     /// Inserts a session row and its header; with a lease when `epoch` is
@@ -300,43 +422,46 @@ impl PgStore {
     /// whose timeout has come, taking its lease; `None` when there is none.
     /// Workers claiming at once never get the same session.
     pub async fn claim(&self) -> Result<Option<Claimed>, PodError> {
-        let client = self.client().await?;
-        let row = client
-            .query_opt(
-                "WITH next AS (
-                     SELECT id, state FROM pod_sessions
-                     WHERE fleet AND (state = 'queued'
-                           OR (state = 'running' AND (lease_until IS NULL OR lease_until < now()))
-                           OR (state = 'parked' AND wake_at <= now()))
-                     ORDER BY created_at
-                     LIMIT 1
-                     FOR UPDATE SKIP LOCKED
-                 )
-                 UPDATE pod_sessions s
-                 SET owner = $1::text, epoch = s.epoch + 1, state = 'running', wake_at = NULL,
-                     lease_until = now() + $2::bigint * interval '1 millisecond'
-                 FROM next WHERE s.id = next.id
-                 RETURNING s.id, s.epoch, next.state",
-                &[&self.owner(), &self.ttl_ms()],
-            )
+        Ok(self.claim_many(1).await?.pop())
+    }
+
+    /// Claims up to `n` sessions as [`claim`](Self::claim) does, in one
+    /// statement, oldest first.
+    pub async fn claim_many(&self, n: usize) -> Result<Vec<Claimed>, PodError> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        let mut conn = self.conn().await?;
+        let statement = conn
+            .prepared(CLAIM)
             .await
-            .map_err(self.err("claiming a session"))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let claimed = Claimed {
-            id: row.get(0),
-            epoch: row.get(1),
-            orphaned: {
-                let orphaned = row.get::<_, String>(2) == "running";
-                if orphaned {
-                    pod::stats::lease_taken_over();
-                }
-                orphaned
-            },
-        };
-        self.inner.claimed.lock().insert(claimed.id, claimed.epoch);
-        Ok(Some(claimed))
+            .map_err(self.err("claiming sessions"))?;
+        let rows = conn
+            .client
+            .query(&statement, &[&self.owner(), &self.ttl_ms(), &limit])
+            .await
+            .map_err(self.err("claiming sessions"))?;
+        let mut claimed: Vec<Claimed> = rows
+            .iter()
+            .map(|row| Claimed {
+                id: row.get(0),
+                epoch: row.get(1),
+                orphaned: row.get::<_, String>(2) == "running",
+            })
+            .collect();
+        // UPDATE … RETURNING keeps no order: oldest first again.
+        let order: HashMap<Uuid, DateTime<Utc>> =
+            rows.iter().map(|row| (row.get(0), row.get(3))).collect();
+        claimed.sort_by_key(|c| order.get(&c.id).copied());
+        let mut held = self.inner.claimed.lock();
+        for c in &claimed {
+            if c.orphaned {
+                pod::stats::lease_taken_over();
+            }
+            held.insert(c.id, c.epoch);
+        }
+        Ok(claimed)
     }
 
     /// Gives back a claimed session that was never opened: its lease ends
@@ -346,7 +471,8 @@ impl PgStore {
         let Some(epoch) = self.inner.claimed.lock().remove(&id) else {
             return Ok(());
         };
-        let client = self.client().await?;
+        let conn = self.conn().await?;
+        let client = &conn.client;
         client
             .execute(
                 "UPDATE pod_sessions SET owner = NULL, lease_until = NULL, state = $3::text
@@ -363,7 +489,8 @@ impl PgStore {
     /// claimed again) or parked with a timeout (it wakes by itself); a
     /// session parked until someone answers does not count.
     pub async fn fleet_idle(&self) -> Result<bool, PodError> {
-        let client = self.client().await?;
+        let conn = self.conn().await?;
+        let client = &conn.client;
         let row = client
             .query_one(
                 "SELECT count(*) FROM pod_sessions
@@ -379,7 +506,8 @@ impl PgStore {
     /// (back) to the fleet, `Idle` takes it out. Returns whether it changed
     /// (not while a lease on it is live).
     pub async fn set_state(&self, id: Uuid, state: SessionState) -> Result<bool, PodError> {
-        let client = self.client().await?;
+        let conn = self.conn().await?;
+        let client = &conn.client;
         let changed = client
             .execute(
                 "UPDATE pod_sessions
@@ -394,7 +522,8 @@ impl PgStore {
 
     /// Takes the lease of session `id` if nobody holds it (or it expired).
     async fn take_lease(&self, id: Uuid) -> Result<i64, PodError> {
-        let client = self.client().await?;
+        let conn = self.conn().await?;
+        let client = &conn.client;
         let row = client
             .query_opt(
                 "UPDATE pod_sessions
@@ -408,7 +537,7 @@ impl PgStore {
             .map_err(self.err("taking a lease"))?;
         match row {
             Some(row) => Ok(row.get(0)),
-            None => Err(self.unavailable(&client, id).await),
+            None => Err(self.unavailable(client, id).await),
         }
     }
 
@@ -436,8 +565,9 @@ impl PgStore {
 
     /// Gives a lease up (after a failed open).
     async fn release(&self, id: Uuid, epoch: i64) {
-        if let Ok(client) = self.client().await {
-            let _ = client
+        if let Ok(conn) = self.conn().await {
+            let _ = conn
+                .client
                 .execute(
                     "UPDATE pod_sessions SET owner = NULL, lease_until = NULL
                      WHERE id = $1::uuid AND epoch = $2::bigint",
@@ -467,32 +597,16 @@ impl PgStore {
         parse_records(&rows, id, self.location(), 0)
     }
 
-    /// The writer of session `id` under the lease of `epoch`, on its own
-    /// connection `client`, appending from `next_seq`.
-    async fn writer(
-        &self,
-        client: Client,
-        id: Uuid,
-        epoch: i64,
-        next_seq: i64,
-        durability: Durability,
-    ) -> Result<LogWriter, PodError> {
+    /// The writer of session `id` under the lease of `epoch`, appending
+    /// from `next_seq`.
+    fn writer(&self, id: Uuid, epoch: i64, next_seq: i64, durability: Durability) -> LogWriter {
         let lease = Lease {
             id,
             epoch,
             ttl_ms: self.ttl_ms(),
         };
-        let log = PgLog::start(
-            client,
-            lease,
-            next_seq,
-            Arc::clone(&self.inner.url),
-            self.location().to_string(),
-            durability,
-            self.lease_ttl(),
-        )
-        .await?;
-        Ok(LogWriter::new(id, Arc::new(log)))
+        let log = PgLog::start(Arc::clone(&self.inner.db), lease, next_seq, durability);
+        LogWriter::new(id, Arc::new(log))
     }
 
     async fn open_log(
@@ -501,13 +615,11 @@ impl PgStore {
         epoch: i64,
         durability: Durability,
     ) -> Result<OpenedLog, PodError> {
-        let client = connect_raw(&self.inner.url)
-            .await
-            .map_err(self.err("connecting"))?;
-        let (contents, next_seq) = self.records(&client, id).await?;
+        let conn = self.conn().await?;
+        let (contents, next_seq) = self.records(&conn.client, id).await?;
         Ok(OpenedLog {
             contents,
-            writer: self.writer(client, id, epoch, next_seq, durability).await?,
+            writer: self.writer(id, epoch, next_seq, durability),
         })
     }
 }
@@ -595,7 +707,7 @@ fn import_times(records: &[&LogRecord], updated_at: DateTime<Utc>) -> Vec<DateTi
 #[async_trait::async_trait]
 impl SessionStore for PgStore {
     fn location(&self) -> String {
-        self.inner.location.clone()
+        self.inner.db.location.clone()
     }
 
     async fn create(
@@ -603,14 +715,12 @@ impl SessionStore for PgStore {
         header: &SessionHeader,
         durability: Durability,
     ) -> Result<LogWriter, PodError> {
-        let mut client = connect_raw(&self.inner.url)
-            .await
-            .map_err(self.err("connecting"))?;
+        let mut conn = self.conn().await?;
         const FIRST_EPOCH: i64 = 1;
-        self.insert_session(&mut client, header, Some(FIRST_EPOCH), &[])
+        self.insert_session(&mut conn.client, header, Some(FIRST_EPOCH), &[])
             .await?;
-        self.writer(client, header.session_id, FIRST_EPOCH, 1, durability)
-            .await
+        drop(conn);
+        Ok(self.writer(header.session_id, FIRST_EPOCH, 1, durability))
     }
 
     async fn open(&self, id: Uuid, durability: Durability) -> Result<OpenedLog, PodError> {
@@ -629,12 +739,14 @@ impl SessionStore for PgStore {
     }
 
     async fn read(&self, id: Uuid) -> Result<LogContents, PodError> {
-        let client = self.client().await?;
-        Ok(self.records(&client, id).await?.0)
+        let conn = self.conn().await?;
+        let client = &conn.client;
+        Ok(self.records(client, id).await?.0)
     }
 
     async fn read_after(&self, id: Uuid, skip: usize) -> Result<Vec<LogRecord>, PodError> {
-        let client = self.client().await?;
+        let conn = self.conn().await?;
+        let client = &conn.client;
         let after = i64::try_from(skip).unwrap_or(i64::MAX);
         let rows = client
             .query(
@@ -650,7 +762,8 @@ impl SessionStore for PgStore {
     }
 
     async fn list(&self) -> Result<Vec<Uuid>, PodError> {
-        let client = self.client().await?;
+        let conn = self.conn().await?;
+        let client = &conn.client;
         let rows = client
             .query("SELECT id FROM pod_sessions ORDER BY created_at", &[])
             .await
@@ -659,7 +772,8 @@ impl SessionStore for PgStore {
     }
 
     async fn stat(&self, id: Uuid) -> Result<SessionStat, PodError> {
-        let client = self.client().await?;
+        let conn = self.conn().await?;
+        let client = &conn.client;
         let row = client
             .query_opt(
                 "SELECT CASE WHEN lease_until > now() THEN owner END,
@@ -690,9 +804,8 @@ impl SessionStore for PgStore {
         records: &[LogRecord],
         updated_at: DateTime<Utc>,
     ) -> Result<(), PodError> {
-        let mut client = connect_raw(&self.inner.url)
-            .await
-            .map_err(self.err("connecting"))?;
+        let mut conn = self.conn().await?;
+        let client = &mut conn.client;
         let id = header.session_id;
         let workspace = header.workspace.display().to_string();
         let header_record = LogRecord::Header(header.clone());
@@ -726,7 +839,8 @@ impl SessionStore for PgStore {
     }
 
     async fn remove(&self, id: Uuid) -> Result<(), PodError> {
-        let client = self.client().await?;
+        let conn = self.conn().await?;
+        let client = &conn.client;
         let removed = client
             .execute(
                 "DELETE FROM pod_sessions
@@ -736,7 +850,7 @@ impl SessionStore for PgStore {
             .await
             .map_err(self.err("deleting a session"))?;
         match removed {
-            0 => Err(self.unavailable(&client, id).await),
+            0 => Err(self.unavailable(client, id).await),
             _ => Ok(()),
         }
     }

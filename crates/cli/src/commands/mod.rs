@@ -21,7 +21,7 @@ use anyhow::Result;
 
 /// Runs the chosen command.
 pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> {
-    let place = || Place::resolve(global, None);
+    let place = || Place::resolve(global, crate::store::Tuning::default());
     match command {
         Command::Acp(args) => acp::run(args, place().await?).await,
         Command::Demo(args) => demo::run(args).await,
@@ -38,7 +38,11 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
         Command::Store(command) => transfer::run(command, place().await?).await,
         Command::Submit(args) => serve::submit(args, place().await?).await,
         Command::Serve(args) => {
-            let place = Place::resolve(global, args.lease_ttl).await?;
+            let tuning = crate::store::Tuning {
+                lease_ttl: args.lease_ttl,
+                connections: args.db_connections,
+            };
+            let place = Place::resolve(global, tuning).await?;
             serve::serve(args, place).await
         }
     }
@@ -111,10 +115,10 @@ impl Place {
         })
     }
 
-    async fn resolve(global: &GlobalArgs, lease_ttl: Option<std::time::Duration>) -> Result<Self> {
+    async fn resolve(global: &GlobalArgs, tuning: crate::store::Tuning) -> Result<Self> {
         let home = pod::PodHome::from_env()?;
         let (home, store, fleet) =
-            crate::store::open(global.store.as_deref(), home, lease_ttl).await?;
+            crate::store::open(global.store.as_deref(), home, tuning).await?;
         Ok(Self { home, store, fleet })
     }
 }

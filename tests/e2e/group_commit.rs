@@ -1,0 +1,242 @@
+//! The PostgreSQL store's shared connections and group commit: appends of
+//! many sessions committed together, each fenced on its own lease; a
+//! connection dropped under a batch; more sessions than connections.
+
+use crate::store::{expire, header, raw, user_texts};
+use pod::log::LogRecord;
+use pod::{Durability, Item, LogWriter, PodError, SessionStore};
+use pod_store_pg::{PgStore, PgStoreConfig};
+use pod_testkit::postgres::Postgres;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// A hang guard, not a timing assertion.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+async fn store(pg: &Postgres, owner: &str, connections: usize) -> PgStore {
+    let mut config = PgStoreConfig::new(pg.url());
+    config.owner = owner.into();
+    config.connections = connections;
+    PgStore::connect(config).await.expect("connect")
+}
+
+async fn sessions(store: &PgStore, n: usize) -> Vec<(Uuid, LogWriter)> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let id = Uuid::new_v4();
+        let log = store.create(&header(id), Durability::Turn).await.unwrap();
+        out.push((id, log));
+    }
+    out
+}
+
+fn append(log: &LogWriter, text: &str) -> tokio::task::JoinHandle<Result<(), PodError>> {
+    let (log, record) = (log.clone(), LogRecord::Item(Item::user(text)));
+    tokio::spawn(async move { log.append(&record, false).await })
+}
+
+/// Polls `condition` until it holds; fails the test after [`PATIENCE`],
+/// saying what it waited for.
+async fn until<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + PATIENCE;
+    while !condition().await {
+        assert!(Instant::now() < deadline, "waited a minute for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Whether one of the store's connections waits for a row lock.
+async fn pod_waits_on_a_lock(sql: &tokio_postgres::Client) -> bool {
+    let waiting: i64 = sql
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE application_name = 'pod' AND wait_event_type = 'Lock'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    waiting > 0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_fenced_session_in_a_batch_fails_alone() {
+    let pg = Postgres::start();
+    // One connection: one batch in flight, so the next one waits and grows.
+    let a = store(&pg, "worker-a", 1).await;
+    let b = store(&pg, "worker-b", 4).await;
+    let sql = raw(&pg).await;
+    let logs = sessions(&a, 6).await;
+    let ids: Vec<Uuid> = logs.iter().map(|(id, _)| *id).collect();
+
+    // The first batch (session 0 alone) waits on a row lock held here.
+    let locker = raw(&pg).await;
+    locker
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM pod_sessions WHERE id = '{}' FOR UPDATE",
+            ids[0]
+        ))
+        .await
+        .unwrap();
+    let first = append(&logs[0].1, "zero");
+    until("the first batch to wait on the lock", || {
+        pod_waits_on_a_lock(&sql)
+    })
+    .await;
+
+    // Session 3's lease runs out and worker B takes it over.
+    expire(&sql, ids[3]).await;
+    let taken = b.open(ids[3], Durability::Turn).await.unwrap();
+
+    // The other five queue up behind the first batch: the next batch.
+    let rest: Vec<_> = (1..6)
+        .map(|i| append(&logs[i].1, &format!("from a {i}")))
+        .collect();
+    until("five appends to queue", || async { a.stats().waiting == 5 }).await;
+    let before = a.stats();
+    locker.batch_execute("COMMIT").await.unwrap();
+
+    first.await.unwrap().expect("session 0's append commits");
+    let mut outcomes = Vec::new();
+    for handle in rest {
+        outcomes.push(handle.await.unwrap());
+    }
+    let after = a.stats();
+    assert_eq!(
+        (
+            after.batches - before.batches,
+            after.records - before.records
+        ),
+        (1, 5),
+        "the five appends went to the database as one batch"
+    );
+    for (i, outcome) in (1..6).zip(&outcomes) {
+        match i {
+            3 => assert!(
+                matches!(outcome, Err(PodError::LeaseLost { id, epoch: 1 }) if *id == ids[3]),
+                "the fenced session's append is refused: {outcome:?}"
+            ),
+            _ => assert!(outcome.is_ok(), "session {i}'s append commits: {outcome:?}"),
+        }
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let texts = user_texts(&a.read(*id).await.unwrap().records);
+        let expected: Vec<String> = match i {
+            0 => vec!["zero".into()],
+            3 => vec![],
+            _ => vec![format!("from a {i}")],
+        };
+        assert_eq!(texts, expected, "session {i}");
+    }
+    // The fenced writer stays refused; the new holder writes on.
+    let late = LogRecord::Item(Item::user("late"));
+    let again = logs[3].1.append(&late, false).await;
+    assert!(matches!(again, Err(PodError::LeaseLost { .. })));
+    taken
+        .writer
+        .append(&LogRecord::Item(Item::user("from b")), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        user_texts(&b.read(ids[3]).await.unwrap().records),
+        ["from b"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_dropped_under_a_batch_is_replaced_and_nothing_is_written_twice() {
+    let pg = Postgres::start();
+    let a = store(&pg, "worker", 2).await;
+    let sql = raw(&pg).await;
+    let logs = sessions(&a, 5).await;
+    for (_, log) in &logs {
+        log.append(&LogRecord::Item(Item::user("before")), false)
+            .await
+            .unwrap();
+    }
+    // Every session's row is locked here: whatever batches form wait.
+    let locker = raw(&pg).await;
+    let list: Vec<String> = logs.iter().map(|(id, _)| format!("'{id}'")).collect();
+    locker
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM pod_sessions WHERE id IN ({}) FOR UPDATE",
+            list.join(", ")
+        ))
+        .await
+        .unwrap();
+    let pending: Vec<_> = logs.iter().map(|(_, log)| append(log, "after")).collect();
+    until("a batch to wait on the lock", || pod_waits_on_a_lock(&sql)).await;
+
+    // The database drops the store's connections under the batch.
+    sql.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pod'",
+        &[],
+    )
+    .await
+    .unwrap();
+    // The batch is tried again on a new connection, and waits again.
+    until("the retried batch to wait on the lock", || {
+        pod_waits_on_a_lock(&sql)
+    })
+    .await;
+    locker.batch_execute("COMMIT").await.unwrap();
+    for handle in pending {
+        handle.await.unwrap().expect("the append commits after all");
+    }
+    for (id, log) in &logs {
+        log.shutdown().await.unwrap();
+        assert_eq!(
+            user_texts(&a.read(*id).await.unwrap().records),
+            ["before", "after"],
+            "session {id}: each record once, in order"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_sessions_write_through_two_connections() {
+    let pg = Postgres::start();
+    let a = store(&pg, "worker", 2).await;
+    let sql = raw(&pg).await;
+    let logs = sessions(&a, 50).await;
+    let writers: Vec<_> = logs
+        .iter()
+        .map(|(_, log)| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                for n in 0..20 {
+                    log.append(&LogRecord::Item(Item::user(format!("{n}"))), false)
+                        .await?;
+                }
+                Ok::<_, PodError>(())
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap().unwrap();
+    }
+    let used: i64 = sql
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pod'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        used <= 2,
+        "the store holds at most two connections, saw {used}"
+    );
+    assert!(a.stats().connections <= 2);
+    assert_eq!(a.stats().leases, 50);
+    let expected: Vec<String> = (0..20).map(|n| n.to_string()).collect();
+    for (id, log) in &logs {
+        log.shutdown().await.unwrap();
+        assert_eq!(user_texts(&a.read(*id).await.unwrap().records), expected);
+    }
+    assert_eq!(a.stats().leases, 0, "released leases are renewed no more");
+}
