@@ -33,6 +33,17 @@ impl Postgres {
 
     /// Creates and starts a cluster with fsync on or off.
     pub fn start_with(fsync: bool) -> Self {
+        Self::launch(fsync, Some(200))
+    }
+
+    /// A cluster with the server's own connection limit
+    /// (`max_connections` = 100), as a default installation has; fsync
+    /// off.
+    pub fn start_with_default_limits() -> Self {
+        Self::launch(false, None)
+    }
+
+    fn launch(fsync: bool, max_connections: Option<u32>) -> Self {
         let bin = binaries();
         let dir = tempfile::Builder::new()
             .prefix("pod-pg-")
@@ -69,7 +80,11 @@ impl Postgres {
             );
         }
         let server_log = dir.path().join("server.log");
-        let server = as_user(Command::new(bin.join("postgres")), user)
+        let mut server = as_user(Command::new(bin.join("postgres")), user);
+        if let Some(max) = max_connections {
+            server.args(["-c", &format!("max_connections={max}")]);
+        }
+        let server = server
             .arg("-D")
             .arg(&data)
             .arg("-k")
@@ -77,7 +92,6 @@ impl Postgres {
             .args(["-p", &PORT.to_string()])
             .args(["-c", "listen_addresses="])
             .args(["-c", &format!("fsync={}", if fsync { "on" } else { "off" })])
-            .args(["-c", "max_connections=200"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&server_log).expect("server log"))

@@ -192,8 +192,10 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     /// reachable at the same path from every worker (a shared filesystem).
     #[command(after_help = "Examples:
   pod submit --store postgres://pod@db/pod --yes \"Fix the failing tests\"
-  POD_STORE=postgres://pod@db/pod pod submit --profile work --task-file task.md")]
-    Submit(RunArgs),
+  POD_STORE=postgres://pod@db/pod pod submit --profile work --task-file task.md
+  pod submit --yes --from tasks.txt      # one session per line
+  pod submit --from tasks.jsonl          # {\"task\": \"…\", \"workspace\": \"/src/a\", \"max_cost\": \"2\"}")]
+    Submit(SubmitArgs),
     /// Run queued sessions as a fleet worker, and/or serve the HTTP API and
     /// web dashboard (--http).
     ///
@@ -571,6 +573,21 @@ impl From<DurabilityArg> for pod::Durability {
             DurabilityArg::Never => pod::Durability::Never,
         }
     }
+}
+
+/// `pod submit`.
+#[derive(Debug, Args)]
+#[command(args_override_self = true)]
+pub struct SubmitArgs {
+    /// Queue one session per line of FILE (`-`: stdin), all or none: a
+    /// line is a task, or a JSON object with "task" and any of these
+    /// flags by their long names ("workspace", "profile", "max_cost",
+    /// "allow": [...], "yes": true, …), which override the command line's.
+    #[arg(long, value_name = "FILE", group = "the_task")]
+    pub from: Option<PathBuf>,
+    /// The session, as `pod run` takes it.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// `pod run`.

@@ -13,6 +13,7 @@ mod run;
 mod serve;
 mod sessions;
 mod show;
+mod submit;
 mod transfer;
 
 use crate::cli::{Command, GlobalArgs};
@@ -36,7 +37,7 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
         Command::Approve(args) => approve::run(args, place().await?).await,
         Command::Prune(args) => prune::run(args, place().await?).await,
         Command::Store(command) => transfer::run(command, place().await?).await,
-        Command::Submit(args) => serve::submit(args, place().await?).await,
+        Command::Submit(args) => submit::run(args, place().await?).await,
         Command::Serve(args) => {
             let tuning = crate::store::Tuning {
                 lease_ttl: args.lease_ttl,

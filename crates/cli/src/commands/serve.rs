@@ -10,18 +10,15 @@
 //! as orphans and resumes them from their logs.
 
 use super::Place;
-use crate::cli::{RunArgs, ServeArgs};
+use crate::cli::ServeArgs;
 use crate::error::{Failure, Outcome};
 use anyhow::{bail, Context, Result};
-use pod::log::{LogRecord, SessionHeader};
 use pod::CancellationToken;
-use pod::Item;
-use pod_launch::Model;
 use pod_store_pg::PgStore;
 use std::sync::Arc;
 use uuid::Uuid;
 
-fn fleet(place: &Place, command: &str) -> Result<PgStore> {
+pub(super) fn fleet(place: &Place, command: &str) -> Result<PgStore> {
     match &place.fleet {
         Some(store) => Ok(store.clone()),
         None => bail!(Failure::new(
@@ -29,49 +26,6 @@ fn fleet(place: &Place, command: &str) -> Result<PgStore> {
             "pass --store postgres://USER@HOST/DB or set POD_STORE"
         )),
     }
-}
-
-/// Queues a session and prints its id.
-pub async fn submit(args: RunArgs, place: Place) -> Result<Outcome> {
-    let store = fleet(&place, "submit")?;
-    let workspace = super::run::workspace(args.workspace.as_deref())?;
-    let task = super::run::task(args.task.as_deref(), args.task_file.as_deref())?;
-    // A fleet runs every session until its plan is done. Resolved without
-    // the API key: the worker that runs the session reads it from its own
-    // environment.
-    let mut plan = place
-        .launcher()
-        .plan(&args.session.flags(true), workspace.clone())?;
-    let workspace = match args.worktree {
-        true => plan.use_worktree().await?.workspace,
-        false => workspace,
-    };
-    let model_name = match Model::from_choice(&plan.settings.choice) {
-        Ok(model) => model.provider.model_name(),
-        Err(err) if is_missing_key(&err) => plan
-            .settings
-            .choice
-            .raw
-            .model
-            .clone()
-            .unwrap_or_else(|| "unknown".into()),
-        Err(err) => return Err(err.into()),
-    };
-    let id = Uuid::new_v4();
-    // The servers are started by the worker; their settings are recorded
-    // here (the config file's and --mcp-config's, no env values).
-    let mut header = SessionHeader::new(id, model_name, workspace);
-    header.launch = plan.record()?.to_json();
-    store
-        .submit(&header, &[LogRecord::Item(Item::user(task))])
-        .await
-        .context("cannot queue the session")?;
-    let line = match args.drive.json {
-        true => format!("{}\n", serde_json::json!({ "session_id": id })),
-        false => format!("{id}\n"),
-    };
-    crate::output::print(&line)?;
-    Ok(Outcome::Done)
 }
 
 /// Runs fleet sessions until stopped (or, with `--exit-when-idle`, until
@@ -162,16 +116,6 @@ impl pod_fleet::Api for Api {
     fn release(&self, id: Uuid) {
         self.0.release(id);
     }
-}
-
-fn is_missing_key(err: &pod_launch::LaunchError) -> bool {
-    matches!(
-        err,
-        pod_launch::LaunchError::Config {
-            source: pod_providers::ConfigError::MissingKey(_),
-            ..
-        }
-    )
 }
 
 /// Cancels `stop` on Ctrl-C or SIGTERM.

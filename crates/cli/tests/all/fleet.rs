@@ -11,22 +11,26 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// A hang guard, not a timing assertion: generous on a loaded machine.
-const PATIENCE: Duration = Duration::from_secs(120);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(120);
 
-struct Fleet {
-    pg: Postgres,
-    env: TestEnv,
+pub(crate) struct Fleet {
+    pub pg: Postgres,
+    pub env: TestEnv,
 }
 
 impl Fleet {
-    fn new() -> Self {
+    pub fn new() -> Self {
+        Self::on(Postgres::start())
+    }
+
+    pub fn on(pg: Postgres) -> Self {
         Self {
-            pg: Postgres::start(),
+            pg,
             env: TestEnv::new(),
         }
     }
 
-    fn pod(&self) -> assert_cmd::Command {
+    pub fn pod(&self) -> assert_cmd::Command {
         let mut cmd = self.env.pod();
         cmd.env("POD_STORE", self.pg.url());
         cmd
@@ -59,7 +63,7 @@ impl Fleet {
     }
 
     /// A `pod serve` worker whose stdout lines arrive on the receiver.
-    fn worker(&self, extra: &[&str]) -> (Child, mpsc::Receiver<String>) {
+    pub fn worker(&self, extra: &[&str]) -> (Child, mpsc::Receiver<String>) {
         let mut cmd = self.env.pod_process();
         cmd.env("POD_STORE", self.pg.url())
             .args(["serve", "--lease-ttl", "2s"])
@@ -71,7 +75,7 @@ impl Fleet {
         (child, rx)
     }
 
-    fn show(&self, id: &str) -> Value {
+    pub fn show(&self, id: &str) -> Value {
         let out = self.pod().args(["show", id, "--json"]).output().unwrap();
         assert_success(&out);
         serde_json::from_slice(&out.stdout).unwrap()
@@ -123,7 +127,7 @@ impl Fleet {
 }
 
 /// The child's stdout lines, as they come.
-fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
+pub(crate) fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -136,7 +140,7 @@ fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
     rx
 }
 
-fn wait_line(rx: &mpsc::Receiver<String>, wanted: &str) -> String {
+pub(crate) fn wait_line(rx: &mpsc::Receiver<String>, wanted: &str) -> String {
     let deadline = Instant::now() + PATIENCE;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -150,7 +154,7 @@ fn wait_line(rx: &mpsc::Receiver<String>, wanted: &str) -> String {
 
 /// Every call has exactly one result, the plan is done, the last answer is
 /// the script's, and records were written by non-decreasing epochs.
-fn check_finished(fleet: &Fleet, id: &str) -> Vec<Value> {
+pub(crate) fn check_finished(fleet: &Fleet, id: &str) -> Vec<Value> {
     let shown = fleet.show(id);
     assert_eq!(shown["session"]["status"], "done", "{shown}");
     assert_eq!(statuses(&shown["todos"]), ["completed"; 3]);
@@ -180,7 +184,7 @@ fn check_finished(fleet: &Fleet, id: &str) -> Vec<Value> {
     history
 }
 
-fn bash_result(history: &[Value]) -> String {
+pub(crate) fn bash_result(history: &[Value]) -> String {
     history
         .iter()
         .find(|item| {

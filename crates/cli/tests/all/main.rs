@@ -14,6 +14,7 @@ mod demo;
 mod errors;
 mod first_steps;
 mod fleet;
+mod fleet_scale;
 mod fork;
 mod hooks;
 mod http;
