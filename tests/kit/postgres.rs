@@ -33,17 +33,19 @@ impl Postgres {
 
     /// Creates and starts a cluster with fsync on or off.
     pub fn start_with(fsync: bool) -> Self {
-        Self::launch(fsync, Some(200))
+        Self::start_with_limits(fsync, Some(200))
     }
 
     /// A cluster with the server's own connection limit
     /// (`max_connections` = 100), as a default installation has; fsync
     /// off.
     pub fn start_with_default_limits() -> Self {
-        Self::launch(false, None)
+        Self::start_with_limits(false, None)
     }
 
-    fn launch(fsync: bool, max_connections: Option<u32>) -> Self {
+    /// A cluster with fsync on or off and `max_connections` (the server's
+    /// default, 100, when `None`).
+    pub fn start_with_limits(fsync: bool, max_connections: Option<u32>) -> Self {
         let bin = binaries();
         let dir = tempfile::Builder::new()
             .prefix("pod-pg-")

@@ -30,13 +30,77 @@ struct Counters {
     responses: parking_lot::Mutex<std::collections::HashSet<u64>>,
 }
 
+/// How the server answers.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The length of the text the `echo` call carries.
+    pub result_bytes: usize,
+    /// How long it waits before answering (a model's latency).
+    pub latency: std::time::Duration,
+    /// The tool it calls and its arguments (default: `echo` with the text).
+    pub call: Option<(String, Value)>,
+    /// Chat Completions: answer with a call until the conversation holds
+    /// this many tool results, then with text (default: a call unless the
+    /// last message is a tool result).
+    pub rounds: Option<usize>,
+}
+
+impl Options {
+    /// Answers at once, calling `echo` with `result_bytes` of text.
+    pub fn new(result_bytes: usize) -> Self {
+        Self {
+            result_bytes,
+            latency: std::time::Duration::ZERO,
+            call: None,
+            rounds: None,
+        }
+    }
+
+    /// Reads `--result-bytes=N`, `--latency-ms=N`, `--tool=NAME`,
+    /// `--arguments=JSON` and `--rounds=N`.
+    pub fn from_args(args: &[String]) -> Self {
+        let value = |name: &str| args.iter().find_map(|a| a.strip_prefix(name));
+        let mut options = Self::new(
+            value("--result-bytes=")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(300),
+        );
+        if let Some(ms) = value("--latency-ms=").and_then(|n| n.parse().ok()) {
+            options.latency = std::time::Duration::from_millis(ms);
+        }
+        if let Some(tool) = value("--tool=") {
+            let arguments = value("--arguments=")
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or_else(|| json!({}));
+            options.call = Some((tool.to_string(), arguments));
+        }
+        options.rounds = value("--rounds=").and_then(|n| n.parse().ok());
+        options
+    }
+
+    fn args(&self) -> Vec<String> {
+        let mut args = vec![
+            format!("--result-bytes={}", self.result_bytes),
+            format!("--latency-ms={}", self.latency.as_millis()),
+        ];
+        if let Some((tool, arguments)) = &self.call {
+            args.push(format!("--tool={tool}"));
+            args.push(format!("--arguments={arguments}"));
+        }
+        if let Some(rounds) = self.rounds {
+            args.push(format!("--rounds={rounds}"));
+        }
+        args
+    }
+}
+
 /// Runs the server until the parent closes its stdin (or kills it); prints
 /// `ADDR` on its first line of stdout.
-pub async fn serve_forever(result_bytes: usize) -> Result<(), Box<dyn std::error::Error>> {
+pub async fn serve_forever(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     println!("{}", listener.local_addr()?);
     let counters = Arc::new(Counters::default());
-    let answers = Arc::new(Answers::new(result_bytes));
+    let answers = Arc::new(Answers::new(&options));
     let accept = async {
         while let Ok((stream, _)) = listener.accept().await {
             let (counters, answers) = (counters.clone(), answers.clone());
@@ -60,6 +124,8 @@ pub async fn serve_forever(result_bytes: usize) -> Result<(), Box<dyn std::error
 /// Pre-rendered response bodies; only the call id (and on the Responses
 /// API the response id) changes per request.
 struct Answers {
+    latency: std::time::Duration,
+    rounds: Option<usize>,
     call_prefix: String,
     call_suffix: String,
     text: String,
@@ -73,13 +139,18 @@ const RESPONSE_ID: &str = "RESPONSE_ID_MARKER";
 const CALL_ID: &str = "CALL_ID_MARKER";
 
 impl Answers {
-    fn new(result_bytes: usize) -> Self {
-        let text = "x".repeat(result_bytes);
-        let arguments = json!({ "text": text }).to_string();
+    fn new(options: &Options) -> Self {
+        let (tool, arguments) = match &options.call {
+            Some((tool, arguments)) => (tool.clone(), arguments.to_string()),
+            None => (
+                "echo".to_string(),
+                json!({ "text": "x".repeat(options.result_bytes) }).to_string(),
+            ),
+        };
         let marker = CALL_ID;
         let mut call = chunk(
             json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
-            "id": marker, "type": "function", "function": {"name": "echo", "arguments": ""}}]}),
+            "id": marker, "type": "function", "function": {"name": tool, "arguments": ""}}]}),
             None,
         );
         // The arguments arrive in two fragments, as real servers split them.
@@ -106,6 +177,8 @@ impl Answers {
         text.push_str("data: [DONE]\n\n");
         let (responses_call, responses_text) = responses_answers(&arguments);
         Self {
+            latency: options.latency,
+            rounds: options.rounds,
             call_prefix,
             call_suffix,
             text,
@@ -212,13 +285,20 @@ async fn connection(
             counters
                 .bytes
                 .fetch_add(content_length as u64, Ordering::Relaxed);
-            let payload = if last_role_is_tool(&body) {
+            let done = match answers.rounds {
+                Some(rounds) => tool_results(&body) >= rounds,
+                None => last_role_is_tool(&body),
+            };
+            let payload = if done {
                 answers.text.clone()
             } else {
                 format!("{}call_{n}{}", answers.call_prefix, answers.call_suffix)
             };
             ("200 OK", "text/event-stream", payload)
         };
+        if !stats && !answers.latency.is_zero() {
+            tokio::time::sleep(answers.latency).await;
+        }
         let response = format!(
             "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{payload}",
             payload.len()
@@ -282,6 +362,12 @@ fn last_role_is_tool(body: &[u8]) -> bool {
     text[start..].starts_with("{\"role\":\"tool\"")
 }
 
+/// How many tool results the conversation holds.
+fn tool_results(body: &[u8]) -> usize {
+    let text = String::from_utf8_lossy(body);
+    text.matches("{\"role\":\"tool\"").count()
+}
+
 /// A running server process; killed when dropped.
 pub struct Server {
     /// `host:port`.
@@ -303,9 +389,14 @@ impl Server {
     /// Starts `pod-bench loopback-server` answering tool calls whose text
     /// is `result_bytes` long.
     pub async fn start(result_bytes: usize) -> Result<Self, Box<dyn std::error::Error>> {
+        Self::start_with(Options::new(result_bytes)).await
+    }
+
+    /// Starts the server answering as `options` say.
+    pub async fn start_with(options: Options) -> Result<Self, Box<dyn std::error::Error>> {
         let mut child = Command::new(std::env::current_exe()?)
             .arg("loopback-server")
-            .arg(format!("--result-bytes={result_bytes}"))
+            .args(options.args())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)

@@ -2,7 +2,7 @@
 //! tables for BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints] [--quick]
+//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints|serve] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
 //! `turns --turns=N` runs N turns; `http --watchers` only the watchers' table; `wire --api=chat|responses` one of the two OpenAI wires (both by default).
@@ -15,6 +15,7 @@ mod idle;
 mod loopback;
 mod reminders;
 mod resume;
+mod serve;
 mod store;
 mod support;
 mod turns;
@@ -34,14 +35,7 @@ async fn main() -> ExitCode {
         .unwrap_or("all");
     if which == "loopback-server" {
         // The separate process the wire and fleet benchmarks talk to.
-        let bytes = args
-            .iter()
-            .find_map(|a| {
-                a.strip_prefix("--result-bytes=")
-                    .and_then(|n| n.parse().ok())
-            })
-            .unwrap_or(300);
-        return match loopback::serve_forever(bytes).await {
+        return match loopback::serve_forever(loopback::Options::from_args(&args)).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("pod-bench loopback-server: {err}");
@@ -62,11 +56,12 @@ async fn main() -> ExitCode {
         "http",
         "wire",
         "checkpoints",
+        "serve",
     ]
     .contains(&which)
     {
         eprintln!(
-            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http, wire or checkpoints"
+            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http, wire, checkpoints or serve"
         );
         return ExitCode::from(2);
     }
@@ -104,6 +99,9 @@ async fn main() -> ExitCode {
         }
         if run("checkpoints") {
             checkpoints::run(quick).await?;
+        }
+        if run("serve") {
+            serve::run(quick).await?;
         }
         Ok::<(), Box<dyn std::error::Error>>(())
     }

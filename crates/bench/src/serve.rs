@@ -1,0 +1,312 @@
+//! A fleet at scale: N sessions queued with one `pod submit --from`, run by
+//! `pod serve` worker processes (the release binary next to this one) on a
+//! throwaway PostgreSQL with the server's default settings (fsync on,
+//! `max_connections` 100), against a loopback model that answers after 1 s.
+//! Each session makes 5 model requests (4 `read_file` calls, then text), so
+//! the ideal wall time is 5 s whatever N. Reported: wall ÷ ideal, the
+//! workers' CPU per model request (`getrusage` of the reaped workers), their
+//! peak RSS (`VmHWM`) and what it grew by per session, the most database
+//! connections they held (`pg_stat_activity`), appends and WAL flushes per
+//! second (`pod_records`, `pg_stat_wal`), and how long the submission took.
+
+use crate::loopback::{Options, Server};
+use crate::support::fmt_duration;
+use pod_testkit::postgres::Postgres;
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+type Error = Box<dyn std::error::Error>;
+
+/// Model requests per session.
+const REQUESTS: u64 = 5;
+/// The model's latency.
+const LATENCY: Duration = Duration::from_secs(1);
+
+/// The `pod` binary of the same build as this one.
+fn pod_binary() -> Result<PathBuf, Error> {
+    let exe = std::env::current_exe()?;
+    let pod = exe.with_file_name("pod");
+    if !pod.is_file() {
+        return Err(format!(
+            "{} is missing: build it first (cargo build --release -p pod-cli)",
+            pod.display()
+        )
+        .into());
+    }
+    Ok(pod)
+}
+
+/// Children's CPU time so far (the reaped ones).
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage writes one plain-old-data struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// A field of `/proc/PID/status` in kB.
+fn status_kb(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+struct Setup {
+    pg: Postgres,
+    server: Server,
+    dir: tempfile::TempDir,
+    pod: PathBuf,
+}
+
+impl Setup {
+    fn workspace(&self) -> PathBuf {
+        self.dir.path().join("workspace")
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.pod);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path().join("home"))
+            .env("POD_HOME", self.dir.path().join("pod-home"))
+            .env("POD_CONFIG", self.dir.path().join("config.toml"))
+            .env("POD_STORE", self.pg.url())
+            .env("BENCH_API_KEY", "bench")
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
+async fn setup() -> Result<Setup, Error> {
+    let pod = pod_binary()?;
+    let pg = Postgres::start_with_limits(true, None);
+    let mut options = Options::new(0);
+    options.latency = LATENCY;
+    options.call = Some(("read_file".into(), json!({"path": "notes.txt"})));
+    options.rounds = Some(REQUESTS as usize - 1);
+    let server = Server::start_with(options).await?;
+    let dir = tempfile::tempdir()?;
+    for sub in ["home", "pod-home", "workspace"] {
+        std::fs::create_dir_all(dir.path().join(sub))?;
+    }
+    std::fs::write(
+        dir.path().join("workspace/notes.txt"),
+        "A file the agent reads: three hundred bytes of notes. ".repeat(6),
+    )?;
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[profiles.bench]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"bench\"\n\
+             api_key_env = \"BENCH_API_KEY\"\ncontext_window = 128000\n",
+            server.base_url()
+        ),
+    )?;
+    Ok(Setup {
+        pg,
+        server,
+        dir,
+        pod,
+    })
+}
+
+/// What one run measured.
+struct Row {
+    workers: usize,
+    sessions: usize,
+    submit: Duration,
+    wall: Duration,
+    cpu: Duration,
+    requests: u64,
+    peak_rss_kb: u64,
+    idle_rss_kb: u64,
+    connections: i64,
+    appends: i64,
+    wal_syncs: i64,
+}
+
+async fn sql(pg: &Postgres) -> Result<tokio_postgres::Client, Error> {
+    let (client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+async fn db_counters(client: &tokio_postgres::Client) -> Result<(i64, i64), Error> {
+    let records: i64 = client
+        .query_one("SELECT count(*) FROM pod_records", &[])
+        .await?
+        .get(0);
+    let syncs: i64 = client
+        .query_one("SELECT wal_sync FROM pg_stat_wal", &[])
+        .await?
+        .get(0);
+    Ok((records, syncs))
+}
+
+/// The resident size of an idle worker (nothing queued), in kB.
+fn idle_rss(setup: &Setup) -> Result<u64, Error> {
+    let mut child = setup
+        .command()
+        .args(["serve", "--workers", "10000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut line = String::new();
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)?;
+    // Its first claims and renewal period pass.
+    std::thread::sleep(Duration::from_secs(2));
+    let rss = status_kb(child.id(), "VmRSS:").unwrap_or(0);
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok(rss)
+}
+
+async fn measure(workers: usize, per_worker: usize) -> Result<Row, Error> {
+    let setup = setup().await?;
+    let sessions = workers * per_worker;
+    let tasks = setup.dir.path().join("tasks.txt");
+    let lines: Vec<String> = (0..sessions)
+        .map(|i| format!("Read notes.txt and say what it holds ({i})"))
+        .collect();
+    std::fs::write(&tasks, lines.join("\n"))?;
+    // Measured while the queue is empty: a worker with nothing to run.
+    let idle_rss_kb = idle_rss(&setup)?;
+    let started = Instant::now();
+    let out = setup
+        .command()
+        .args(["submit", "--profile", "bench", "--yes", "--from"])
+        .arg(&tasks)
+        .arg("--workspace")
+        .arg(setup.workspace())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "pod submit failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let submit = started.elapsed();
+    let client = sql(&setup.pg).await?;
+    let (records_before, syncs_before) = db_counters(&client).await?;
+    let requests_before = setup.server.stats().await?.requests;
+    let cpu_before = children_cpu();
+    let started = Instant::now();
+    let mut children: Vec<Child> = (0..workers)
+        .map(|_| {
+            setup
+                .command()
+                .args(["serve", "--exit-when-idle", "--workers"])
+                .arg(per_worker.to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+        })
+        .collect::<Result<_, _>>()?;
+    let (mut peak_rss_kb, mut connections) = (vec![0u64; workers], 0i64);
+    let mut running = workers;
+    while running > 0 {
+        for (i, child) in children.iter().enumerate() {
+            if let Some(hwm) = status_kb(child.id(), "VmHWM:") {
+                peak_rss_kb[i] = peak_rss_kb[i].max(hwm);
+            }
+        }
+        let held: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pod'",
+                &[],
+            )
+            .await?
+            .get(0);
+        connections = connections.max(held);
+        running = 0;
+        for child in &mut children {
+            if child.try_wait()?.is_none() {
+                running += 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if started.elapsed() > Duration::from_secs(3600) {
+            return Err("the fleet did not finish within an hour".into());
+        }
+    }
+    let wall = started.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu_before);
+    let requests = setup.server.stats().await?.requests - requests_before;
+    let (records_after, syncs_after) = db_counters(&client).await?;
+    let done: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pod_sessions WHERE state = 'idle' AND fleet",
+            &[],
+        )
+        .await?
+        .get(0);
+    if done as usize != sessions || requests != sessions as u64 * REQUESTS {
+        return Err(format!(
+            "{done} of {sessions} sessions ended, {requests} requests (expected {})",
+            sessions as u64 * REQUESTS
+        )
+        .into());
+    }
+    Ok(Row {
+        workers,
+        sessions,
+        submit,
+        wall,
+        cpu,
+        requests,
+        peak_rss_kb: peak_rss_kb.iter().sum(),
+        idle_rss_kb,
+        connections,
+        appends: records_after - records_before,
+        wal_syncs: syncs_after - syncs_before,
+    })
+}
+
+/// Prints the table (see the module docs).
+pub async fn run(quick: bool) -> Result<(), Error> {
+    let runs: &[(usize, usize)] = if quick {
+        &[(1, 200)]
+    } else {
+        &[(1, 1000), (1, 10_000), (3, 3000)]
+    };
+    println!(
+        "\n### A fleet at scale: N sessions × {REQUESTS} requests, {}s model latency\n",
+        LATENCY.as_secs()
+    );
+    println!("| workers × sessions | submit | wall | wall ÷ ideal | CPU / request | peak RSS | RSS / session | DB connections | appends/s | WAL flushes/s |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for &(workers, per_worker) in runs {
+        let row = measure(workers, per_worker).await?;
+        let ideal = LATENCY * REQUESTS as u32;
+        let secs = row.wall.as_secs_f64();
+        let per_session_kb =
+            row.peak_rss_kb
+                .saturating_sub(row.idle_rss_kb * row.workers as u64) as f64
+                / row.sessions as f64;
+        println!(
+            "| {} × {} | {} | {} | {:.2}× | {:.3} ms | {:.0} MB | {:.1} KB | {} | {:.0} | {:.0} |",
+            row.workers,
+            row.sessions / row.workers,
+            fmt_duration(row.submit),
+            fmt_duration(row.wall),
+            secs / ideal.as_secs_f64(),
+            row.cpu.as_secs_f64() * 1000.0 / row.requests as f64,
+            row.peak_rss_kb as f64 / 1024.0,
+            per_session_kb,
+            row.connections,
+            row.appends as f64 / secs,
+            row.wal_syncs as f64 / secs,
+        );
+    }
+    Ok(())
+}
