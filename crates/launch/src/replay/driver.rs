@@ -55,7 +55,13 @@ pub async fn replay(
     };
     let handle = start(recording, &place, &dir, what_if).await?;
     let actual_id = handle.session_id();
-    let driven = drive(&handle, root, &place).await;
+    let mut renames = Renames::default();
+    renames.add(
+        dir.display().to_string(),
+        root.header.workspace.display().to_string(),
+    );
+    renames.add(actual_id.to_string(), recording.id().to_string());
+    let driven = drive(&handle, root, &place, &renames).await;
     if let Err(err) = handle.shutdown().await {
         tracing::warn!(err = %pod_llm::error_chain(&err), "replay shutdown");
     }
@@ -95,11 +101,20 @@ async fn start(
     // Subagents answer from the recording too, through the same model.
     settings.choice.raw.subagent_model = None;
     let context_window = context_window(&settings);
+    // Crashes are told by today's default reminder cadence (a `tune` may
+    // change the replay's, which is then the replay's difference).
+    let every = pod::PodConfig::new(
+        place.home.clone(),
+        dir.to_path_buf(),
+        Arc::new(pod_llm::ScriptedProvider::from_steps(Vec::new())),
+    )
+    .remind_every;
     let script = super::script::script(
         root,
         &recording.children,
         root.header.model.clone(),
         context_window,
+        &runs::crash_points(&root.records, every),
     );
     let hooks = crate::hooks::collect(
         &flags,
@@ -165,7 +180,12 @@ fn context_window(settings: &Resolved) -> Option<u64> {
 
 /// Runs the recording's runs, each when the one before it ended, until
 /// none is left or the replay went otherwise.
-async fn drive(handle: &PodHandle, root: &Recorded, place: &Place) -> Result<(), LaunchError> {
+async fn drive(
+    handle: &PodHandle,
+    root: &Recorded,
+    place: &Place,
+    renames: &Renames,
+) -> Result<(), LaunchError> {
     let expected = entries(&root.records, &Renames::default(), &[]);
     let mut cursor = Cursor::default();
     let mut answered = 0;
@@ -185,8 +205,14 @@ async fn drive(handle: &PodHandle, root: &Recorded, place: &Place) -> Result<(),
             break;
         }
         (answered, cursor) = (now, next);
-        let actual = entries(&records, &Renames::default(), &[]);
-        if compare(&expected, &actual, true).divergence.is_some() {
+        // A replay that went otherwise stops; one that is only behind (the
+        // recording has more runs) goes on.
+        let actual = entries(&records, renames, &[]);
+        let shared = actual.len().min(expected.len());
+        if compare(&expected[..shared], &actual[..shared], true)
+            .divergence
+            .is_some()
+        {
             break;
         }
     }

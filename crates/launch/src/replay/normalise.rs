@@ -101,6 +101,12 @@ pub(crate) fn entries(
         if skipped_call(record).is_some_and(|id| skip_calls.iter().any(|s| s == id)) {
             continue;
         }
+        if matches!(record, LogRecord::Ended(ended)
+            if ended.reason.as_deref().is_some_and(|r| r.contains(super::runs::CRASH)))
+        {
+            // The end of a run where the replay played the recording's crash.
+            continue;
+        }
         let Some(mut value) = value_of(record) else {
             continue;
         };

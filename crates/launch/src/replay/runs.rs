@@ -71,6 +71,71 @@ pub(crate) fn next(
     None
 }
 
+/// What the model says where the replay plays a crash: the error its run
+/// ends with (an ended record the comparison leaves out).
+pub(crate) const CRASH: &str = "pod replay: the recorded session's process stopped here";
+
+/// Where the recording's process stopped mid-run and a resume started a
+/// new run without a prompt, as the number of answers before it. The log
+/// does not record a crash; its traces do: results a resume gave calls the
+/// crash cut short, and a reminder only a run's start explains (one that
+/// neither follows a prompt or an ended run, nor is due by the cadence
+/// `every`, rule 3 of the reminders).
+pub(crate) fn crash_points(records: &[LogRecord], every: u32) -> Vec<usize> {
+    let mut points = Vec::new();
+    let mut answers = 0;
+    // Whether a run start is already explained since the last answer.
+    let mut started = true;
+    for (index, record) in records.iter().enumerate() {
+        match record {
+            LogRecord::Stopped(_) | LogRecord::Ended(_) => started = true,
+            LogRecord::Item(item) => match &item.kind {
+                ItemKind::Assistant { .. } => {
+                    answers += 1;
+                    started = false;
+                }
+                ItemKind::User { .. } => started = true,
+                ItemKind::ToolResult { content, .. }
+                    if content == pod::replay::INTERRUPTED_RESULT && !started =>
+                {
+                    points.push(answers);
+                    started = true;
+                }
+                ItemKind::System {
+                    kind: pod_llm::SystemKind::Reminder,
+                    ..
+                } if !started && !after_final_answer(&records[..index]) => {
+                    let before = pod::replay::full_history(&records[..index]);
+                    if !pod::interceptors::answered_since_plan(&before, every) {
+                        points.push(answers);
+                    }
+                    started = true;
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    points.dedup();
+    points
+}
+
+/// Whether the last item of `records` is an answer without calls: a
+/// reminder after it is until-done's continuation, within the run.
+fn after_final_answer(records: &[LogRecord]) -> bool {
+    records
+        .iter()
+        .rev()
+        .find_map(|record| match record {
+            LogRecord::Item(item) => Some(matches!(
+                &item.kind,
+                ItemKind::Assistant { tool_calls, .. } if tool_calls.is_empty()
+            )),
+            _ => None,
+        })
+        .unwrap_or(false)
+}
+
 fn is_answer(record: &LogRecord) -> bool {
     matches!(record, LogRecord::Item(item) if matches!(item.kind, ItemKind::Assistant { .. }))
 }
@@ -119,6 +184,69 @@ mod tests {
         let records = vec![prompt("one")];
         let (_, cursor) = next(&records, 0, Cursor::default()).unwrap();
         assert_eq!(next(&records, 0, cursor), None);
+    }
+
+    fn reminder() -> LogRecord {
+        LogRecord::Item(Item::system(pod_llm::SystemKind::Reminder, "plan"))
+    }
+
+    fn call(id: &str, name: &str) -> LogRecord {
+        LogRecord::Item(Item::new(ItemKind::Assistant {
+            text: String::new(),
+            reasoning: None,
+            tool_calls: vec![pod_llm::ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: "{}".into(),
+            }],
+            usage: None,
+        }))
+    }
+
+    fn result(id: &str, text: &str) -> LogRecord {
+        LogRecord::Item(Item::tool_result(id, text, false))
+    }
+
+    #[test]
+    fn a_reminder_the_cadence_does_not_explain_is_a_resume_after_a_crash() {
+        let records = vec![
+            prompt("go"),
+            reminder(),
+            call("t", pod_tools::TODO_WRITE),
+            result("t", "ok"),
+            call("r", "read_file"),
+            result("r", "text"),
+            // Two answers since the plan: not due at 5, so a run began.
+            reminder(),
+            answer("done"),
+        ];
+        assert_eq!(crash_points(&records, 5), vec![2]);
+        // Due at 1 (one answer after the plan's): the cadence explains it.
+        assert_eq!(crash_points(&records, 1), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn until_dones_continuation_after_a_final_answer_is_no_crash() {
+        let records = vec![
+            prompt("go"),
+            call("t", pod_tools::TODO_WRITE),
+            result("t", "ok"),
+            answer("stopping here"),
+            reminder(),
+            answer("done"),
+        ];
+        assert_eq!(crash_points(&records, 5), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_call_the_crash_cut_is_a_resume_after_its_answer() {
+        let records = vec![
+            prompt("go"),
+            call("b", "bash"),
+            result("b", pod::replay::INTERRUPTED_RESULT),
+            answer("done"),
+        ];
+        assert_eq!(crash_points(&records, 5), vec![1]);
     }
 
     #[test]

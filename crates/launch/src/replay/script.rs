@@ -21,6 +21,7 @@ pub(crate) fn script(
     children: &[Recorded],
     model: String,
     context_window: Option<u64>,
+    crashes: &[usize],
 ) -> Script {
     let mut compactions: Vec<(chrono::DateTime<chrono::Utc>, ScriptStep)> = Vec::new();
     for session in std::iter::once(root).chain(children) {
@@ -32,7 +33,7 @@ pub(crate) fn script(
     Script {
         model,
         context_window,
-        steps: answers(&root.records),
+        steps: with_crashes(answers(&root.records), crashes),
         compaction: compactions.into_iter().map(|(_, step)| step).collect(),
         agents: children
             .iter()
@@ -57,6 +58,25 @@ pub(crate) fn answers(records: &[LogRecord]) -> Vec<ScriptStep> {
             _ => None,
         })
         .collect()
+}
+
+/// `steps` with a failing step after each number of answers in
+/// `crashes`: the run ends there, as the recording's process did.
+fn with_crashes(steps: Vec<ScriptStep>, crashes: &[usize]) -> Vec<ScriptStep> {
+    let mut out = Vec::with_capacity(steps.len() + crashes.len());
+    for (index, step) in steps.into_iter().enumerate() {
+        for _ in crashes.iter().filter(|at| **at == index) {
+            out.push(ScriptStep {
+                fail: Some(pod_llm::ScriptFailure {
+                    status: None,
+                    message: super::runs::CRASH.into(),
+                }),
+                ..ScriptStep::default()
+            });
+        }
+        out.push(step);
+    }
+    out
 }
 
 fn step_of(item: &Item) -> Option<ScriptStep> {
