@@ -13,6 +13,7 @@ Examples:
   pod resume 3f2a                            # continue the unfinished plan after a crash
   pod fork 3f2a --at 12                      # branch off before item 12
   pod prune --older-than 30d                 # delete sessions untouched for 30 days
+  pod replay 3f2a --hooks new-hooks.json     # would it have gone the same?
   pod submit --store postgres://db/pod --yes \"Fix the build\"   # queue it for a fleet
   pod serve --store postgres://db/pod --workers 4           # a fleet worker
 
@@ -20,7 +21,8 @@ Sessions live in $POD_HOME/sessions/<id>/ (POD_HOME defaults to
 $XDG_DATA_HOME/pod, then ~/.local/share/pod), or in the PostgreSQL
 database --store or POD_STORE names.
 Exit codes: 0 done, 1 error, 2 usage, 3 stopped with work left (a budget,
---max-turns or the loop guard; `pod resume ID` continues), 130 interrupted
+--max-turns or the loop guard; `pod resume ID` continues), 4 `pod replay`
+found a divergence, 130 interrupted
 (Ctrl-C, end of input at a prompt), 141 stdout closed.";
 
 /// Every state `pod sessions` shows and `--status` takes, in a line each.
@@ -179,6 +181,25 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
   pod approve 3f2a call_7 never          # a question about call call_7
   pod sessions                           # status awaiting_approval lists them")]
     Approve(ApproveArgs),
+    /// Replay a session's recorded model answers through today's runtime,
+    /// tools, hooks and config, and report where it first goes otherwise.
+    ///
+    /// No model and no network: the answers in the log are played by the
+    /// scripted model, in a scratch copy of the workspace as the session's
+    /// first checkpoint holds it (or of --workspace DIR), with a scratch
+    /// POD_HOME, so nothing is added to your sessions. Every record is
+    /// compared (tool calls approved or refused, results, reminders,
+    /// compactions, the plan after each todo_write, budget stops); ids,
+    /// times and paths that differ by nature are normalised
+    /// (docs/replay.md). A subagent's session is checked under its
+    /// parent's. Exit code 0 when every session replays identically, 4 when
+    /// one diverges, 1 when one cannot be replayed.
+    #[command(after_help = "Examples:
+  pod replay 3f2a                        # the same calls, results and plan?
+  pod replay 3f2a --hooks hooks.json     # with this hook instead of the recorded ones
+  pod replay 3f2a --workspace ~/src/app  # with this version of the code
+  pod replay --dir ./corpus --json       # every session of a directory, a line each")]
+    Replay(ReplayArgs),
     /// Delete sessions that were not updated for a while.
     #[command(after_help = "Examples:
   pod prune --older-than 30d --dry-run   # list what would go
@@ -728,6 +749,36 @@ pub struct ShowArgs {
     /// worker: new records are read from the store as they commit).
     #[arg(long, short = 'f')]
     pub follow: bool,
+}
+
+/// `pod replay`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["id", "dir"]))]
+pub struct ReplayArgs {
+    /// Session id (a unique prefix is enough).
+    #[arg(value_name = "ID")]
+    pub id: Option<String>,
+    /// Replay every session of this directory instead: a POD_HOME, or
+    /// what `pod store export --to DIR` wrote (subagents' sessions are
+    /// replayed under their parents').
+    #[arg(long, value_name = "DIR", conflicts_with = "id")]
+    pub dir: Option<PathBuf>,
+    /// One JSON object per session on stdout: the counts and the first
+    /// divergence, with both records.
+    #[arg(long)]
+    pub json: bool,
+    /// Start from a copy of this directory instead of the files the
+    /// session's first checkpoint holds.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Read this config file (approval rules, budgets, sandbox) instead of
+    /// the default one.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Run the hooks of this Claude Code settings file instead of the ones
+    /// the session recorded (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub hooks: Vec<PathBuf>,
 }
 
 /// `pod fork`.

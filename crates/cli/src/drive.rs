@@ -297,7 +297,8 @@ fn tell_terminal(finished: &Finished, outcome: Outcome, shown_on_stdout: bool) {
         ),
     };
     let what = match (&finished.stopped, outcome) {
-        (_, Outcome::Done) => None,
+        // A drive never diverges: only `pod replay` does.
+        (_, Outcome::Done | Outcome::Diverged) => None,
         (_, Outcome::OutputClosed) => Some("stdout was closed, so the turn was cancelled".into()),
         (_, Outcome::Interrupted) => Some("interrupted".to_string()),
         (Some(stopped), _) => Some(stopped.message.clone()),

@@ -12,6 +12,8 @@ pub const EXIT_ERROR: u8 = 1;
 /// A run stopped with work left: a budget, `--max-turns` or the loop guard
 /// ended it, or `--until-done` ended with todos unfinished.
 pub const EXIT_STOPPED: u8 = 3;
+/// `pod replay`: a session replayed otherwise than its log holds.
+pub const EXIT_DIVERGED: u8 = 4;
 /// The user interrupted it: Ctrl-C, or end of input at a prompt (128 +
 /// SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -30,6 +32,8 @@ pub enum Outcome {
     Stopped,
     /// Stdout was closed; the run was cancelled and can be resumed.
     OutputClosed,
+    /// A replay went otherwise than its recording.
+    Diverged,
 }
 
 impl From<Outcome> for ExitCode {
@@ -39,6 +43,7 @@ impl From<Outcome> for ExitCode {
             Outcome::Interrupted => EXIT_INTERRUPTED,
             Outcome::Stopped => EXIT_STOPPED,
             Outcome::OutputClosed => EXIT_OUTPUT_CLOSED,
+            Outcome::Diverged => EXIT_DIVERGED,
         })
     }
 }

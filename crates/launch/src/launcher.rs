@@ -53,6 +53,8 @@ pub struct Plan {
     checkpoints: bool,
     worktree: Option<crate::record::RecordedWorktree>,
     resume: Option<Resuming>,
+    // A replay's model: the recording's answers, instead of the settings'.
+    script: Option<pod_llm::Script>,
 }
 
 /// What a resume carries over from the log.
@@ -159,6 +161,7 @@ impl Launcher {
             checkpoints,
             worktree: None,
             resume: None,
+            script: None,
         })
     }
 
@@ -204,11 +207,36 @@ impl Launcher {
                 servers: recorded.map(|l| l.mcp_servers).unwrap_or_default(),
                 title: loaded.summary.title.clone(),
             }),
+            script: None,
         })
     }
 }
 
 impl Plan {
+    /// A new session that replays `script` as its model, with `settings`
+    /// and `hooks` as they are (a replay decides them, see `replay`).
+    pub(crate) fn replaying(
+        place: Place,
+        settings: Resolved,
+        workspace: PathBuf,
+        hooks: Vec<crate::record::RecordedHooks>,
+        checkpoints: bool,
+        script: pod_llm::Script,
+    ) -> Self {
+        Self {
+            place,
+            outbox: pod_notify::Outbox::default(),
+            settings,
+            workspace,
+            mcp_config: Vec::new(),
+            hooks,
+            checkpoints,
+            worktree: None,
+            resume: None,
+            script: Some(script),
+        }
+    }
+
     /// The session this plan resumes, if it resumes one.
     pub fn resuming(&self) -> Option<Uuid> {
         self.resume.as_ref().map(|r| r.id)
@@ -275,7 +303,10 @@ impl Plan {
     pub async fn prepare(self, options: Options) -> Result<Prepared, LaunchError> {
         let settings = &self.settings;
         let notifier = crate::notify::notifier(&settings.notify, &self.outbox)?;
-        let model = Model::from_choice(&settings.choice)?;
+        let model = match &self.script {
+            Some(script) => Model::from_script(script.clone()),
+            None => Model::from_choice(&settings.choice)?,
+        };
         let subagents = subagents::with_model(settings.subagents.clone(), &settings.choice)?;
         if let Some(resume) = &self.resume {
             // A scripted model goes on with the step after the last answered.

@@ -42,6 +42,7 @@ mod mcp;
 mod model;
 pub mod notify;
 mod record;
+pub mod replay;
 mod sandbox;
 pub mod sessions;
 mod settings;

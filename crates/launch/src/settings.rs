@@ -43,7 +43,16 @@ pub struct Resolved {
 impl Resolved {
     /// Resolves `flags` over `recorded` and the config file.
     pub fn resolve(flags: &Flags, recorded: Option<&Launch>) -> Result<Self, LaunchError> {
-        let file = model::config_file(&flags.model)?;
+        Self::resolve_in(model::config_file(&flags.model)?, flags, recorded)
+    }
+
+    /// Resolves `flags` over `recorded` and `file` (a config file read
+    /// already: a replay's `--config`).
+    pub(crate) fn resolve_in(
+        file: pod_providers::ConfigFile,
+        flags: &Flags,
+        recorded: Option<&Launch>,
+    ) -> Result<Self, LaunchError> {
         let choice = model::choose(&flags.model, &file, recorded)?;
         let approval_flags = match recorded {
             Some(launch) => launch.approval.or_given(&flags.approval),

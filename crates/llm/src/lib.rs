@@ -37,4 +37,6 @@ pub use provider::{
     EventStream, FinishReason, HistoryId, Provider, ProviderError, ProviderRequest, StreamEvent,
     ToolSpec,
 };
-pub use scripted::{AgentScript, Script, ScriptError, ScriptStep, ScriptedCall, ScriptedProvider};
+pub use scripted::{
+    AgentScript, Script, ScriptError, ScriptFailure, ScriptStep, ScriptedCall, ScriptedProvider,
+};

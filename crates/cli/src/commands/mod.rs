@@ -7,6 +7,7 @@ mod checkpoints;
 mod demo;
 mod fork;
 pub mod prune;
+mod replay;
 mod resume;
 mod rm;
 mod run;
@@ -36,6 +37,7 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
         Command::Rm(args) => rm::run(args, place().await?).await,
         Command::Approve(args) => approve::run(args, place().await?).await,
         Command::Prune(args) => prune::run(args, place().await?).await,
+        Command::Replay(args) => replay::run(args, place().await?).await,
         Command::Store(command) => transfer::run(command, place().await?).await,
         Command::Submit(args) => submit::run(args, place().await?).await,
         Command::Serve(args) => {

@@ -23,6 +23,7 @@ mod mcp;
 mod metrics;
 mod notify;
 mod questions;
+mod replay;
 mod rewind;
 mod run_resume;
 mod sandbox;
