@@ -30,6 +30,10 @@ pub struct Endpoint {
     pub timeouts: Timeouts,
     /// Prompt caching.
     pub cache: PromptCache,
+    /// The most requests this process has in flight to this endpoint and
+    /// model, all sessions together (`max_concurrent_requests`); none when
+    /// unset.
+    pub max_concurrent: Option<u32>,
 }
 
 /// Prompt caching settings of an endpoint.
@@ -68,6 +72,7 @@ impl Endpoint {
             reasoning_effort: None,
             timeouts: Timeouts::default(),
             cache: PromptCache::default(),
+            max_concurrent: None,
         }
     }
 

@@ -33,6 +33,7 @@ mod anthropic;
 pub mod config;
 mod drive;
 mod endpoint;
+mod gate;
 mod http;
 mod kept;
 mod openai;
@@ -47,6 +48,7 @@ pub use config::{
     ReasoningEffort, CONFIG_ENV,
 };
 pub use endpoint::{Endpoint, PromptCache};
+pub use gate::{Gate, Pass};
 pub use http::Timeouts;
 pub use openai::OpenAiProvider;
 pub use pod_llm::Prices;
@@ -105,23 +107,29 @@ pub enum BuildError {
 /// The provider `config` describes; HTTP providers come wrapped in their
 /// [`RetryingProvider`].
 pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, BuildError> {
+    let gate = |endpoint: &Endpoint| {
+        Gate::shared(&endpoint.base_url, &endpoint.model, endpoint.max_concurrent)
+    };
     Ok(match config {
-        ProviderConfig::OpenAi { endpoint, retry } => Arc::new(RetryingProvider::new(
-            OpenAiProvider::new(endpoint.clone())?,
-            retry.clone(),
-        )),
+        ProviderConfig::OpenAi { endpoint, retry } => Arc::new(
+            RetryingProvider::new(OpenAiProvider::new(endpoint.clone())?, retry.clone())
+                .with_gate(gate(endpoint)),
+        ),
         ProviderConfig::OpenAiResponses {
             endpoint,
             retry,
             store,
-        } => Arc::new(RetryingProvider::new(
-            OpenAiResponsesProvider::new(endpoint.clone(), *store)?,
-            retry.clone(),
-        )),
-        ProviderConfig::Anthropic { endpoint, retry } => Arc::new(RetryingProvider::new(
-            AnthropicProvider::new(endpoint.clone())?,
-            retry.clone(),
-        )),
+        } => Arc::new(
+            RetryingProvider::new(
+                OpenAiResponsesProvider::new(endpoint.clone(), *store)?,
+                retry.clone(),
+            )
+            .with_gate(gate(endpoint)),
+        ),
+        ProviderConfig::Anthropic { endpoint, retry } => Arc::new(
+            RetryingProvider::new(AnthropicProvider::new(endpoint.clone())?, retry.clone())
+                .with_gate(gate(endpoint)),
+        ),
         ProviderConfig::Scripted { script } => {
             // Nobody reads its requests back: keeping them would keep
             // every version of the history.

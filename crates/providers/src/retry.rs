@@ -10,9 +10,11 @@
 //! would duplicate deltas, and buffering whole responses would cost the
 //! streaming the user watches. Nothing of a failed attempt is ever kept.
 
+use crate::gate::Gate;
 use futures_util::{stream, StreamExt};
 use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// When and how often to retry.
@@ -82,17 +84,42 @@ fn jitter() -> f64 {
     (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// Wraps a provider with a [`RetryPolicy`].
+/// Whether the provider said it gets too many requests (429, or 529
+/// "overloaded").
+fn rate_limited(error: &ProviderError) -> bool {
+    matches!(
+        error,
+        ProviderError::Http {
+            status: 429 | 529,
+            ..
+        }
+    )
+}
+
+/// Wraps a provider with a [`RetryPolicy`], through a [`Gate`].
 #[derive(Debug, Clone)]
 pub struct RetryingProvider<P> {
     inner: P,
     policy: RetryPolicy,
+    gate: Arc<Gate>,
 }
 
 impl<P: Provider> RetryingProvider<P> {
-    /// `inner`, retried according to `policy`.
+    /// `inner`, retried according to `policy`, with a gate of its own.
     pub fn new(inner: P, policy: RetryPolicy) -> Self {
-        Self { inner, policy }
+        Self {
+            inner,
+            policy,
+            gate: Gate::unshared(),
+        }
+    }
+
+    /// Sends through `gate` (shared with the endpoint's other providers:
+    /// its limit on requests in flight, and the pause a rate-limit answer
+    /// starts for all of them).
+    pub fn with_gate(mut self, gate: Arc<Gate>) -> Self {
+        self.gate = gate;
+        self
     }
 
     /// The wrapped provider.
@@ -107,6 +134,7 @@ impl<P: Provider> Provider for RetryingProvider<P> {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let pass = self.gate.enter().await;
             let failure = match self.inner.stream(request).await {
                 Err(err) => err,
                 // Wait for the first event: until it is yielded, a failure
@@ -114,14 +142,24 @@ impl<P: Provider> Provider for RetryingProvider<P> {
                 Ok(mut events) => match events.next().await {
                     Some(Err(err)) => err,
                     Some(Ok(first)) => {
+                        // The place is held until the answer is read.
+                        let events = events.map(move |event| {
+                            let _held = &pass;
+                            event
+                        });
                         return Ok(stream::iter([Ok(first)]).chain(events).boxed());
                     }
                     None => return Ok(stream::empty().boxed()),
                 },
             };
+            drop(pass);
             let Some(wait) = self.policy.delay(attempt, &failure, jitter()) else {
                 return Err(failure);
             };
+            if rate_limited(&failure) {
+                // Every session of this endpoint waits, not only this one.
+                self.gate.pause(wait);
+            }
             tracing::warn!(
                 attempt,
                 wait_ms = wait.as_millis() as u64,

@@ -86,6 +86,10 @@ pub struct RawProviderConfig {
     pub idle_timeout_secs: Option<u64>,
     /// Attempts per request, the first included.
     pub max_attempts: Option<u32>,
+    /// The most requests in flight to this model from one process, all
+    /// its sessions together (a fleet worker's); a rate-limit answer
+    /// pauses them all either way.
+    pub max_concurrent_requests: Option<u32>,
     /// Script file of the scripted provider. In the config file a relative
     /// path is relative to the file's directory.
     pub script: Option<PathBuf>,
@@ -297,6 +301,9 @@ impl RawProviderConfig {
             request_timeout_secs: over.request_timeout_secs.or(self.request_timeout_secs),
             idle_timeout_secs: over.idle_timeout_secs.or(self.idle_timeout_secs),
             max_attempts: over.max_attempts.or(self.max_attempts),
+            max_concurrent_requests: over
+                .max_concurrent_requests
+                .or(self.max_concurrent_requests),
             script: over.script.or(self.script),
             cache: over.cache.or(self.cache),
             cache_ttl: over.cache_ttl.or(self.cache_ttl),
@@ -372,6 +379,7 @@ impl RawProviderConfig {
                 .idle_timeout_secs
                 .map_or(defaults.idle, Duration::from_secs),
         };
+        endpoint.max_concurrent = self.max_concurrent_requests;
         let mut retry = RetryPolicy::default();
         if let Some(attempts) = self.max_attempts {
             retry.max_attempts = attempts.max(1);

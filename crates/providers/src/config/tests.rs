@@ -23,6 +23,7 @@ api_key_env = "WORK_ANTHROPIC_KEY"
 max_output_tokens = 16000
 thinking_budget = 4000
 max_attempts = 3
+max_concurrent_requests = 8
 "#;
 
 fn file() -> ConfigFile {
@@ -81,6 +82,7 @@ fn named_key_variable_and_anthropic_settings() {
     assert_eq!(endpoint.thinking_budget, Some(4000));
     assert_eq!(endpoint.max_output_tokens, Some(16000));
     assert_eq!(retry.max_attempts, 3);
+    assert_eq!(endpoint.max_concurrent, Some(8));
     let debug = format!("{resolved:?}");
     assert!(!debug.contains("sk-ant-secret"), "{debug}");
     assert!(debug.contains("***"));
