@@ -2,7 +2,8 @@
 //! model, replayed identically; then one thing changed (a file the model
 //! read, a hook, an approval rule) and reported at the right item; a log a
 //! crash cut short replayed up to its end; a directory of sessions (the
-//! demo's, a subagent one) replayed one line each.
+//! demo's, a subagent one) replayed one line each; a session's MCP calls
+//! replayed on its stdio server started again.
 
 use crate::support::*;
 use serde_json::{json, Value};
@@ -287,4 +288,57 @@ fn a_directory_of_sessions_replays_one_line_each_subagents_under_their_parent() 
         lines[2],
         "2 sessions: 2 identical, 0 diverged, 0 not replayed"
     );
+}
+
+#[test]
+fn a_session_with_mcp_calls_replays_on_its_stdio_server_started_again() {
+    let env = TestEnv::new();
+    let dir = env.pod_home().join("..");
+    let servers = mcp_test_config(&dir.join("mcp.json"), "test", json!({}));
+    let steps = script(vec![
+        call(
+            "write_file",
+            json!({"path": "notes.txt", "content": "one\n"}),
+        ),
+        call("test__echo", json!({"text": "hello mcp"})),
+        call("test__fail", json!({})),
+        say("Done."),
+    ]);
+    let id = record(
+        &env,
+        steps,
+        &["--yes", "--mcp-config", servers.to_str().unwrap()],
+    );
+    let history = env.show_json(&id)["history"].clone();
+    let results: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "tool_result")
+        .map(|item| item["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(results[1..], ["hello mcp", "it failed, on purpose"]);
+
+    // The recorded server runs again: its answers are the same.
+    let (code, report) = replay(&env, &[&id]);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["answers"], 4);
+
+    // A server given under the recorded name replaces it: here one that
+    // does not start, which is the replay's setup, not a divergence.
+    let broken = mcp_test_config(
+        &dir.join("broken.json"),
+        "test",
+        json!({"MCP_TEST_FAIL_START": "1"}),
+    );
+    let out = env
+        .pod()
+        .args(["replay", &id, "--mcp-config"])
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MCP server test did not start"), "{stderr}");
+    assert!(stderr.contains("--mcp-config FILE"), "{stderr}");
 }
