@@ -142,7 +142,7 @@ async fn start(
     );
     let sessions = std::iter::once(root).chain(&recording.children);
     let options = Options {
-        approver: Some(Arc::new(ReplayApprover::of(sessions))),
+        approver: ReplayApprover::of(sessions).map(|a| Arc::new(a) as Arc<dyn pod::Approver>),
         ..Options::default()
     };
     let mut prepared = plan.prepare(options).await?;
