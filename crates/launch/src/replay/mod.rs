@@ -244,3 +244,6 @@ impl Report {
         self.divergence.is_none()
     }
 }
+
+#[cfg(test)]
+mod tests;
