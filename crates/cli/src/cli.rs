@@ -779,6 +779,11 @@ pub struct ReplayArgs {
     /// the session recorded (repeatable).
     #[arg(long, value_name = "FILE")]
     pub hooks: Vec<PathBuf>,
+    /// An `{"mcpServers": {...}}` JSON file (repeatable): a server named
+    /// like one the session recorded replaces it (another command, the env
+    /// values a log never holds). Only stdio servers are started.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Vec<PathBuf>,
 }
 
 /// `pod fork`.

@@ -53,8 +53,14 @@ pub struct Plan {
     checkpoints: bool,
     worktree: Option<crate::record::RecordedWorktree>,
     resume: Option<Resuming>,
-    // A replay's model: the recording's answers, instead of the settings'.
-    script: Option<pod_llm::Script>,
+    replay: Option<Replaying>,
+}
+
+/// What a replay decides instead of the settings: its model (the
+/// recording's answers) and its MCP servers (the recorded ones it starts).
+struct Replaying {
+    script: pod_llm::Script,
+    servers: Vec<pod_mcp::ServerConfig>,
 }
 
 /// What a resume carries over from the log.
@@ -161,7 +167,7 @@ impl Launcher {
             checkpoints,
             worktree: None,
             resume: None,
-            script: None,
+            replay: None,
         })
     }
 
@@ -207,14 +213,15 @@ impl Launcher {
                 servers: recorded.map(|l| l.mcp_servers).unwrap_or_default(),
                 title: loaded.summary.title.clone(),
             }),
-            script: None,
+            replay: None,
         })
     }
 }
 
 impl Plan {
-    /// A new session that replays `script` as its model, with `settings`
-    /// and `hooks` as they are (a replay decides them, see `replay`).
+    /// A new session that replays `script` as its model, with `settings`,
+    /// `hooks` and MCP `servers` as they are (a replay decides them, see
+    /// `replay`).
     pub(crate) fn replaying(
         place: Place,
         settings: Resolved,
@@ -222,6 +229,7 @@ impl Plan {
         hooks: Vec<crate::record::RecordedHooks>,
         checkpoints: bool,
         script: pod_llm::Script,
+        servers: Vec<pod_mcp::ServerConfig>,
     ) -> Self {
         Self {
             place,
@@ -233,7 +241,7 @@ impl Plan {
             checkpoints,
             worktree: None,
             resume: None,
-            script: Some(script),
+            replay: Some(Replaying { script, servers }),
         }
     }
 
@@ -290,6 +298,9 @@ impl Plan {
     }
 
     fn servers(&self) -> Result<Vec<pod_mcp::ServerConfig>, LaunchError> {
+        if let Some(replay) = &self.replay {
+            return Ok(replay.servers.clone());
+        }
         let recorded = self.resume.as_ref().map_or(&[][..], |r| &r.servers[..]);
         mcp::configs(
             &self.settings.file,
@@ -303,8 +314,8 @@ impl Plan {
     pub async fn prepare(self, options: Options) -> Result<Prepared, LaunchError> {
         let settings = &self.settings;
         let notifier = crate::notify::notifier(&settings.notify, &self.outbox)?;
-        let model = match &self.script {
-            Some(script) => Model::from_script(script.clone()),
+        let model = match &self.replay {
+            Some(replay) => Model::from_script(replay.script.clone()),
             None => Model::from_choice(&settings.choice)?,
         };
         let subagents = subagents::with_model(settings.subagents.clone(), &settings.choice)?;
@@ -351,9 +362,31 @@ impl Plan {
                 .map(std::path::Path::to_path_buf),
         );
         config.private_paths.extend(options.private_paths);
-        let (started, warnings) =
+        let (started, failures) =
             mcp::attach(servers, &mut config, settings.approval_flags.yes).await;
+        if self.replay.is_some() && !failures.is_empty() {
+            // Its calls would fail as unknown tools: a divergence that
+            // would be the replay's setup, not the runtime's behaviour.
+            started.shutdown().await;
+            return Err(LaunchError::settings(
+                failures.join("; "),
+                "give it as it runs here (another command, its env values) under its \
+                 recorded name with --mcp-config FILE",
+            ));
+        }
+        let warnings = failures
+            .into_iter()
+            .map(|failure| format!("{failure}; the session goes on without its tools"))
+            .collect();
         let mut launch = settings.launch();
+        if launch.provider.kind == Some(pod_providers::ProviderKind::Scripted) {
+            // A scripted model's context window is its script file's, which
+            // a replay of the session may no longer have.
+            launch.provider.context_window = launch
+                .provider
+                .context_window
+                .or(config.provider.context_window());
+        }
         launch.mcp_servers = mcp::recorded(&started);
         launch.hooks = self.hooks.clone();
         launch.checkpoints = self.checkpoints;

@@ -50,8 +50,8 @@ pub fn configs(
 /// Starts `servers` in `config`'s workspace and adds their tools to its
 /// registry, each at `ask` unless the policy has an entry for it (or for
 /// its server, `SERVER__*`) — `--yes` allows them like every other ask. A
-/// server that fails to start is left out; the lines saying so are
-/// returned for the front end to show.
+/// server that fails to start is left out; what went wrong with each is
+/// returned.
 pub async fn attach(
     servers: Vec<ServerConfig>,
     config: &mut PodConfig,
@@ -61,10 +61,7 @@ pub async fn attach(
         return (McpServers::default(), Vec::new());
     }
     let (started, failures) = McpServers::start(servers, &config.workspace, &[]).await;
-    let warnings = failures
-        .into_iter()
-        .map(|failure| format!("{failure}; the session goes on without its tools"))
-        .collect();
+    let failures = failures.into_iter().map(|f| f.to_string()).collect();
     // Per server, so that tools it adds later ask too; an entry for a tool
     // (or a broader pattern) the user wrote wins. A server's read-only
     // hints are a third party's claim: they never relax the policy.
@@ -79,7 +76,7 @@ pub async fn attach(
         }
     }
     started.register(&mut config.tools);
-    (started, warnings)
+    (started, failures)
 }
 
 /// What the session's header records of `servers`.

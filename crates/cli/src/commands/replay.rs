@@ -17,6 +17,7 @@ pub async fn run(args: ReplayArgs, place: super::Place) -> Result<Outcome> {
         workspace: args.workspace.clone(),
         config: args.config.clone(),
         hooks: args.hooks.clone(),
+        mcp_config: args.mcp_config.clone(),
         tune: None,
     };
     let Some(dir) = &args.dir else {

@@ -2,7 +2,8 @@
 //! model, replayed identically; then one thing changed (a file the model
 //! read, a hook, an approval rule) and reported at the right item; a log a
 //! crash cut short replayed up to its end; a directory of sessions (the
-//! demo's, a subagent one) replayed one line each.
+//! demo's, a subagent one) replayed one line each; a session's MCP calls
+//! replayed on its stdio server started again.
 
 use crate::support::*;
 use serde_json::{json, Value};
@@ -287,4 +288,136 @@ fn a_directory_of_sessions_replays_one_line_each_subagents_under_their_parent() 
         lines[2],
         "2 sessions: 2 identical, 0 diverged, 0 not replayed"
     );
+}
+
+#[test]
+fn a_session_with_mcp_calls_replays_on_its_stdio_server_started_again() {
+    let env = TestEnv::new();
+    let dir = env.pod_home().join("..");
+    let servers = mcp_test_config(&dir.join("mcp.json"), "test", json!({}));
+    let steps = script(vec![
+        call(
+            "write_file",
+            json!({"path": "notes.txt", "content": "one\n"}),
+        ),
+        call("test__echo", json!({"text": "hello mcp"})),
+        call("test__fail", json!({})),
+        say("Done."),
+    ]);
+    let id = record(
+        &env,
+        steps,
+        &["--yes", "--mcp-config", servers.to_str().unwrap()],
+    );
+    let history = env.show_json(&id)["history"].clone();
+    let results: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "tool_result")
+        .map(|item| item["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(results[1..], ["hello mcp", "it failed, on purpose"]);
+
+    // The recorded server runs again: its answers are the same.
+    let (code, report) = replay(&env, &[&id]);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["answers"], 4);
+
+    // A server given under the recorded name replaces it: here one that
+    // does not start, which is the replay's setup, not a divergence.
+    let broken = mcp_test_config(
+        &dir.join("broken.json"),
+        "test",
+        json!({"MCP_TEST_FAIL_START": "1"}),
+    );
+    let out = env
+        .pod()
+        .args(["replay", &id, "--mcp-config"])
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MCP server test did not start"), "{stderr}");
+    assert!(stderr.contains("--mcp-config FILE"), "{stderr}");
+}
+
+#[test]
+fn a_call_refused_for_want_of_an_approver_replays_refused() {
+    // `pod run` without a terminal has nobody to ask: the write was refused
+    // without a question. The replay must not ask one either.
+    let env = TestEnv::new();
+    std::fs::write(env.workspace().join("a.txt"), "alpha\n").unwrap();
+    let id = record(&env, read_and_write(), &[]);
+    let history = env.show_json(&id)["history"].clone();
+    let refused = history.as_array().unwrap().iter().any(|item| {
+        item["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("nobody can give it"))
+    });
+    assert!(refused, "{history}");
+    let files = copy_of_workspace(&env, "alpha\n");
+    let (code, report) = replay(&env, &[&id, "--workspace", files.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{report}");
+}
+
+/// The kept corpus: session logs recorded by scripts/record-corpus.
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+#[test]
+fn the_kept_corpus_replays_identically() {
+    // A failure here means today's pod does something else with answers
+    // it once took: review the divergence (tickets/replay.md, "The kept
+    // corpus"); record the corpus again only for a change meant to be.
+    let env = TestEnv::new();
+    // The MCP session's server, under its recorded name, where it is here.
+    let servers = mcp_test_config(&env.pod_home().join("../mcp.json"), "test", json!({}));
+    let out = env
+        .pod()
+        .args(["replay", "--json", "--dir"])
+        .arg(corpus())
+        .arg("--mcp-config")
+        .arg(&servers)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Vec<Value> = ndjson(&out.stdout);
+    let titles: Vec<&str> = reports
+        .iter()
+        .map(|report| {
+            assert_eq!(report["status"], "identical", "{report}");
+            report["title"].as_str().unwrap_or_default()
+        })
+        .collect();
+    // The demo (a kill, a resume, compactions), a compaction-heavy
+    // session, one with subagents, one with MCP calls: all of them there.
+    assert_eq!(
+        titles,
+        [
+            "Add a --json flag to the `report` tool",
+            "Write a.txt and b.txt, then check both",
+            "Write a note, then count the notes and list the files",
+            "Echo through the test server",
+        ],
+        "{stdout}"
+    );
+    assert_eq!(reports[2]["subagents"], 2, "{stdout}");
+    // The replay only read the corpus.
+    let sessions = corpus().join("sessions");
+    for entry in std::fs::read_dir(&sessions).unwrap() {
+        let files: Vec<_> = std::fs::read_dir(entry.unwrap().path())
+            .unwrap()
+            .map(|f| f.unwrap().file_name())
+            .collect();
+        assert_eq!(files, ["log.jsonl"], "{}", sessions.display());
+    }
 }

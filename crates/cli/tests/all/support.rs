@@ -184,3 +184,26 @@ pub fn statuses(todos: &Value) -> Vec<String> {
 pub fn exists(path: &Path) -> bool {
     path.exists()
 }
+
+/// The workspace's own MCP test server (`tests/mcp_server.rs`, package
+/// pod-tests), beside the `pod` binary: `cargo test --workspace` builds
+/// it; the test fails, saying how to build it, when it is missing.
+pub fn mcp_test_server() -> PathBuf {
+    let pod = PathBuf::from(assert_cmd::cargo::cargo_bin!("pod"));
+    let server = pod.with_file_name("mcp-test-server");
+    assert!(
+        server.is_file(),
+        "{} is not built: run `cargo build -p pod-tests --bin mcp-test-server` \
+         (`cargo test --workspace` and ./scripts/test build it)",
+        server.display()
+    );
+    server
+}
+
+/// An `mcpServers` file at `path` naming the MCP test server `name`, with
+/// `env` for it.
+pub fn mcp_test_config(path: &Path, name: &str, env: Value) -> PathBuf {
+    let servers = json!({"mcpServers": {name: {"command": mcp_test_server(), "env": env}}});
+    std::fs::write(path, servers.to_string()).expect("write the MCP config");
+    path.to_path_buf()
+}

@@ -25,8 +25,11 @@ pub(crate) struct ReplayApprover {
 impl ReplayApprover {
     /// The decisions of every question `sessions` recorded. A question the
     /// recording left open (parked, or cut by a crash) is answered
-    /// "later": the replay parks there too.
-    pub fn of<'a>(sessions: impl IntoIterator<Item = &'a Recorded>) -> Self {
+    /// "later": the replay parks there too. None when the recording asked
+    /// nothing: it may have had nobody to ask (`pod run` without a
+    /// terminal refuses `ask` calls without a question), and the replay
+    /// then refuses them the same way.
+    pub fn of<'a>(sessions: impl IntoIterator<Item = &'a Recorded>) -> Option<Self> {
         let mut asked: HashMap<Uuid, Asked> = HashMap::new();
         let mut decisions = HashMap::new();
         for record in sessions.into_iter().flat_map(|s| &s.records) {
@@ -49,7 +52,7 @@ impl ReplayApprover {
                 _ => {}
             }
         }
-        Self { decisions }
+        (!decisions.is_empty()).then_some(Self { decisions })
     }
 }
 

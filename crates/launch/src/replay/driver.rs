@@ -15,6 +15,7 @@ use crate::settings::Resolved;
 use pod::log::LogRecord;
 use pod::{FileStore, PodHandle, PodHome, Store};
 use pod_llm::ItemKind;
+use pod_mcp::McpServers;
 use pod_providers::{ConfigFile, ProviderKind};
 use std::collections::HashMap;
 use std::path::Path;
@@ -53,7 +54,7 @@ pub async fn replay(
         home: PodHome::new(scratch.path().join("home")),
         store: Arc::new(FileStore::new(PodHome::new(scratch.path().join("home")))) as Store,
     };
-    let handle = start(recording, &place, &dir, what_if).await?;
+    let (handle, servers) = start(recording, &place, &dir, what_if).await?;
     let actual_id = handle.session_id();
     let mut renames = Renames::default();
     renames.add(
@@ -65,6 +66,7 @@ pub async fn replay(
     if let Err(err) = handle.shutdown().await {
         tracing::warn!(err = %pod_llm::error_chain(&err), "replay shutdown");
     }
+    servers.shutdown().await;
     driven?;
     let mut renames = Renames::default();
     renames.add(
@@ -77,13 +79,14 @@ pub async fn replay(
 
 /// Starts the Pod: the recording's settings (over the config file, or the
 /// one `what_if` names), its hooks or `what_if`'s, its answers as the
-/// model; no notifications, no MCP servers, no subagent model of its own.
+/// model, its stdio MCP servers (or `what_if`'s by their names); no
+/// notifications, no subagent model of its own.
 async fn start(
     recording: &Recording,
     place: &Place,
     dir: &Path,
     what_if: &WhatIf,
-) -> Result<PodHandle, LaunchError> {
+) -> Result<(PodHandle, McpServers), LaunchError> {
     let root = &recording.root;
     let recorded = Launch::from_header(&root.header);
     let flags = Flags {
@@ -124,6 +127,10 @@ async fn start(
         dir,
     )?;
     let checkpoints = recorded.as_ref().is_none_or(|launch| launch.checkpoints);
+    let servers = super::servers::servers(
+        recorded.as_ref().map_or(&[][..], |l| &l.mcp_servers[..]),
+        &what_if.mcp_config,
+    )?;
     let plan = Plan::replaying(
         place.clone(),
         settings,
@@ -131,10 +138,11 @@ async fn start(
         hooks,
         checkpoints,
         script,
+        servers,
     );
     let sessions = std::iter::once(root).chain(&recording.children);
     let options = Options {
-        approver: Some(Arc::new(ReplayApprover::of(sessions))),
+        approver: ReplayApprover::of(sessions).map(|a| Arc::new(a) as Arc<dyn pod::Approver>),
         ..Options::default()
     };
     let mut prepared = plan.prepare(options).await?;
@@ -148,7 +156,8 @@ async fn start(
     if let Some(tune) = &what_if.tune {
         tune(&mut prepared.config);
     }
-    Ok(prepared.start().await?.handle)
+    let session = prepared.start().await?;
+    Ok((session.handle, session.mcp))
 }
 
 /// The config file at `path`, which must exist.

@@ -16,9 +16,10 @@
 //! with its item number, both records and a short diff. A subagent's log is
 //! compared under its parent's.
 //!
-//! What is not replayed: MCP servers (their calls fail as unknown tools),
-//! notifications, and the model's failures (a recording's provider errors
-//! and retries leave no answer to play).
+//! The recording's stdio MCP servers are started again ([`servers`]);
+//! what is not replayed: MCP servers over HTTP (their calls fail as unknown
+//! tools), notifications, and the model's failures (a recording's provider
+//! errors and retries leave no answer to play).
 
 mod approver;
 mod compare;
@@ -26,6 +27,7 @@ mod driver;
 mod normalise;
 mod runs;
 mod script;
+mod servers;
 mod workspace;
 
 pub use compare::Divergence;
@@ -189,6 +191,9 @@ pub struct WhatIf {
     pub config: Option<PathBuf>,
     /// Run these hooks files instead of the hooks the session recorded.
     pub hooks: Vec<PathBuf>,
+    /// `mcpServers` files: each server named like a recorded one replaces
+    /// it (another command, the env values a log never holds).
+    pub mcp_config: Vec<PathBuf>,
     /// A change to the Pod's settings (embedders and tests).
     pub tune: Option<Tune>,
 }
@@ -239,3 +244,6 @@ impl Report {
         self.divergence.is_none()
     }
 }
+
+#[cfg(test)]
+mod tests;

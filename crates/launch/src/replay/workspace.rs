@@ -1,6 +1,7 @@
 //! The replay's workspace: a scratch copy of the files as they were when
 //! the session started (the first checkpoint's "before" tree), or of a
-//! directory the operator gives.
+//! directory the operator gives. A session that started in an empty
+//! workspace needs no shadow store: its first tree is git's empty tree.
 
 use super::Recorded;
 use crate::error::LaunchError;
@@ -12,6 +13,11 @@ use std::path::Path;
 /// Tools that read or change nothing of the workspace: a session that
 /// called only these needs no copy of it.
 const NO_FILES: [&str; 2] = [pod_tools::TODO_WRITE, pod::TASK];
+
+/// The id of git's empty tree (SHA-1, the shadow store's object format):
+/// the first checkpoint of a session that started with no files. Such a
+/// session replays from its log alone (a kept corpus needs no store).
+const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 /// Fills `into` (a new, empty directory) with the session's starting
 /// files: a copy of `given`, else the first checkpoint's tree from the
@@ -42,10 +48,11 @@ pub(crate) async fn prepare(
                  that commit, for instance)",
             ));
         }
-        return std::fs::create_dir_all(into).map_err(|err| {
-            LaunchError::settings(format!("cannot create {}: {err}", into.display()), "")
-        });
+        return empty(into);
     };
+    if tree == EMPTY_TREE {
+        return empty(into);
+    }
     let store = home.path().join(pod::checkpoints::STORE_DIR);
     if !store.is_dir() {
         return Err(LaunchError::settings(
@@ -67,6 +74,13 @@ pub(crate) async fn prepare(
             ),
             "give the files with --workspace DIR",
         )
+    })
+}
+
+/// `into`, created empty.
+fn empty(into: &Path) -> Result<(), LaunchError> {
+    std::fs::create_dir_all(into).map_err(|err| {
+        LaunchError::settings(format!("cannot create {}: {err}", into.display()), "")
     })
 }
 
