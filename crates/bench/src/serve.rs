@@ -86,7 +86,7 @@ impl Setup {
     }
 }
 
-async fn setup() -> Result<Setup, Error> {
+async fn setup(checkpoints: bool) -> Result<Setup, Error> {
     let pod = pod_binary()?;
     let pg = Postgres::start_with_limits(true, None);
     let mut options = Options::new(0);
@@ -105,7 +105,7 @@ async fn setup() -> Result<Setup, Error> {
     std::fs::write(
         dir.path().join("config.toml"),
         format!(
-            "[profiles.bench]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"bench\"\n\
+            "checkpoints = {checkpoints}\n[profiles.bench]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"bench\"\n\
              api_key_env = \"BENCH_API_KEY\"\ncontext_window = 128000\n",
             server.base_url()
         ),
@@ -120,6 +120,7 @@ async fn setup() -> Result<Setup, Error> {
 
 /// What one run measured.
 struct Row {
+    checkpoints: bool,
     workers: usize,
     sessions: usize,
     submit: Duration,
@@ -170,8 +171,8 @@ fn idle_rss(setup: &Setup) -> Result<u64, Error> {
     Ok(rss)
 }
 
-async fn measure(workers: usize, per_worker: usize) -> Result<Row, Error> {
-    let setup = setup().await?;
+async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result<Row, Error> {
+    let setup = setup(checkpoints).await?;
     let sessions = workers * per_worker;
     let tasks = setup.dir.path().join("tasks.txt");
     let lines: Vec<String> = (0..sessions)
@@ -258,6 +259,7 @@ async fn measure(workers: usize, per_worker: usize) -> Result<Row, Error> {
         .into());
     }
     Ok(Row {
+        checkpoints,
         workers,
         sessions,
         submit,
@@ -274,19 +276,27 @@ async fn measure(workers: usize, per_worker: usize) -> Result<Row, Error> {
 
 /// Prints the table (see the module docs).
 pub async fn run(quick: bool) -> Result<(), Error> {
-    let runs: &[(usize, usize)] = if quick {
-        &[(1, 200)]
+    // (workers, sessions each, checkpoints): the last rows without the
+    // workspace snapshots a session takes when it starts.
+    let runs: &[(usize, usize, bool)] = if quick {
+        &[(1, 200, true), (1, 200, false)]
     } else {
-        &[(1, 1000), (1, 10_000), (3, 3000)]
+        &[
+            (1, 1000, true),
+            (1, 10_000, true),
+            (3, 3000, true),
+            (1, 1000, false),
+            (1, 10_000, false),
+        ]
     };
     println!(
         "\n### A fleet at scale: N sessions × {REQUESTS} requests, {}s model latency\n",
         LATENCY.as_secs()
     );
-    println!("| workers × sessions | submit | wall | wall ÷ ideal | CPU / request | peak RSS | RSS / session | DB connections | appends/s | WAL flushes/s |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for &(workers, per_worker) in runs {
-        let row = measure(workers, per_worker).await?;
+    println!("| workers × sessions | checkpoints | submit | wall | wall ÷ ideal | CPU / request | peak RSS | RSS / session | DB connections | appends/s | WAL flushes/s |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for &(workers, per_worker, checkpoints) in runs {
+        let row = measure(workers, per_worker, checkpoints).await?;
         let ideal = LATENCY * REQUESTS as u32;
         let secs = row.wall.as_secs_f64();
         let per_session_kb =
@@ -294,9 +304,10 @@ pub async fn run(quick: bool) -> Result<(), Error> {
                 .saturating_sub(row.idle_rss_kb * row.workers as u64) as f64
                 / row.sessions as f64;
         println!(
-            "| {} × {} | {} | {} | {:.2}× | {:.3} ms | {:.0} MB | {:.1} KB | {} | {:.0} | {:.0} |",
+            "| {} × {} | {} | {} | {} | {:.2}× | {:.3} ms | {:.0} MB | {:.1} KB | {} | {:.0} | {:.0} |",
             row.workers,
             row.sessions / row.workers,
+            if row.checkpoints { "on" } else { "off" },
             fmt_duration(row.submit),
             fmt_duration(row.wall),
             secs / ideal.as_secs_f64(),
