@@ -60,8 +60,8 @@ impl SessionTools {
                 };
                 let workspace = Workspace::new(&config.workspace, FileTracker::new())
                     .map_err(io(&config.workspace))?;
+                // Made by the sandbox when the first command runs.
                 let tmpdir = config.home.session_dir(session.id).join(TMP_DIR);
-                std::fs::create_dir_all(&tmpdir).map_err(io(&tmpdir))?;
                 let private = std::iter::once(config.home.path().to_path_buf())
                     .chain(config.private_paths.iter().cloned());
                 let sandbox = Sandbox::new(config.sandbox, workspace.root().path(), Some(tmpdir))

@@ -214,8 +214,11 @@ impl Sandbox {
         }
     }
 
-    /// `policy` around `workspace`, with `tmpdir` (created by the caller) as
-    /// the commands' writable `TMPDIR`.
+    /// `policy` around `workspace`, with `tmpdir` as the commands' writable
+    /// `TMPDIR`, created when the first command is prepared (a session that
+    /// runs no command makes no directory: on a fleet worker starting
+    /// thousands of sessions, creating them up front was a third of its
+    /// CPU).
     pub fn new(policy: SandboxPolicy, workspace: &Path, tmpdir: Option<PathBuf>) -> Self {
         Self {
             policy,
@@ -255,6 +258,12 @@ impl Sandbox {
     /// nothing to apply when the sandbox is off or cannot be enforced (and
     /// the mode allows running unconfined).
     pub fn prepare(&self) -> Result<Prepared, SandboxError> {
+        if let Some(tmpdir) = &self.tmpdir {
+            std::fs::create_dir_all(tmpdir).map_err(|source| SandboxError::Rules {
+                path: tmpdir.clone(),
+                source,
+            })?;
+        }
         if self.policy.mode == SandboxMode::Off {
             return Ok(Prepared::default());
         }
