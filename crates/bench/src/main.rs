@@ -5,6 +5,7 @@
 //! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints|serve] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
+//! `serve --sessions=N` one worker of N sessions (with and without checkpoints);
 //! `turns --turns=N` runs N turns; `http --watchers` only the watchers' table; `wire --api=chat|responses` one of the two OpenAI wires (both by default).
 
 mod cache;
@@ -101,7 +102,7 @@ async fn main() -> ExitCode {
             checkpoints::run(quick).await?;
         }
         if run("serve") {
-            serve::run(quick).await?;
+            serve::run(quick, &args).await?;
         }
         Ok::<(), Box<dyn std::error::Error>>(())
     }

@@ -275,19 +275,22 @@ async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result
 }
 
 /// Prints the table (see the module docs).
-pub async fn run(quick: bool) -> Result<(), Error> {
+pub async fn run(quick: bool, args: &[String]) -> Result<(), Error> {
+    let sessions: Option<usize> = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--sessions=").and_then(|n| n.parse().ok()));
     // (workers, sessions each, checkpoints): the last rows without the
     // workspace snapshots a session takes when it starts.
-    let runs: &[(usize, usize, bool)] = if quick {
-        &[(1, 200, true), (1, 200, false)]
-    } else {
-        &[
+    let runs: Vec<(usize, usize, bool)> = match (sessions, quick) {
+        (Some(n), _) => vec![(1, n, true), (1, n, false)],
+        (None, true) => vec![(1, 200, true), (1, 200, false)],
+        (None, false) => vec![
             (1, 1000, true),
             (1, 10_000, true),
             (3, 3000, true),
             (1, 1000, false),
             (1, 10_000, false),
-        ]
+        ],
     };
     println!(
         "\n### A fleet at scale: N sessions × {REQUESTS} requests, {}s model latency\n",
@@ -295,7 +298,7 @@ pub async fn run(quick: bool) -> Result<(), Error> {
     );
     println!("| workers × sessions | checkpoints | submit | wall | wall ÷ ideal | CPU / request | peak RSS | RSS / session | DB connections | appends/s | WAL flushes/s |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for &(workers, per_worker, checkpoints) in runs {
+    for (workers, per_worker, checkpoints) in runs {
         let row = measure(workers, per_worker, checkpoints).await?;
         let ideal = LATENCY * REQUESTS as u32;
         let secs = row.wall.as_secs_f64();

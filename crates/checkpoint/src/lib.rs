@@ -91,6 +91,17 @@ impl Shadow {
     /// The workspace's files now, as a tree in the store.
     pub async fn snapshot(&self) -> Result<TreeId, CheckpointError> {
         self.ensure_store().await?;
+        // The index's directory (a session's) is made by the first
+        // snapshot, not by whoever made the shadow: a session that takes
+        // none makes no directory.
+        if let Some(dir) = self.index.parent() {
+            tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(|source| CheckpointError::Io {
+                    what: format!("cannot create {}", dir.display()),
+                    source,
+                })?;
+        }
         // A process killed while git held the index leaves its lock; only
         // this session's process uses this index, so it is stale.
         let lock = lock_path(&self.index);

@@ -100,6 +100,64 @@ impl Claim {
     /// Runs the session; see [`Ended`].
     pub async fn run(self) -> Result<Ended, RunError> {
         let (id, store) = (self.id, &self.store);
+        // Boxed: a worker holds this future for each of its sessions for
+        // their whole run, and starting one takes large futures; inline,
+        // their size would stay reserved in every session's task long after
+        // they finished.
+        let session = Box::pin(self.start()).await?;
+        let (handle, mcp, prices) = (session.handle, session.mcp, session.prices);
+        if let Some(api) = &self.api {
+            api.adopt(id, handle.clone(), prices);
+        }
+        let turn = handle.continue_turn();
+        tokio::pin!(turn);
+        let result = tokio::select! {
+            result = &mut turn => result,
+            _ = self.stop.cancelled() => {
+                let _ = handle.cancel().await;
+                turn.await
+            }
+        };
+        let todos = handle.get_todos().await.unwrap_or_default();
+        if let Some(api) = &self.api {
+            api.release(id);
+        }
+        // Boxed like the start: only the turn's wait stays in the task.
+        let shutdown = Box::pin(handle.shutdown()).await;
+        Box::pin(mcp.shutdown()).await;
+        let progress = sessions::progress(&todos);
+        if let Ok(outcome) = &result {
+            if let TurnEndReason::Parked(why) = &outcome.reason {
+                // Left as it is (not queued): the answer queues it.
+                shutdown.map_err(RunError::Close)?;
+                return Ok(Ended::Parked { why: why.clone() });
+            }
+        }
+        let unfinished = progress.unfinished();
+        if self.stop.is_cancelled() && unfinished && shutdown.is_ok() {
+            Box::pin(store.set_state(id, SessionState::Queued))
+                .await
+                .map_err(RunError::Requeue)?;
+            return Ok(Ended::Requeued { progress });
+        }
+        match (result, shutdown) {
+            (Err(PodError::LeaseLost { .. }), _) | (_, Err(PodError::LeaseLost { .. })) => {
+                Err(RunError::LeaseLost)
+            }
+            (Err(err), _) => Err(RunError::Turn(err)),
+            (Ok(_), Err(err)) => Err(RunError::Close(err)),
+            (Ok(outcome), Ok(())) => Ok(Ended::Ran {
+                reason: outcome.reason,
+                progress,
+                requests: outcome.requests,
+            }),
+        }
+    }
+
+    /// Opens the session under the claimed lease and starts its Pod, or
+    /// sets it aside when it cannot run here.
+    async fn start(&self) -> Result<pod_launch::Session, RunError> {
+        let (id, store) = (self.id, &self.store);
         // A question parks the session (waiting holds no slot and no
         // lease); it is answered from anywhere (`pod approve`, any server's
         // API) and the session queued again. With this process's API, its
@@ -129,8 +187,8 @@ impl Claim {
         for warning in &prepared.warnings {
             tracing::warn!(session = %id, %warning, "MCP server");
         }
-        let session = match prepared.start().await {
-            Ok(session) => session,
+        match prepared.start().await {
+            Ok(session) => Ok(session),
             Err(err) => {
                 // A session that cannot be opened (a damaged log, say) must
                 // not be claimed over and over; a database error may pass,
@@ -140,55 +198,8 @@ impl Claim {
                     let _ = store.unclaim(id, SessionState::Idle).await;
                     let _ = store.set_state(id, SessionState::Idle).await;
                 }
-                return Err(err.into());
+                Err(err.into())
             }
-        };
-        let (handle, mcp, prices) = (session.handle, session.mcp, session.prices);
-        if let Some(api) = &self.api {
-            api.adopt(id, handle.clone(), prices);
-        }
-        let turn = handle.continue_turn();
-        tokio::pin!(turn);
-        let result = tokio::select! {
-            result = &mut turn => result,
-            _ = self.stop.cancelled() => {
-                let _ = handle.cancel().await;
-                turn.await
-            }
-        };
-        let todos = handle.get_todos().await.unwrap_or_default();
-        if let Some(api) = &self.api {
-            api.release(id);
-        }
-        let shutdown = handle.shutdown().await;
-        mcp.shutdown().await;
-        let progress = sessions::progress(&todos);
-        if let Ok(outcome) = &result {
-            if let TurnEndReason::Parked(why) = &outcome.reason {
-                // Left as it is (not queued): the answer queues it.
-                shutdown.map_err(RunError::Close)?;
-                return Ok(Ended::Parked { why: why.clone() });
-            }
-        }
-        let unfinished = progress.unfinished();
-        if self.stop.is_cancelled() && unfinished && shutdown.is_ok() {
-            store
-                .set_state(id, SessionState::Queued)
-                .await
-                .map_err(RunError::Requeue)?;
-            return Ok(Ended::Requeued { progress });
-        }
-        match (result, shutdown) {
-            (Err(PodError::LeaseLost { .. }), _) | (_, Err(PodError::LeaseLost { .. })) => {
-                Err(RunError::LeaseLost)
-            }
-            (Err(err), _) => Err(RunError::Turn(err)),
-            (Ok(_), Err(err)) => Err(RunError::Close(err)),
-            (Ok(outcome), Ok(())) => Ok(Ended::Ran {
-                reason: outcome.reason,
-                progress,
-                requests: outcome.requests,
-            }),
         }
     }
 

@@ -108,8 +108,17 @@ impl HookRunner {
         ];
         let mut ran = Vec::new();
         for command in commands {
-            let outcome =
-                pod_hooks::run(command, &input, &self.cwd, &env, RunLimits::default()).await;
+            // Boxed: the run holds its output buffers (16 KB), which would
+            // otherwise be reserved in every future that may fire a hook
+            // (a Pod's every turn), hook or not.
+            let outcome = Box::pin(pod_hooks::run(
+                command,
+                &input,
+                &self.cwd,
+                &env,
+                RunLimits::default(),
+            ))
+            .await;
             tracing::debug!(hook = %command.command, %event, ?outcome, "hook ran");
             verdict.add(event, command, &outcome);
             ran.push(command.command.clone());

@@ -225,7 +225,9 @@ pub(crate) async fn run(mut parts: TurnParts, job: Job, cancel: CancellationToke
             (Answer::Turn { result, reply }, crashed)
         }
         Job::Compact { reply } => {
-            let run = AssertUnwindSafe(parts.compact(&cancel));
+            // Boxed: a compaction's future is large and rare; inline, every
+            // turn's task would reserve its size.
+            let run = AssertUnwindSafe(Box::pin(parts.compact(&cancel)));
             let (result, crashed) = match run.catch_unwind().await {
                 Ok(result) => (result, false),
                 Err(panic) => (Err(crash(panic)), true),

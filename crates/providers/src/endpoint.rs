@@ -108,13 +108,26 @@ pub(crate) fn bearer(
     Ok(headers)
 }
 
-/// Builds the shared HTTP client. No overall timeout here: a streamed
-/// answer may legitimately run for minutes; [`Timeouts`] bound the wait for
-/// headers and the silences instead.
+/// The process's HTTP client, shared by every provider (a clone is a
+/// handle on the same client). One client, not one per session: each one
+/// holds its own TLS configuration with the root certificates (about a
+/// hundred kilobytes, and a millisecond to build), which thousands of
+/// sessions on a fleet worker would each pay, and a shared connection pool
+/// keeps connections (and their TLS handshakes) to an API alive across
+/// sessions. A pooled connection whose runtime has ended (a process that
+/// runs several, as tests do) fails its request as a transport error,
+/// which the retry policy answers with a new connection. No overall
+/// timeout here: a streamed answer may legitimately run for minutes;
+/// [`Timeouts`] bound the wait for headers and the silences instead.
 pub(crate) fn http_client() -> Result<reqwest::Client, reqwest::Error> {
-    reqwest::Client::builder()
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    if let Some(client) = CLIENT.get() {
+        return Ok(client.clone());
+    }
+    let client = reqwest::Client::builder()
         // Bounds a connect that hangs (a black-holed host) well below the
         // request timeout, so the retry policy gets to try again sooner.
         .connect_timeout(std::time::Duration::from_secs(30))
-        .build()
+        .build()?;
+    Ok(CLIENT.get_or_init(|| client).clone())
 }

@@ -77,6 +77,32 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
     outcome
 }
 
+/// Raises this process's soft limit of open files to its hard limit and
+/// returns the limit now: each session waiting on its model holds a
+/// connection, and distributions' default soft limit (1,024) would end a
+/// worker's sessions long before its memory does.
+fn raise_open_files() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write one plain struct we
+    // own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    Some(limit.rlim_cur)
+}
+
 /// Runs the fleet worker until `stop` (or the fleet is idle, with
 /// `--exit-when-idle`), printing what it does.
 async fn work(
@@ -86,6 +112,18 @@ async fn work(
     runner: Option<pod_http::Runner>,
     stop: CancellationToken,
 ) -> Result<Outcome> {
+    if let Some(files) = raise_open_files() {
+        // A session holds about one file for its model connection, more
+        // while a command or an MCP server runs; 64 are the process's own.
+        if u64::from(args.workers) + 64 > files {
+            let _ = crate::output::eprint(&format!(
+                "pod serve: --workers {} but this process may open only {files} files; \
+                 sessions past that fail to reach their model (raise the hard limit: \
+                 ulimit -Hn, or LimitNOFILE= in a systemd unit)\n",
+                args.workers
+            ));
+        }
+    }
     let worker = pod_fleet::Worker {
         store: fleet(place, "serve")?,
         launcher: launcher.clone(),
