@@ -240,3 +240,52 @@ async fn fifty_sessions_write_through_two_connections() {
     }
     assert_eq!(a.stats().leases, 0, "released leases are renewed no more");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_session_is_renewed_before_it_is_opened() {
+    let pg = Postgres::start();
+    let mut config = PgStoreConfig::new(pg.url());
+    config.owner = "worker-a".into();
+    config.lease_ttl = Duration::from_millis(600);
+    let a = PgStore::connect(config).await.unwrap();
+    let b = store(&pg, "worker-b", 2).await;
+    let sql = raw(&pg).await;
+    let id = Uuid::new_v4();
+    a.submit(&header(id), &[LogRecord::Item(Item::user("task"))])
+        .await
+        .unwrap();
+    let claimed = a.claim_many(10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    // The first lease's end passes on the database's clock: a renewal has
+    // moved it, and the other worker finds nothing to claim.
+    let first: chrono::DateTime<chrono::Utc> = sql
+        .query_one("SELECT lease_until FROM pod_sessions WHERE id = $1", &[&id])
+        .await
+        .unwrap()
+        .get(0);
+    until(
+        "the first lease to run out on the database's clock",
+        || async {
+            let now: chrono::DateTime<chrono::Utc> =
+                sql.query_one("SELECT now()", &[]).await.unwrap().get(0);
+            now > first + chrono::Duration::milliseconds(200)
+        },
+    )
+    .await;
+    assert!(
+        b.claim_many(10).await.unwrap().is_empty(),
+        "a claimed session's lease is renewed while its worker starts it"
+    );
+    // Opened under the claim, it continues under the same lease.
+    let opened = a.open(id, Durability::Turn).await.unwrap();
+    opened
+        .writer
+        .append(&LogRecord::Item(Item::user("ran")), false)
+        .await
+        .unwrap();
+    opened.writer.shutdown().await.unwrap();
+    assert_eq!(
+        user_texts(&a.read(id).await.unwrap().records),
+        ["task", "ran"]
+    );
+}

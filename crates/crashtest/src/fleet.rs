@@ -183,7 +183,9 @@ fn run_in(config: &FleetConfig, root: &Path) -> Result<FleetReport, FleetError> 
     let workspace = root.join("workspace");
     script::write_workspace(&workspace, config.items)
         .map_err(|e| err(format!("cannot write the workspace: {e}")))?;
-    let mut ids = Vec::new();
+    // One `pod submit --from` for all of them: a line per session, each
+    // naming its own script.
+    let mut lines = String::new();
     for n in 0..config.sessions {
         let mut generated = script::generate(&mut rng, config.items);
         if let Some(steps) = generated.script["steps"].as_array_mut() {
@@ -195,22 +197,35 @@ fn run_in(config: &FleetConfig, root: &Path) -> Result<FleetReport, FleetError> 
         let path = root.join(format!("script-{n:02}.json"));
         std::fs::write(&path, generated.script.to_string())
             .map_err(|e| err(format!("cannot write a script: {e}")))?;
-        let out = pod(config, &root.join("submitter"))
-            .args(["submit", "--yes", "--script"])
-            .arg(&path)
-            .arg("--workspace")
-            .arg(&workspace)
-            .arg("Check every item")
-            .output()
-            .map_err(|e| err(format!("cannot run pod submit: {e}")))?;
-        if !out.status.success() {
-            return Err(err(format!(
-                "pod submit failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )));
-        }
-        let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        ids.push(Uuid::parse_str(&id).map_err(|e| err(format!("bad id {id:?}: {e}")))?);
+        lines
+            .push_str(&serde_json::json!({"task": "Check every item", "script": path}).to_string());
+        lines.push('\n');
+    }
+    let tasks = root.join("tasks.jsonl");
+    std::fs::write(&tasks, lines).map_err(|e| err(format!("cannot write the tasks: {e}")))?;
+    let out = pod(config, &root.join("submitter"))
+        .args(["submit", "--yes", "--workspace"])
+        .arg(&workspace)
+        .arg("--from")
+        .arg(&tasks)
+        .output()
+        .map_err(|e| err(format!("cannot run pod submit: {e}")))?;
+    if !out.status.success() {
+        return Err(err(format!(
+            "pod submit failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let mut ids = Vec::new();
+    for id in String::from_utf8_lossy(&out.stdout).lines() {
+        ids.push(Uuid::parse_str(id.trim()).map_err(|e| err(format!("bad id {id:?}: {e}")))?);
+    }
+    if ids.len() != config.sessions {
+        return Err(err(format!(
+            "pod submit queued {} sessions, not {}",
+            ids.len(),
+            config.sessions
+        )));
     }
 
     let mut workers: Vec<Worker> = (0..config.workers)
@@ -285,14 +300,19 @@ fn run_in(config: &FleetConfig, root: &Path) -> Result<FleetReport, FleetError> 
     }
 
     // Let the fleet finish what is left.
-    let deadline = Instant::now() + Duration::from_secs(300);
+    // Five minutes, and a tenth of a second more per session.
+    let patience = Duration::from_secs(300) + Duration::from_millis(100) * config.sessions as u32;
+    let deadline = Instant::now() + patience;
     loop {
         snapshot(&mut report, &mut problems);
         if runtime.block_on(store.fleet_idle()).unwrap_or(false) {
             break;
         }
         if Instant::now() > deadline {
-            problems.push("the fleet did not finish its sessions within 300 s".into());
+            problems.push(format!(
+                "the fleet did not finish its sessions within {} s",
+                patience.as_secs()
+            ));
             break;
         }
         for worker in &mut workers {

@@ -460,6 +460,10 @@ impl PgStore {
                 pod::stats::lease_taken_over();
             }
             held.insert(c.id, c.epoch);
+            // Renewed from the claim on: a worker starting hundreds of
+            // claimed sessions may take longer than a lease to open the
+            // last of them.
+            self.inner.db.leases.hold(c.id, c.epoch);
         }
         Ok(claimed)
     }
@@ -471,6 +475,7 @@ impl PgStore {
         let Some(epoch) = self.inner.claimed.lock().remove(&id) else {
             return Ok(());
         };
+        self.inner.db.leases.forget(id, epoch);
         let conn = self.conn().await?;
         let client = &conn.client;
         client
@@ -565,6 +570,7 @@ impl PgStore {
 
     /// Gives a lease up (after a failed open).
     async fn release(&self, id: Uuid, epoch: i64) {
+        self.inner.db.leases.forget(id, epoch);
         if let Ok(conn) = self.conn().await {
             let _ = conn
                 .client

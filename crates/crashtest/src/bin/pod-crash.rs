@@ -24,6 +24,7 @@ const USAGE: &str = "usage: pod-crash [--kills N] [--seed S] [--soak] [--durabil
   --store URL    fleet mode's database (default: a throwaway cluster of its own)
   --sessions N   fleet mode's sessions (default 20)
   --workers N    fleet mode's `pod serve` processes (default 3)
+  --slots N      fleet mode's sessions per worker at once (default 2)
   --tree         tree mode: a parent with two parallel subagents, killed at
                  random and resumed until it answers (--items: per child, default 6)";
 
@@ -46,6 +47,7 @@ fn real_main() -> Result<()> {
     let mut store: Option<String> = None;
     let mut sessions = 20usize;
     let mut workers = 3usize;
+    let mut slots: Option<u32> = None;
     let mut tree = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -66,6 +68,7 @@ fn real_main() -> Result<()> {
             "--store" => store = Some(value()?),
             "--sessions" => sessions = value()?.parse().context("--sessions")?,
             "--workers" => workers = value()?.parse().context("--workers")?,
+            "--slots" => slots = Some(value()?.parse().context("--slots")?),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -103,12 +106,14 @@ fn real_main() -> Result<()> {
         let mut config = FleetConfig::new(pod.clone(), url, kills.unwrap_or(30), seed);
         config.sessions = sessions;
         config.workers = workers;
+        config.slots = slots.unwrap_or(config.slots);
         config.items = items.unwrap_or(20).min(12);
         config.keep = keep;
         println!(
-            "pod-crash --fleet: {} with seed {seed}, {} workers, {} sessions, {} kills and pauses",
+            "pod-crash --fleet: {} with seed {seed}, {} workers of {} slots, {} sessions, {} kills and pauses",
             pod.display(),
             config.workers,
+            config.slots,
             config.sessions,
             config.chaos
         );
