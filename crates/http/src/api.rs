@@ -64,6 +64,14 @@ pub async fn create(State(app): State<AppState>, body: Bytes) -> Result<Response
     Ok((StatusCode::CREATED, Json(json!({ "session_id": id }))).into_response())
 }
 
+/// `POST /api/sessions/batch`: queues many sessions for the fleet, all or
+/// none; 202 with their ids in order.
+pub async fn create_batch(State(app): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let request: crate::runner::CreateBatch = parse(&body)?;
+    let ids = app.runner.create_batch(request.sessions).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "session_ids": ids }))).into_response())
+}
+
 /// `GET /api/sessions/{id}`: one session, its plan, children and questions.
 pub async fn get(
     State(app): State<AppState>,

@@ -28,6 +28,12 @@ impl ApiError {
         &self.message
     }
 
+    /// The same error, its message after `prefix` (which item of a batch).
+    pub fn prefixed(mut self, prefix: &str) -> Self {
+        self.message = format!("{prefix}{}", self.message);
+        self
+    }
+
     /// Any status with a message (the request guard's 408, 413, 414, 421,
     /// 431, and error responses made JSON after the fact).
     pub fn with_status(status: StatusCode, message: impl Into<String>) -> Self {

@@ -47,7 +47,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use failure::ServeError;
-pub use runner::Runner;
+pub use runner::{Queue, Runner};
 
 /// How `pod serve --http` was started.
 #[derive(Debug, Clone)]
@@ -231,6 +231,7 @@ impl Bound {
 fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router {
     let api = Router::new()
         .route("/sessions", get(api::list).post(api::create))
+        .route("/sessions/batch", post(api::create_batch))
         .route("/sessions/{id}", get(api::get))
         .route("/sessions/{id}/history", get(api::history))
         .route("/sessions/{id}/diff", get(api::diff))

@@ -24,6 +24,15 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
+/// What `POST /api/sessions/batch` takes: `{"sessions": [...]}`, each
+/// what `POST /api/sessions` takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBatch {
+    /// The sessions, in the order they are queued.
+    pub sessions: Vec<CreateSession>,
+}
+
 /// What `POST /api/sessions` takes.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -233,6 +242,21 @@ pub struct Runner {
     deltas: broadcast::Sender<Delta>,
     // What `/metrics` says, counted from the live sessions' events.
     metrics: Arc<crate::metrics::Metrics>,
+    // Where a batch of new sessions goes: the fleet's queue.
+    queue: Option<Arc<dyn Queue>>,
+}
+
+/// The fleet's queue, where `POST /api/sessions/batch` puts sessions for
+/// the workers to run: the front end gives one when its store has a queue
+/// (PostgreSQL).
+#[async_trait::async_trait]
+pub trait Queue: Send + Sync {
+    /// Queues `sessions` (each a header and its first records), all or
+    /// none.
+    async fn submit(
+        &self,
+        sessions: &[(pod::log::SessionHeader, Vec<pod::log::LogRecord>)],
+    ) -> Result<(), pod::PodError>;
 }
 
 /// A piece of a live session's answer as its model streams it.
@@ -280,7 +304,14 @@ impl Runner {
             starting: Arc::default(),
             deltas: broadcast::channel(DELTA_BUFFER).0,
             metrics: Arc::default(),
+            queue: None,
         }
+    }
+
+    /// The same runner, queueing batches on `queue`.
+    pub fn with_queue(mut self, queue: Arc<dyn Queue>) -> Self {
+        self.queue = Some(queue);
+        self
     }
 
     /// The streamed text of every session live here from now on.
@@ -295,6 +326,87 @@ impl Runner {
 
     /// Creates a session and starts its first turn.
     pub async fn create(&self, request: CreateSession) -> Result<Uuid, ApiError> {
+        let plan = self.plan_for(&request, request.until_done)?;
+        let allowed = &self.allowed;
+        let _start = self.starting.lock().await;
+        let id_cell: Arc<Mutex<Option<Uuid>>> = Arc::default();
+        let options = pod_launch::Options {
+            durability: Durability::Turn,
+            approver: Some(self.approver_for_new(&id_cell)),
+            private_paths: allowed.private.clone(),
+            ..Default::default()
+        };
+        let prepared = plan
+            .prepare(options)
+            .await
+            .map_err(|e| ApiError::bad_request(chain(&e)))?;
+        for warning in &prepared.warnings {
+            tracing::warn!(%warning, "MCP server");
+        }
+        let session = prepared
+            .start()
+            .await
+            .map_err(|e| ApiError::internal(chain(&e)))?;
+        let id = session.handle.session_id();
+        *id_cell.lock() = Some(id);
+        self.go_live(
+            id,
+            session.handle,
+            Some(session.mcp),
+            Some(request.task),
+            session.prices,
+        );
+        Ok(id)
+    }
+
+    /// Queues `requests` for the fleet's workers, all or none, and returns
+    /// their ids in order: every one is checked as `create` checks it (the
+    /// ceiling included), then all go to the queue in one transaction. The
+    /// fleet runs each until its plan is done. Needs a queue
+    /// ([`Runner::with_queue`]: a PostgreSQL store).
+    pub async fn create_batch(&self, requests: Vec<CreateSession>) -> Result<Vec<Uuid>, ApiError> {
+        let Some(queue) = &self.queue else {
+            return Err(ApiError::conflict(
+                "a batch is queued for a fleet: start the server with a PostgreSQL store \
+                 (--store postgres://…), or create sessions one at a time",
+            ));
+        };
+        if requests.is_empty() {
+            return Err(ApiError::bad_request("`sessions` is empty"));
+        }
+        let mut sessions = Vec::with_capacity(requests.len());
+        for (i, request) in requests.into_iter().enumerate() {
+            let at = |e: ApiError| e.prefixed(&format!("sessions[{i}]: "));
+            let plan = self.plan_for(&request, true).map_err(at)?;
+            let model = match pod_launch::Model::from_choice(&plan.settings.choice) {
+                Ok(model) => model.provider.model_name(),
+                Err(_) => plan.settings.choice.raw.model.clone().unwrap_or_default(),
+            };
+            let launch = plan
+                .record()
+                .map_err(|e| at(ApiError::bad_request(chain(&e))))?;
+            let mut header =
+                pod::log::SessionHeader::new(Uuid::new_v4(), model, plan.workspace.clone());
+            header.launch = launch.to_json();
+            sessions.push((
+                header,
+                vec![pod::log::LogRecord::Item(pod::Item::user(request.task))],
+            ));
+        }
+        queue
+            .submit(&sessions)
+            .await
+            .map_err(|e| ApiError::internal(chain(&e)))?;
+        Ok(sessions.iter().map(|(h, _)| h.session_id).collect())
+    }
+
+    /// The session `request` describes, checked against the server's
+    /// ceiling: its settings laid over the server's.
+    fn plan_for(
+        &self,
+        request: &CreateSession,
+        until_done: bool,
+    ) -> Result<pod_launch::Plan, ApiError> {
         if request.task.trim().is_empty() {
             return Err(ApiError::bad_request("`task` is empty"));
         }
@@ -350,7 +462,7 @@ impl Runner {
             budget,
             approval,
             sandbox,
-            until_done: request.until_done,
+            until_done,
             // An API client never names commands to run: the server's
             // config file's hooks apply.
             ..Default::default()
@@ -363,35 +475,7 @@ impl Runner {
             .ceiling
             .check(&plan.settings)
             .map_err(ApiError::forbidden)?;
-        let _start = self.starting.lock().await;
-        let id_cell: Arc<Mutex<Option<Uuid>>> = Arc::default();
-        let options = pod_launch::Options {
-            durability: Durability::Turn,
-            approver: Some(self.approver_for_new(&id_cell)),
-            private_paths: allowed.private.clone(),
-            ..Default::default()
-        };
-        let prepared = plan
-            .prepare(options)
-            .await
-            .map_err(|e| ApiError::bad_request(chain(&e)))?;
-        for warning in &prepared.warnings {
-            tracing::warn!(%warning, "MCP server");
-        }
-        let session = prepared
-            .start()
-            .await
-            .map_err(|e| ApiError::internal(chain(&e)))?;
-        let id = session.handle.session_id();
-        *id_cell.lock() = Some(id);
-        self.go_live(
-            id,
-            session.handle,
-            Some(session.mcp),
-            Some(request.task),
-            session.prices,
-        );
-        Ok(id)
+        Ok(plan)
     }
 
     /// Sends a prompt: to the Pod if it runs here, else resumes the

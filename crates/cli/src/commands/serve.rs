@@ -47,6 +47,11 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
                 sandbox: args.sandbox.flags(),
             };
             let (runner, bound) = pod_http::start(options, launcher.clone()).await?;
+            // With a fleet, the API's batches go to its queue.
+            let runner = match &place.fleet {
+                Some(store) => runner.with_queue(Arc::new(FleetQueue(store.clone()))),
+                None => runner,
+            };
             crate::tracing_setup::otlp_metrics(&runner)?;
             crate::output::print(&format!("{}\n", bound.banner().join("\n")))?;
             let http = tokio::spawn(bound.serve(runner.clone(), stop.clone()));
@@ -137,6 +142,19 @@ async fn work(
         })
         .await;
     Ok(Outcome::Done)
+}
+
+/// The fleet's queue, for the API's batches.
+struct FleetQueue(PgStore);
+
+#[async_trait::async_trait]
+impl pod_http::Queue for FleetQueue {
+    async fn submit(
+        &self,
+        sessions: &[(pod::log::SessionHeader, Vec<pod::log::LogRecord>)],
+    ) -> Result<(), pod::PodError> {
+        self.0.submit_many(sessions).await
+    }
 }
 
 /// The HTTP API of this process, where the worker's sessions ask.

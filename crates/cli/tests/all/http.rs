@@ -817,3 +817,88 @@ async fn a_session_created_with_a_budget_stops_at_it() {
         "the write's request was never sent"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_is_queued_for_the_fleet_all_or_none() {
+    let pg = pod_testkit::postgres::Postgres::start();
+    let env = TestEnv::new();
+    let script = env.script("batch.json", &json!({"steps": [{"text": "Done."}]}));
+    let mut serve = env.pod_process();
+    serve
+        .env("POD_STORE", pg.url())
+        .args(["--workers", "50", "--yes", "--script"])
+        .arg(&script);
+    let server = Server::start_with(serve, &env);
+    let workspace = env.workspace().canonicalize().unwrap();
+    let sessions: Vec<Value> = (0..100)
+        .map(|i| json!({"task": format!("task {i}"), "workspace": workspace}))
+        .collect();
+    let (status, body) = server
+        .post(
+            "/sessions/batch",
+            &json!({ "sessions": sessions }).to_string(),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let ids: Vec<String> = body["session_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 100);
+    // The server's fleet worker runs them all: each answers its own task.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    for (i, id) in ids.iter().enumerate() {
+        loop {
+            let row = server.get(&format!("/sessions/{id}")).await;
+            if row["session"]["status"] == "done" {
+                let history = server.get(&format!("/sessions/{id}/history")).await;
+                let text = history.to_string();
+                assert!(text.contains(&format!("task {i}")), "{text}");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "session {i} never finished: {row}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    // One session asking for more than the server allows queues none.
+    let outside = tempfile::tempdir().unwrap();
+    let bad = json!({"sessions": [
+        {"task": "fine", "workspace": workspace},
+        {"task": "outside", "workspace": outside.path()},
+    ]});
+    let (status, body) = server.post("/sessions/batch", &bad.to_string()).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().starts_with("sessions[1]: "),
+        "{body}"
+    );
+    let listed = server.get("/sessions").await;
+    assert_eq!(
+        listed["sessions"].as_array().unwrap().len(),
+        100,
+        "nothing more queued"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_needs_a_fleet() {
+    let env = TestEnv::new();
+    let server = Server::start(&env, &json!({"steps": [{"text": "Done."}]}));
+    let (status, body) = server
+        .post(
+            "/sessions/batch",
+            &json!({"sessions": [{"task": "t"}]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("PostgreSQL"),
+        "{body}"
+    );
+}
