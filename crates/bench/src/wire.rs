@@ -116,6 +116,7 @@ pub async fn run(quick: bool, api: Api) -> Result<(), Box<dyn std::error::Error>
     println!("| turns | CPU per turn (user + system) | user | system | wall per turn | request bytes per turn |");
     println!("|---|---:|---:|---:|---:|---:|");
     let mut per_turn = Vec::new();
+    let mut sizes = Vec::new();
     for (a, b) in windows {
         let (start, end) = (marks[&a], marks[&b]);
         let n = (b - a) as u32;
@@ -123,6 +124,11 @@ pub async fn run(quick: bool, api: Api) -> Result<(), Box<dyn std::error::Error>
         let system = end.cpu.system.saturating_sub(start.cpu.system) / n;
         let bytes = end.server.bytes.saturating_sub(start.server.bytes) / u64::from(n);
         per_turn.push(user + system);
+        let requests = end.server.requests.saturating_sub(start.server.requests);
+        sizes.push((
+            requests,
+            end.server.bytes.saturating_sub(start.server.bytes) / requests.max(1),
+        ));
         println!(
             "| {}–{} | {} | {} | {} | {} | {:.1} KiB |",
             a + 1,
@@ -139,6 +145,51 @@ pub async fn run(quick: bool, api: Api) -> Result<(), Box<dyn std::error::Error>
             "\nLate / early CPU per turn: {:.2}x",
             late.as_secs_f64() / early.as_secs_f64().max(1e-9)
         );
+    }
+    if api == Api::Chat {
+        // What a bare client spends sending the same number of requests
+        // of the same sizes and reading their answers, copying each body
+        // from memory once (as any client that keeps the history must put
+        // it in a request); the runtime's own cost is what the Pod spends
+        // beyond it.
+        let client = reqwest::Client::new();
+        let url = format!("{}/chat/completions", server.base_url());
+        println!("\n| turns | Pod CPU per turn | bare client, same bytes | the runtime's own |");
+        println!("|---|---:|---:|---:|");
+        let mut own = Vec::new();
+        for (((a, b), pod_cpu), (requests, size)) in windows.iter().zip(&per_turn).zip(&sizes) {
+            let history = vec![b' '; *size as usize];
+            let start = Cpu::now();
+            for _ in 0..*requests {
+                let response = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(bytes::Bytes::from(history.clone()))
+                    .send()
+                    .await?;
+                response.bytes().await?;
+            }
+            let end = Cpu::now();
+            let n = (b - a) as u32;
+            let bare =
+                (end.user.saturating_sub(start.user) + end.system.saturating_sub(start.system)) / n;
+            let runtime = pod_cpu.saturating_sub(bare);
+            own.push(runtime);
+            println!(
+                "| {}–{} | {} | {} | {} |",
+                a + 1,
+                b,
+                fmt_duration(*pod_cpu),
+                fmt_duration(bare),
+                fmt_duration(runtime)
+            );
+        }
+        if let [early, late] = own[..] {
+            println!(
+                "\nLate / early, the runtime's own CPU per turn: {:.2}x",
+                late.as_secs_f64() / early.as_secs_f64().max(1e-9)
+            );
+        }
     }
     Ok(())
 }
