@@ -47,7 +47,7 @@ pub(crate) struct SsePost<'a> {
     /// is named by.
     pub base_url: &'a str,
     pub headers: HeaderMap,
-    pub body: Vec<u8>,
+    pub body: bytes::Bytes,
     pub timeouts: Timeouts,
     pub key: Option<&'a ApiKey>,
 }
@@ -64,14 +64,14 @@ impl<'a> SsePost<'a> {
         url: &'a reqwest::Url,
         endpoint: &'a crate::endpoint::Endpoint,
         headers: HeaderMap,
-        body: Vec<u8>,
+        body: impl Into<bytes::Bytes>,
     ) -> Self {
         Self {
             client,
             url,
             base_url: &endpoint.base_url,
             headers,
-            body,
+            body: body.into(),
             timeouts: endpoint.timeouts,
             key: endpoint.api_key.as_ref(),
         }

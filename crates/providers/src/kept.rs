@@ -4,8 +4,9 @@
 //! [`pod_llm::Item::wire`].)
 
 use parking_lot::Mutex;
-use pod_llm::ToolSpec;
+use pod_llm::{HistoryId, Item, ToolSpec};
 use std::sync::Arc;
+use uuid::Uuid;
 
 /// What one provider keeps between requests.
 #[derive(Debug, Default)]
@@ -14,6 +15,58 @@ pub(crate) struct Kept {
     pub tools: ToolsJson,
     /// The system prompt as a JSON string.
     pub system: StringJson,
+    /// The history's messages of the last request, as far as their order
+    /// was settled (Chat Completions).
+    pub history: HistoryJson,
+}
+
+/// The messages of a committed history up to a point where their order was
+/// settled (no tool call open, nothing held back), as the last request's
+/// body wrote them: `m1,m2,…,mk`, a slice of that body (kept alive with it,
+/// no copy). The next request of the same history (same [`HistoryId`], so
+/// the same items and more) starts from them instead of putting every item
+/// in order and copying its encoding again.
+#[derive(Debug, Default)]
+pub(crate) struct HistoryJson(Mutex<Option<KeptHistory>>);
+
+#[derive(Debug)]
+struct KeptHistory {
+    id: HistoryId,
+    /// Items it covers, from the first.
+    items: usize,
+    /// The id of the last of them: checked against the history again.
+    last: Uuid,
+    json: bytes::Bytes,
+}
+
+impl HistoryJson {
+    /// The kept messages and how many items they cover, when `history`
+    /// (committed as `id`) starts with the items they were made of.
+    pub fn get(&self, id: Option<HistoryId>, history: &[Item]) -> Option<(bytes::Bytes, usize)> {
+        let id = id?;
+        // Held to read or replace one entry.
+        let kept = self.0.lock();
+        let kept = kept.as_ref()?;
+        let follows =
+            kept.id == id && kept.items <= history.len() && history[kept.items - 1].id == kept.last;
+        follows.then(|| (kept.json.clone(), kept.items))
+    }
+
+    /// Keeps `json`, the messages of the first `items` items of `history`
+    /// (committed as `id`); forgets what it kept when there is nothing to
+    /// keep.
+    pub fn keep(&self, id: Option<HistoryId>, history: &[Item], items: usize, json: bytes::Bytes) {
+        let mut kept = self.0.lock();
+        *kept = match (id, items) {
+            (Some(id), 1..) => Some(KeptHistory {
+                id,
+                items,
+                last: history[items - 1].id,
+                json,
+            }),
+            _ => None,
+        };
+    }
 }
 
 /// The specs a tools array was encoded from, and that array's JSON.

@@ -45,14 +45,14 @@ impl OpenAiProvider {
     /// (see [`pod_llm::Item::wire`]), so a long history costs a copy per
     /// request, not an encoding.
     pub fn request_bytes(&self, request: &ProviderRequest) -> Vec<u8> {
-        request::request_bytes(request, &self.endpoint, &self.kept)
+        request::request_bytes(request, &self.endpoint, &self.kept).to_vec()
     }
 }
 
 #[async_trait::async_trait]
 impl Provider for OpenAiProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
-        let body = self.request_bytes(request);
+        let body = request::request_bytes(request, &self.endpoint, &self.kept);
         let headers = bearer(self.endpoint.api_key.as_ref())?;
         let sse = SsePost::to(&self.client, &self.url, &self.endpoint, headers, body)
             .send()

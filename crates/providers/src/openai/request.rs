@@ -20,13 +20,22 @@ const WIRE: &str = "openai-chat";
 ///
 /// Key order and bytes are those of the `Value` the body used to be built
 /// as (`serde_json` with `preserve_order`); the tests compare the two.
+///
+/// A request of the committed history the last one was made of (same
+/// `HistoryId`) starts from the last body's messages up to where their
+/// order was settled ([`crate::kept::HistoryJson`]), so a long session's
+/// request costs one copy of those bytes plus its new items, not a pass
+/// over every item.
 pub(crate) fn request_bytes(
     request: &ProviderRequest,
     endpoint: &Endpoint,
     kept: &Kept,
-) -> Vec<u8> {
+) -> bytes::Bytes {
     let tools = &kept.tools;
-    let messages: Vec<_> = in_api_order(&request.history)
+    let reused = kept.history.get(request.history_id, &request.history);
+    let from = reused.as_ref().map_or(0, |(_, items)| *items);
+    let (order, settled) = in_api_order_settled(&request.history[from..]);
+    let messages: Vec<_> = order
         .into_iter()
         .map(|item| item.wire(WIRE, |item| message(item).to_string()))
         .collect();
@@ -37,6 +46,7 @@ pub(crate) fn request_bytes(
     });
     let size = 256
         + request.system_prompt.len()
+        + reused.as_ref().map_or(0, |(json, _)| json.len() + 1)
         + messages.iter().map(|m| m.len() + 1).sum::<usize>()
         + tools.as_ref().map_or(0, |t| t.len());
     let mut out = String::with_capacity(size);
@@ -51,12 +61,30 @@ pub(crate) fn request_bytes(
         out.push('}');
         first = false;
     }
-    for message in &messages {
+    // Where the history's messages start in the body, and where the
+    // settled ones end (none yet: `history_start`).
+    let mut history_start = None;
+    let mut settled_end = None;
+    if let Some((json, _)) = &reused {
         if !first {
             out.push(',');
         }
         first = false;
+        history_start = Some(out.len());
+        // Kept from a body this function wrote: UTF-8.
+        out.push_str(std::str::from_utf8(json).unwrap_or_default());
+        settled_end = Some(out.len());
+    }
+    for (n, message) in messages.iter().enumerate() {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        history_start.get_or_insert(out.len());
         out.push_str(message);
+        if n + 1 == settled {
+            settled_end = Some(out.len());
+        }
     }
     // Without `include_usage` OpenAI sends no usage when streaming; servers
     // that send usage anyway ignore it.
@@ -89,7 +117,14 @@ pub(crate) fn request_bytes(
         push_json(&mut out, json!(key.as_ref()));
     }
     out.push('}');
-    out.into_bytes()
+    let body = bytes::Bytes::from(out.into_bytes());
+    let json = match (history_start, settled_end) {
+        (Some(start), Some(end)) => body.slice(start..end),
+        _ => bytes::Bytes::new(),
+    };
+    kept.history
+        .keep(request.history_id, &request.history, from + settled, json);
+    body
 }
 
 fn tool(spec: &ToolSpec) -> Value {
@@ -108,10 +143,19 @@ fn tool(spec: &ToolSpec) -> Value {
 /// that result: the API rejects anything between the two (a reminder the
 /// runtime injected while tools ran is the usual case).
 pub(crate) fn in_api_order(history: &[Item]) -> Vec<&Item> {
+    in_api_order_settled(history).0
+}
+
+/// [`in_api_order`], and how many items lead the history whose order is
+/// settled: after them no call was open and nothing held back, so items
+/// added later are placed after them whatever they are (the first that
+/// many messages are those items, in history order).
+fn in_api_order_settled(history: &[Item]) -> (Vec<&Item>, usize) {
     let mut messages = Vec::with_capacity(history.len());
     let mut open: Vec<&str> = Vec::new();
     let mut deferred = Vec::new();
-    for item in history {
+    let mut settled = 0;
+    for (n, item) in history.iter().enumerate() {
         match &item.kind {
             ItemKind::ToolResult { call_id, .. } => {
                 messages.push(item);
@@ -128,9 +172,12 @@ pub(crate) fn in_api_order(history: &[Item]) -> Vec<&Item> {
             _ if open.is_empty() => messages.push(item),
             _ => deferred.push(item),
         }
+        if open.is_empty() && deferred.is_empty() {
+            settled = n + 1;
+        }
     }
     messages.append(&mut deferred);
-    messages
+    (messages, settled)
 }
 
 fn message(item: &Item) -> Value {
@@ -289,7 +336,7 @@ mod tests {
         for (system, specs) in [("", vec![]), ("You are\nhelpful.", vec![spec(), spec()])] {
             let request = request(history(), system, specs);
             assert_eq!(
-                String::from_utf8(request_bytes(&request, &endpoint, &tools)).unwrap(),
+                String::from_utf8(request_bytes(&request, &endpoint, &tools).to_vec()).unwrap(),
                 String::from_utf8(value_body(&request, &endpoint)).unwrap()
             );
         }
@@ -305,6 +352,51 @@ mod tests {
     }
 
     #[test]
+    fn a_growing_committed_history_starts_from_the_last_bodys_settled_messages() {
+        let endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
+        let kept = Kept::default();
+        let id = pod_llm::HistoryId::fresh();
+        let all = history();
+        // Every length of the committed history, in order, as a session's
+        // requests see it: the bytes are the whole encoding's each time,
+        // open calls and a held-back reminder included.
+        for len in 1..=all.len() {
+            let mut request = request(all[..len].to_vec(), "sys", vec![spec()]);
+            request.history_id = Some(id);
+            let body = request_bytes(&request, &endpoint, &kept);
+            assert_eq!(
+                String::from_utf8(body.to_vec()).unwrap(),
+                String::from_utf8(value_body(&request, &endpoint)).unwrap(),
+                "{len} items"
+            );
+        }
+        // The whole history is settled: the next request reuses all of it.
+        let (json, items) = kept.history.get(Some(id), &all).unwrap();
+        assert_eq!(items, all.len());
+        assert!(std::str::from_utf8(&json)
+            .unwrap()
+            .ends_with("\"content\":\"done\"}"));
+        // Another history (a compaction, an edit) is not taken for it.
+        assert!(kept
+            .history
+            .get(Some(pod_llm::HistoryId::fresh()), &all)
+            .is_none());
+        assert!(kept.history.get(None, &all).is_none());
+        let mut other = history();
+        other.truncate(3);
+        assert!(kept.history.get(Some(id), &other).is_none(), "shorter");
+        let mut grown = all.clone();
+        grown.push(Item::user("more"));
+        let mut request = request(grown, "", vec![]);
+        request.history_id = Some(id);
+        assert_eq!(
+            request_bytes(&request, &endpoint, &kept).to_vec(),
+            value_body(&request, &endpoint),
+            "without a system prompt or tools"
+        );
+    }
+
+    #[test]
     fn an_edited_copy_is_encoded_afresh() {
         let endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
         let tools = Kept::default();
@@ -315,7 +407,7 @@ mod tests {
         if let ItemKind::User { text } = &mut Arc::make_mut(&mut edited.history)[0].kind {
             *text = "a different prompt".into();
         }
-        let after = String::from_utf8(request_bytes(&edited, &endpoint, &tools)).unwrap();
+        let after = String::from_utf8(request_bytes(&edited, &endpoint, &tools).to_vec()).unwrap();
         assert!(after.contains("a different prompt"), "{after}");
         assert_eq!(after.into_bytes(), value_body(&edited, &endpoint));
         assert_eq!(request_bytes(&original, &endpoint, &tools), before);
