@@ -174,6 +174,16 @@ impl Metrics {
                 "Sessions this process took over from a worker that died (an expired lease).",
                 vec![(vec![], stats.takeovers as f64)],
             ),
+            Family::new(
+                "pod_store_commits_total",
+                "Statements that committed session log records to PostgreSQL (group commits: one transaction, one WAL flush, records of many sessions).",
+                vec![(vec![], stats.group_commits as f64)],
+            ),
+            Family::new(
+                "pod_store_committed_records_total",
+                "Session log records those statements committed.",
+                vec![(vec![], stats.group_commit_records as f64)],
+            ),
         ]
     }
 

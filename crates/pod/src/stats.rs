@@ -18,6 +18,8 @@ static RENEWALS: AtomicU64 = AtomicU64::new(0);
 static RENEWAL_FAILURES: AtomicU64 = AtomicU64::new(0);
 static LEASES_LOST: AtomicU64 = AtomicU64::new(0);
 static TAKEOVERS: AtomicU64 = AtomicU64::new(0);
+static GROUP_COMMITS: AtomicU64 = AtomicU64::new(0);
+static GROUP_RECORDS: AtomicU64 = AtomicU64::new(0);
 
 /// A log append took `took` (committed, and synced if asked).
 pub fn appended(took: Duration) {
@@ -50,6 +52,13 @@ pub fn lease_taken_over() {
     TAKEOVERS.fetch_add(1, Ordering::Relaxed);
 }
 
+/// A store committed `records` log records, of one or more sessions, in
+/// one statement (PostgreSQL's group commit).
+pub fn group_committed(records: u64) {
+    GROUP_COMMITS.fetch_add(1, Ordering::Relaxed);
+    GROUP_RECORDS.fetch_add(records, Ordering::Relaxed);
+}
+
 /// The counters now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
@@ -67,6 +76,10 @@ pub struct Stats {
     pub leases_lost: u64,
     /// Sessions taken over from a worker that died.
     pub takeovers: u64,
+    /// Statements that committed log records (group commits).
+    pub group_commits: u64,
+    /// The records they committed.
+    pub group_commit_records: u64,
 }
 
 /// What has been counted in this process.
@@ -84,5 +97,7 @@ pub fn snapshot() -> Stats {
         renewal_failures: load(&RENEWAL_FAILURES),
         leases_lost: load(&LEASES_LOST),
         takeovers: load(&TAKEOVERS),
+        group_commits: load(&GROUP_COMMITS),
+        group_commit_records: load(&GROUP_RECORDS),
     }
 }

@@ -200,13 +200,21 @@ async fn run(
 /// record the server will not take fails alone.
 async fn commit(batch: Vec<Append>, pool: &Arc<Pool>) {
     match commit_with_retries(&batch, pool).await {
-        Ok(outcomes) => answer(batch, outcomes),
+        Ok(outcomes) => {
+            pod::stats::group_committed(outcomes.iter().filter(|o| o.is_ok()).count() as u64);
+            answer(batch, outcomes)
+        }
         Err(err) if batch.len() > 1 && err.refused_by_server() => {
             tracing::warn!(records = batch.len(), err = %err, "a group commit failed; committing its records one by one");
             for append in batch {
                 let one = vec![append];
                 match commit_with_retries(&one, pool).await {
-                    Ok(outcomes) => answer(one, outcomes),
+                    Ok(outcomes) => {
+                        pod::stats::group_committed(
+                            outcomes.iter().filter(|o| o.is_ok()).count() as u64
+                        );
+                        answer(one, outcomes)
+                    }
                     Err(err) => fail(one, err),
                 }
             }
