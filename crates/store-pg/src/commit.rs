@@ -156,6 +156,7 @@ impl GroupCommit {
         }
     }
 
+    /// What it did so far.
     pub fn stats(&self) -> &CommitStats {
         &self.stats
     }
@@ -200,21 +201,13 @@ async fn run(
 /// record the server will not take fails alone.
 async fn commit(batch: Vec<Append>, pool: &Arc<Pool>) {
     match commit_with_retries(&batch, pool).await {
-        Ok(outcomes) => {
-            pod::stats::group_committed(outcomes.iter().filter(|o| o.is_ok()).count() as u64);
-            answer(batch, outcomes)
-        }
+        Ok(outcomes) => answer(batch, outcomes),
         Err(err) if batch.len() > 1 && err.refused_by_server() => {
             tracing::warn!(records = batch.len(), err = %err, "a group commit failed; committing its records one by one");
             for append in batch {
                 let one = vec![append];
                 match commit_with_retries(&one, pool).await {
-                    Ok(outcomes) => {
-                        pod::stats::group_committed(
-                            outcomes.iter().filter(|o| o.is_ok()).count() as u64
-                        );
-                        answer(one, outcomes)
-                    }
+                    Ok(outcomes) => answer(one, outcomes),
                     Err(err) => fail(one, err),
                 }
             }
@@ -223,7 +216,9 @@ async fn commit(batch: Vec<Append>, pool: &Arc<Pool>) {
     }
 }
 
+/// Answers each append of a committed statement, counting what it stored.
 fn answer(batch: Vec<Append>, outcomes: Vec<Result<(), Refused>>) {
+    pod::stats::group_committed(outcomes.iter().filter(|o| o.is_ok()).count() as u64);
     for (append, outcome) in batch.into_iter().zip(outcomes) {
         let _ = append.done.send(outcome);
     }
