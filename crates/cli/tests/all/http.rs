@@ -867,35 +867,44 @@ async fn a_batch_is_queued_for_the_fleet_all_or_none() {
     }
 
     // Every record the worker appended went through its group commit:
-    // all but each session's header and task (queued by the batch).
-    let mut appended = 0.0;
-    for id in &ids {
-        let row = server.get(&format!("/sessions/{id}")).await;
-        appended += row["records"].as_f64().unwrap() - 1.0;
-    }
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", server.base))
-        .bearer_auth(&server.token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let sample = |name: &str| -> f64 {
+    // all but each session's header and task (queued by the batch). Read
+    // until the two agree: a session's last records may still be on their
+    // way when its status reads done.
+    let metric = |metrics: &str, name: &str| -> f64 {
         metrics
             .lines()
             .find_map(|line| line.strip_prefix(&format!("{name} ")))
             .and_then(|value| value.parse().ok())
             .unwrap_or_else(|| panic!("no {name} in {metrics}"))
     };
-    assert_eq!(
-        sample("pod_store_committed_records_total"),
-        appended,
-        "{metrics}"
-    );
-    let commits = sample("pod_store_commits_total");
-    assert!(commits >= 1.0 && commits <= appended, "{metrics}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut appended = 0.0;
+        for id in &ids {
+            let row = server.get(&format!("/sessions/{id}")).await;
+            appended += row["records"].as_f64().unwrap() - 1.0;
+        }
+        let metrics = reqwest::Client::new()
+            .get(format!("{}/metrics", server.base))
+            .bearer_auth(&server.token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let committed = metric(&metrics, "pod_store_committed_records_total");
+        let commits = metric(&metrics, "pod_store_commits_total");
+        if committed == appended {
+            assert!(commits >= 1.0 && commits <= committed, "{metrics}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{committed} records committed, {appended} appended: {metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // One session asking for more than the server allows queues none.
     let outside = tempfile::tempdir().unwrap();
