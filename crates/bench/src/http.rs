@@ -173,15 +173,7 @@ pub struct Server {
 
 impl Server {
     pub fn start(home: &Path) -> Result<Self, Error> {
-        let me = std::env::current_exe()?;
-        let pod = me.with_file_name("pod");
-        if !pod.exists() {
-            return Err(format!(
-                "no pod binary at {} (cargo build --release -p pod-cli)",
-                pod.display()
-            )
-            .into());
-        }
+        let pod = crate::support::pod_binary()?;
         let script = home.join("empty-script.json");
         std::fs::write(&script, r#"{"steps": []}"#)?;
         let mut child = Command::new(pod)

@@ -24,20 +24,6 @@ const REQUESTS: u64 = 5;
 /// The model's latency.
 const LATENCY: Duration = Duration::from_secs(1);
 
-/// The `pod` binary of the same build as this one.
-fn pod_binary() -> Result<PathBuf, Error> {
-    let exe = std::env::current_exe()?;
-    let pod = exe.with_file_name("pod");
-    if !pod.is_file() {
-        return Err(format!(
-            "{} is missing: build it first (cargo build --release -p pod-cli)",
-            pod.display()
-        )
-        .into());
-    }
-    Ok(pod)
-}
-
 /// Children's CPU time so far (the reaped ones).
 fn children_cpu() -> Duration {
     // SAFETY: getrusage writes one plain-old-data struct we own.
@@ -87,7 +73,7 @@ impl Setup {
 }
 
 async fn setup(checkpoints: bool) -> Result<Setup, Error> {
-    let pod = pod_binary()?;
+    let pod = crate::support::pod_binary()?;
     let pg = Postgres::start_with_limits(true, None);
     let mut options = Options::new(0);
     options.latency = LATENCY;

@@ -82,3 +82,17 @@ pub fn fmt_duration(d: Duration) -> String {
         format!("{:.2} s", us / 1e6)
     }
 }
+
+/// The `pod` binary of the same build as this one.
+pub fn pod_binary() -> Result<std::path::PathBuf, Box<dyn std::error::Error>> {
+    let exe = std::env::current_exe()?;
+    let pod = exe.with_file_name("pod");
+    if !pod.is_file() {
+        return Err(format!(
+            "{} is missing: build it first (cargo build --release -p pod-cli)",
+            pod.display()
+        )
+        .into());
+    }
+    Ok(pod)
+}

@@ -95,12 +95,7 @@ impl Shadow {
         // snapshot, not by whoever made the shadow: a session that takes
         // none makes no directory.
         if let Some(dir) = self.index.parent() {
-            tokio::fs::create_dir_all(dir)
-                .await
-                .map_err(|source| CheckpointError::Io {
-                    what: format!("cannot create {}", dir.display()),
-                    source,
-                })?;
+            create_dir(dir).await?;
         }
         // A process killed while git held the index leaves its lock; only
         // this session's process uses this index, so it is stale.
@@ -115,12 +110,7 @@ impl Shadow {
             let list = self.index.with_extension("paths");
             let mut text = paths.join("\0");
             text.push('\0');
-            tokio::fs::write(&list, text)
-                .await
-                .map_err(|source| CheckpointError::Io {
-                    what: format!("cannot write {}", list.display()),
-                    source,
-                })?;
+            write_file(&list, text).await?;
             let from = format!("--pathspec-from-file={}", list.display());
             let named = [
                 "-c",
@@ -211,12 +201,7 @@ impl Shadow {
             .iter()
             .map(|path| format!("/{}\n", escape(path)))
             .collect();
-        tokio::fs::write(&list, text)
-            .await
-            .map_err(|source| CheckpointError::Io {
-                what: format!("cannot write {}", list.display()),
-                source,
-            })?;
+        write_file(&list, text).await?;
         if !grew.is_empty() {
             let mut args = vec![
                 "--literal-pathspecs",
@@ -304,12 +289,7 @@ impl Shadow {
     /// directory), as a checkout would: a copy of the workspace as it was.
     pub async fn export(&self, tree: &str, dir: &Path) -> Result<(), CheckpointError> {
         self.ensure_store().await?;
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|source| CheckpointError::Io {
-                what: format!("cannot create {}", dir.display()),
-                source,
-            })?;
+        create_dir(dir).await?;
         let copy = Shadow {
             store: self.store.clone(),
             index: self.index.with_extension("export"),
@@ -334,12 +314,7 @@ impl Shadow {
         // A new store knows none of the objects an old index names.
         let _ = tokio::fs::remove_file(&self.index).await;
         if let Some(parent) = self.store.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|source| CheckpointError::Io {
-                    what: format!("cannot create {}", parent.display()),
-                    source,
-                })?;
+            create_dir(parent).await?;
         }
         let mut init: Vec<OsString> = vec!["init".into(), "--bare".into(), "-q".into()];
         init.push(self.store.clone().into_os_string());
@@ -350,15 +325,11 @@ impl Shadow {
         if let Some(dir) = attributes.parent() {
             let _ = tokio::fs::create_dir_all(dir).await;
         }
-        tokio::fs::write(
+        write_file(
             &attributes,
             "* -text -eol -ident -filter -working-tree-encoding\n",
         )
         .await
-        .map_err(|source| CheckpointError::Io {
-            what: format!("cannot write {}", attributes.display()),
-            source,
-        })
     }
 
     async fn git(&self, args: &[&str], index: &Path) -> Result<String, CheckpointError> {
@@ -460,6 +431,26 @@ fn unescape(pattern: &str) -> String {
         }
     }
     out
+}
+
+/// Creates `dir` and the directories above it.
+pub(crate) async fn create_dir(dir: &Path) -> Result<(), CheckpointError> {
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(|source| CheckpointError::Io {
+            what: format!("cannot create {}", dir.display()),
+            source,
+        })
+}
+
+/// Writes `contents` to the file at `path`.
+async fn write_file(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), CheckpointError> {
+    tokio::fs::write(path, contents)
+        .await
+        .map_err(|source| CheckpointError::Io {
+            what: format!("cannot write {}", path.display()),
+            source,
+        })
 }
 
 fn lock_path(index: &Path) -> PathBuf {

@@ -35,12 +35,7 @@ pub async fn add(workspace: &Path, path: &Path, branch: &str) -> Result<Worktree
     let repo = PathBuf::from(top.trim());
     let prefix = run_plain(workspace, &["rev-parse", "--show-prefix"], "rev-parse").await?;
     if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|source| CheckpointError::Io {
-                what: format!("cannot create {}", parent.display()),
-                source,
-            })?;
+        crate::create_dir(parent).await?;
     }
     let target = path.to_string_lossy().into_owned();
     run_plain(

@@ -378,10 +378,9 @@ impl Runner {
         for (i, request) in requests.into_iter().enumerate() {
             let at = |e: ApiError| e.prefixed(&format!("sessions[{i}]: "));
             let plan = self.plan_for(&request, true).map_err(at)?;
-            let model = match pod_launch::Model::from_choice(&plan.settings.choice) {
-                Ok(model) => model.provider.model_name(),
-                Err(_) => plan.settings.choice.raw.model.clone().unwrap_or_default(),
-            };
+            let model = plan
+                .model_name()
+                .map_err(|e| at(ApiError::bad_request(chain(&e))))?;
             let launch = plan
                 .record()
                 .map_err(|e| at(ApiError::bad_request(chain(&e))))?;

@@ -282,6 +282,27 @@ impl Plan {
         Ok(recorded)
     }
 
+    /// The model a queued session of this plan is recorded with, its
+    /// settings checked. Without the API key (a machine that queues work
+    /// for workers holding the keys) the configured model's name stands,
+    /// or `unknown`.
+    pub fn model_name(&self) -> Result<String, LaunchError> {
+        match Model::from_choice(&self.settings.choice) {
+            Ok(model) => Ok(model.provider.model_name()),
+            Err(LaunchError::Config {
+                source: pod_providers::ConfigError::MissingKey(_),
+                ..
+            }) => Ok(self
+                .settings
+                .choice
+                .raw
+                .model
+                .clone()
+                .unwrap_or_else(|| "unknown".into())),
+            Err(err) => Err(err),
+        }
+    }
+
     /// What a new session would record, with the MCP servers its settings
     /// name (not started): what `pod submit` queues for a worker.
     pub fn record(&self) -> Result<Launch, LaunchError> {

@@ -34,11 +34,12 @@ pub fn appended(took: Duration) {
     APPEND_NANOS.fetch_add(nanos, Ordering::Relaxed);
 }
 
-/// A lease renewal went through (`ok`) or failed (a database error).
-pub fn lease_renewed(ok: bool) {
+/// `leases` lease renewals went through (`ok`) or failed (a database
+/// error); a store renews all its leases in one statement.
+pub fn leases_renewed(ok: bool, leases: u64) {
     match ok {
-        true => RENEWALS.fetch_add(1, Ordering::Relaxed),
-        false => RENEWAL_FAILURES.fetch_add(1, Ordering::Relaxed),
+        true => RENEWALS.fetch_add(leases, Ordering::Relaxed),
+        false => RENEWAL_FAILURES.fetch_add(leases, Ordering::Relaxed),
     };
 }
 

@@ -111,17 +111,13 @@ pub(crate) async fn renew(leases: Weak<Leases>, pool: Arc<Pool>, ttl_ms: i64, pe
         }
         match renew_once(&pool, &ids, &epochs, ttl_ms).await {
             Ok(renewed) => {
-                for _ in 0..renewed.len() {
-                    pod::stats::lease_renewed(true);
-                }
+                pod::stats::leases_renewed(true, renewed.len() as u64);
                 for _ in 0..leases.mark_lost(&ids, &epochs, &renewed) {
                     pod::stats::lease_lost();
                 }
             }
             Err(err) => {
-                for _ in 0..ids.len() {
-                    pod::stats::lease_renewed(false);
-                }
+                pod::stats::leases_renewed(false, ids.len() as u64);
                 tracing::warn!(leases = ids.len(), err = %err, "cannot renew the leases");
             }
         }

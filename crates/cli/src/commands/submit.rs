@@ -14,7 +14,6 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use pod::log::{LogRecord, SessionHeader};
 use pod::Item;
-use pod_launch::Model;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -74,17 +73,7 @@ impl Template {
             true => plan.use_worktree().await?.workspace,
             false => workspace,
         };
-        let model_name = match Model::from_choice(&plan.settings.choice) {
-            Ok(model) => model.provider.model_name(),
-            Err(err) if is_missing_key(&err) => plan
-                .settings
-                .choice
-                .raw
-                .model
-                .clone()
-                .unwrap_or_else(|| "unknown".into()),
-            Err(err) => return Err(err.into()),
-        };
+        let model_name = plan.model_name()?;
         // The servers are started by the worker; their settings are
         // recorded here (the config file's and --mcp-config's, no env
         // values).
@@ -246,16 +235,6 @@ fn line_args(line: &str) -> Result<(Vec<String>, Option<String>), String> {
         return Err("no \"task\"".into());
     }
     Ok((flags, task))
-}
-
-fn is_missing_key(err: &pod_launch::LaunchError) -> bool {
-    matches!(
-        err,
-        pod_launch::LaunchError::Config {
-            source: pod_providers::ConfigError::MissingKey(_),
-            ..
-        }
-    )
 }
 
 #[cfg(test)]

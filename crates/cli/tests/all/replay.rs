@@ -238,28 +238,7 @@ fn a_directory_of_sessions_replays_one_line_each_subagents_under_their_parent() 
     assert_eq!(report["status"], "identical");
 
     // A session with two subagents, one of them planning.
-    let tree = json!({
-        "model": "scripted-test",
-        "steps": [
-            {"text": "Splitting the work.", "tool_calls": [
-                {"name": "task", "arguments": {"description": "count notes", "prompt": "Count the notes"}},
-                {"name": "task", "arguments": {"description": "list files", "prompt": "List the files", "read_only": true}}
-            ]},
-            {"text": "Both subagents reported."}
-        ],
-        "agents": [
-            {"task": "Count the notes", "steps": [
-                write_todos(&[todo("n", "in_progress")]),
-                call("list_dir", json!({"path": "."})),
-                write_todos(&[todo("n", "completed")]),
-                {"text": "There are 0 notes."}
-            ]},
-            {"task": "List the files", "steps": [
-                call("glob", json!({"pattern": "*"})),
-                {"text": "The workspace is empty."}
-            ]}
-        ]
-    });
+    let tree = crate::subagents::tree_script();
     let parent = record(&env, tree, &[]);
     let (code, report) = replay(&env, &[&parent]);
     assert_eq!(code, Some(0), "{report}");

@@ -6,7 +6,8 @@
 use crate::support::*;
 use serde_json::{json, Value};
 
-fn tree_script() -> Value {
+/// A parent that starts two subagents, one planning and one read-only.
+pub(crate) fn tree_script() -> Value {
     json!({
         "model": "scripted-test",
         "steps": [
