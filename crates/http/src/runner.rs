@@ -212,7 +212,8 @@ struct Live {
     // Notes sent and not yet delivered (a watcher of the Pod's events
     // counts them down); the last turn does not end with notes unread.
     notes: usize,
-    // Stops that watcher when the session leaves.
+    // Stops that watcher when the session leaves, and marks the pieces
+    // it streamed stale (cancelled with the removal, under the lock).
     gone: CancellationToken,
 }
 
@@ -268,6 +269,20 @@ pub struct Delta {
     pub kind: &'static str,
     /// The piece.
     pub text: String,
+    // Cancelled when the run that streamed it stopped being live here
+    // (under the state lock, with its removal): the relay of a run's
+    // events may pass a piece on after that, and it is stale by then.
+    #[serde(skip)]
+    run: CancellationToken,
+}
+
+impl Delta {
+    /// Whether the run that streamed this piece has ended: its record is
+    /// in the log and the session's status said so, so a watcher gets
+    /// nothing from a late preview of it.
+    pub fn stale(&self) -> bool {
+        self.run.is_cancelled()
+    }
 }
 
 /// How long an answer waits for a session that is still parking (its
@@ -763,6 +778,7 @@ impl Runner {
                             session_id: id,
                             kind: "text",
                             text,
+                            run: gone.clone(),
                         });
                     }
                     Ok(pod::PodEvent::ReasoningDelta { text }) => {
@@ -770,6 +786,7 @@ impl Runner {
                             session_id: id,
                             kind: "reasoning",
                             text,
+                            run: gone.clone(),
                         });
                     }
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
@@ -810,7 +827,13 @@ impl Runner {
                         if live.notes > 0 {
                             tracing::warn!(session = %id, notes = live.notes, "notes unread at a cancelled turn's end are dropped");
                         }
-                        break state.live.remove(&id);
+                        let live = state.live.remove(&id);
+                        // With its removal: whoever sees it not live
+                        // sees its streamed pieces stale.
+                        if let Some(live) = &live {
+                            live.gone.cancel();
+                        }
+                        break live;
                     }
                     Some(live) => {
                         live.outstanding -= 1;
@@ -820,7 +843,6 @@ impl Runner {
                 }
             };
             if let Some(live) = live {
-                live.gone.cancel();
                 if let Err(err) = live.handle.shutdown().await {
                     tracing::warn!(session = %id, %err, "session shutdown");
                 }

@@ -374,7 +374,9 @@ async fn run(app: AppState, tail: Arc<Tail>, mut reader: Reader, _running: Count
                     return;
                 }
                 delta = next_delta(&mut reader.deltas) => match delta {
-                    Ok(delta) if delta.session_id == id => tail.publish_delta(&delta),
+                    Ok(delta) if delta.session_id == id && !delta.stale() => {
+                        tail.publish_delta(&delta)
+                    }
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     // The runner is gone with the server; polling goes on.
                     Err(broadcast::error::RecvError::Closed) => reader.deltas = None,
@@ -447,7 +449,7 @@ impl Reader {
     fn publish_records(&mut self, tail: &Tail, new: Vec<LogRecord>) {
         // Text streamed before these records goes out before them.
         while let Some(Ok(delta)) = self.deltas.as_mut().map(|d| d.try_recv()) {
-            if delta.session_id == self.id {
+            if delta.session_id == self.id && !delta.stale() {
                 tail.publish_delta(&delta);
             }
         }
