@@ -27,6 +27,20 @@ const ATTRIBUTES: &str = "info/attributes";
 /// an undo needs.
 pub const SIZE_LIMIT: u64 = 50 * 1024 * 1024;
 
+/// Where the seed indexes live in the store (see [`Shadow::warm`]).
+const SEEDS: &str = "pod-seeds";
+
+/// How [`Shadow::warm`] made a session's index ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warmed {
+    /// The session had one already (a resume): nothing to do.
+    Already,
+    /// A copy of the workspace's seed: no file hashed, no git run.
+    Seeded,
+    /// No seed yet: a snapshot hashed the workspace and left one.
+    Snapshot,
+}
+
 /// A workspace state: a git tree id (40 hex digits).
 pub type TreeId = String;
 
@@ -141,6 +155,54 @@ impl Shadow {
         }
         let tree = self.git(&["write-tree"], &self.index).await?;
         Ok(tree.trim().to_string())
+    }
+
+    /// Makes the session's index ready for a quick first snapshot, the
+    /// cheapest way there is: an index the session already has (a
+    /// resume) is ready; a new one starts as a copy of the workspace's
+    /// seed, the index of the last session that warmed up on the same
+    /// workspace, so its first snapshot rehashes only what changed since;
+    /// without a seed it takes a snapshot, which hashes every file, and
+    /// leaves its index as the seed.
+    ///
+    /// A seed is only a cache of stat data: git checks each entry against
+    /// the file (an entry written in the same second as its file is
+    /// already marked for a rehash), so a seed taken before any change is
+    /// slower, never wrong.
+    pub async fn warm(&self) -> Result<Warmed, CheckpointError> {
+        if tokio::fs::try_exists(&self.index).await.unwrap_or(false) {
+            return Ok(Warmed::Already);
+        }
+        self.ensure_store().await?;
+        if let Some(dir) = self.index.parent() {
+            create_dir(dir).await?;
+        }
+        let seed = self.seed();
+        // Copied aside, then renamed: a process killed mid-copy leaves no
+        // half index for the next snapshot to trip on.
+        if copy_atomically(&seed, &self.index).await.is_ok() {
+            return Ok(Warmed::Seeded);
+        }
+        self.snapshot().await?;
+        if let Some(dir) = seed.parent() {
+            create_dir(dir).await?;
+        }
+        copy_atomically(&self.index, &seed)
+            .await
+            .map_err(|source| CheckpointError::Io {
+                what: format!("cannot write {}", seed.display()),
+                source,
+            })?;
+        Ok(Warmed::Snapshot)
+    }
+
+    /// The workspace's seed index in the store: one per workspace path,
+    /// replaced by each session that warms up without one.
+    fn seed(&self) -> PathBuf {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.workspace.as_os_str().as_encoded_bytes());
+        let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        self.store.join(SEEDS).join(format!("{name}.index"))
     }
 
     /// The files left out of the snapshots for their size (over
@@ -453,6 +515,28 @@ async fn write_file(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), Check
         })
 }
 
+/// Copies `from` to a file beside `to`, then renames it to `to`: `to`
+/// is the old file or the whole new one, whoever reads it or dies.
+async fn copy_atomically(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COPIES: AtomicU64 = AtomicU64::new(0);
+    let mut aside = to.as_os_str().to_owned();
+    aside.push(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        COPIES.fetch_add(1, Ordering::Relaxed)
+    ));
+    let aside = PathBuf::from(aside);
+    let copied = match tokio::fs::copy(from, &aside).await {
+        Ok(_) => tokio::fs::rename(&aside, to).await,
+        Err(err) => Err(err),
+    };
+    if copied.is_err() {
+        let _ = tokio::fs::remove_file(&aside).await;
+    }
+    copied
+}
+
 fn lock_path(index: &Path) -> PathBuf {
     let mut name = index.as_os_str().to_owned();
     name.push(".lock");
@@ -544,6 +628,56 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o111, 0o111);
+    }
+
+    #[tokio::test]
+    async fn a_new_session_starts_from_the_workspaces_seed_and_sees_every_change() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let w = ws.path();
+        std::fs::write(w.join("a.txt"), "aaaa\n").unwrap();
+        std::fs::write(w.join("b.txt"), "kept\n").unwrap();
+        let big = std::fs::File::create(w.join("big.bin")).unwrap();
+        big.set_len(SIZE_LIMIT + 1).unwrap();
+        let session = |name: &str| {
+            Shadow::new(
+                home.path().join("checkpoints.git"),
+                home.path().join(name),
+                w.to_path_buf(),
+            )
+        };
+        let first = session("one.index");
+        assert_eq!(first.warm().await.unwrap(), Warmed::Snapshot);
+        let seeded_state = first.snapshot().await.unwrap();
+        // A session that has its index (a resume) is ready as it is.
+        assert_eq!(first.warm().await.unwrap(), Warmed::Already);
+        // Changed after the seed was written (same size, likely the same
+        // second): the seeded session's snapshot must still see it.
+        std::fs::write(w.join("a.txt"), "bbbb\n").unwrap();
+        let second = session("two.index");
+        assert_eq!(second.warm().await.unwrap(), Warmed::Seeded);
+        let state = second.snapshot().await.unwrap();
+        assert_ne!(state, seeded_state);
+        // The same tree as a store that never saw the workspace makes.
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(shadow(elsewhere.path(), w).snapshot().await.unwrap(), state);
+        assert_eq!(second.skipped().await, ["big.bin"]);
+        assert_eq!(
+            second.changes(&seeded_state, &state).await.unwrap(),
+            [Change {
+                status: 'M',
+                path: "a.txt".into()
+            }]
+        );
+        // Another workspace has its own seed.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("c.txt"), "c\n").unwrap();
+        let third = Shadow::new(
+            home.path().join("checkpoints.git"),
+            home.path().join("three.index"),
+            other.path().to_path_buf(),
+        );
+        assert_eq!(third.warm().await.unwrap(), Warmed::Snapshot);
     }
 
     #[tokio::test]

@@ -45,9 +45,9 @@ pub(crate) struct Checkpoints {
     log: LogWriter,
     events: EventBus,
     off: bool,
-    // The first snapshot of the Pod's life, taken while its first request
-    // is out: on a large workspace it hashes every file, seconds that
-    // would otherwise fall on the first call.
+    // The session's index made ready while its first request is out
+    // (`Shadow::warm`): on a large workspace a first snapshot hashes
+    // every file, seconds that would otherwise fall on the first call.
     warming: Option<tokio::task::JoinHandle<()>>,
     warmed: bool,
 }
@@ -64,9 +64,10 @@ impl Checkpoints {
         }
     }
 
-    /// Starts the Pod's first snapshot in the background, when its first
+    /// Makes the session's index ready in the background, when its first
     /// request is about to go out (a prompt refused before that costs
-    /// nothing).
+    /// nothing): a copy of the workspace's seed when another session left
+    /// one, else a first snapshot.
     fn warm(&mut self) {
         if self.warmed || self.off {
             return;
@@ -75,8 +76,9 @@ impl Checkpoints {
         let shadow = self.shadow.clone();
         self.warming = Some(tokio::spawn(async move {
             // A failure shows again, and is said, at the first call.
-            if let Err(err) = shadow.snapshot().await {
-                tracing::debug!(%err, "first workspace snapshot");
+            match shadow.warm().await {
+                Ok(how) => tracing::debug!(?how, "workspace index ready"),
+                Err(err) => tracing::debug!(%err, "first workspace snapshot"),
             }
         }));
     }
