@@ -277,9 +277,29 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
+        // The driver quits its browser when the session ends; killed
+        // first, it would leave Chromium running with nobody to stop it.
+        // Blocking, with std only: drop may run outside the runtime.
+        let _ = end_session(&self.base, &self.session);
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
+}
+
+/// `DELETE /session/ID` on the driver at `base`, waiting for its answer
+/// (the browser is gone by then).
+fn end_session(base: &str, session: &str) -> std::io::Result<()> {
+    use std::io::{Read, Write};
+    let address = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address)?;
+    stream.set_read_timeout(Some(PATIENCE))?;
+    write!(
+        stream,
+        "DELETE /session/{session} HTTP/1.1\r\nHost: {address}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer)?;
+    Ok(())
 }
 
 fn free_port() -> u16 {

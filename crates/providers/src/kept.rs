@@ -88,10 +88,37 @@ impl ToolsJson {
                 return json.clone();
             }
         }
-        let json: Arc<str> = encode(tools).into();
+        let json = shared(encode(tools));
         *kept = Some((tools.clone(), json.clone()));
         json
     }
+}
+
+/// `json` as the one copy every session of the process uses: a fleet's
+/// sessions have the same tools, and each kept its own array (kilobytes a
+/// session, most of what its provider held). Entries are by content
+/// hash, and forgotten once no session uses them.
+fn shared(json: String) -> Arc<str> {
+    use std::collections::HashMap;
+    use std::hash::{Hash, Hasher};
+    use std::sync::{LazyLock, Weak};
+    // Held for a lookup and an insert (a sweep of the dead now and then).
+    static ARRAYS: LazyLock<Mutex<HashMap<u64, Weak<str>>>> = LazyLock::new(Default::default);
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    json.hash(&mut hasher);
+    let key = hasher.finish();
+    let mut arrays = ARRAYS.lock();
+    if let Some(kept) = arrays.get(&key).and_then(Weak::upgrade) {
+        if *kept == *json {
+            return kept;
+        }
+    }
+    let json: Arc<str> = json.into();
+    if arrays.len() >= 64 {
+        arrays.retain(|_, array| array.strong_count() > 0);
+    }
+    arrays.insert(key, Arc::downgrade(&json));
+    json
 }
 
 /// The JSON string literal (quotes included) of the last text asked for:
@@ -119,6 +146,31 @@ impl StringJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sessions_with_the_same_tools_share_one_array() {
+        let spec = |name: &str| ToolSpec {
+            name: name.into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        };
+        let encode = |specs: &[ToolSpec]| {
+            let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+            serde_json::to_string(&names).unwrap_or_default()
+        };
+        // Two sessions' registries: equal specs, not the same allocation.
+        let (one, two) = (ToolsJson::default(), ToolsJson::default());
+        let first: Arc<[ToolSpec]> = vec![spec("read_file"), spec("bash")].into();
+        let second: Arc<[ToolSpec]> = vec![spec("read_file"), spec("bash")].into();
+        let a = one.get(&first, encode);
+        let b = two.get(&second, encode);
+        assert!(Arc::ptr_eq(&a, &b), "{a} and {b} are two copies");
+        // Other tools get their own.
+        let other: Arc<[ToolSpec]> = vec![spec("read_file")].into();
+        let c = ToolsJson::default().get(&other, encode);
+        assert_eq!(&*c, r#"["read_file"]"#);
+        assert!(!Arc::ptr_eq(&a, &c));
+    }
 
     #[test]
     fn a_text_is_escaped_again_only_when_it_changes() {
