@@ -35,7 +35,8 @@ const SEEDS: &str = "pod-seeds";
 pub enum Warmed {
     /// The session had one already (a resume): nothing to do.
     Already,
-    /// A copy of the workspace's seed: no file hashed, no git run.
+    /// The workspace has a seed: the first snapshot starts from a copy of
+    /// it. Nothing hashed, no git run, no file made.
     Seeded,
     /// No seed yet: a snapshot hashed the workspace and left one.
     Snapshot,
@@ -117,6 +118,13 @@ impl Shadow {
         if tokio::fs::try_exists(&lock).await.unwrap_or(false) {
             let _ = tokio::fs::remove_file(&lock).await;
         }
+        // A session's first snapshot starts from the workspace's seed when
+        // there is one (see `warm`). Copied aside, then renamed: a process
+        // killed mid-copy leaves no half index to trip on. Without it, the
+        // snapshot hashes every file.
+        if !tokio::fs::try_exists(&self.index).await.unwrap_or(true) {
+            let _ = copy_atomically(&self.seed(), &self.index).await;
+        }
         let (excludes, paths) = self.changed_paths().await?;
         let excludes = format!("core.excludesFile={}", excludes.display());
         if !paths.is_empty() {
@@ -157,13 +165,13 @@ impl Shadow {
         Ok(tree.trim().to_string())
     }
 
-    /// Makes the session's index ready for a quick first snapshot, the
+    /// Makes sure the session's first snapshot will be quick, the
     /// cheapest way there is: an index the session already has (a
-    /// resume) is ready; a new one starts as a copy of the workspace's
-    /// seed, the index of the last session that warmed up on the same
-    /// workspace, so its first snapshot rehashes only what changed since;
-    /// without a seed it takes a snapshot, which hashes every file, and
-    /// leaves its index as the seed.
+    /// resume) is ready; a session without one starts its first snapshot
+    /// from a copy of the workspace's seed, the index of the last session
+    /// that warmed up on the same workspace, and rehashes only what
+    /// changed since; without a seed, this takes a snapshot, which hashes
+    /// every file, and leaves its index as the seed.
     ///
     /// A seed is only a cache of stat data: git checks each entry against
     /// the file (an entry written in the same second as its file is
@@ -174,13 +182,10 @@ impl Shadow {
             return Ok(Warmed::Already);
         }
         self.ensure_store().await?;
-        if let Some(dir) = self.index.parent() {
-            create_dir(dir).await?;
-        }
         let seed = self.seed();
-        // Copied aside, then renamed: a process killed mid-copy leaves no
-        // half index for the next snapshot to trip on.
-        if copy_atomically(&seed, &self.index).await.is_ok() {
+        // Copied by the first snapshot, if one is ever taken: a session
+        // that changes no file makes no file of its own.
+        if tokio::fs::try_exists(&seed).await.unwrap_or(false) {
             return Ok(Warmed::Seeded);
         }
         self.snapshot().await?;
@@ -656,6 +661,8 @@ mod tests {
         std::fs::write(w.join("a.txt"), "bbbb\n").unwrap();
         let second = session("two.index");
         assert_eq!(second.warm().await.unwrap(), Warmed::Seeded);
+        // Nothing of its own until it takes a snapshot.
+        assert!(!home.path().join("two.index").exists());
         let state = second.snapshot().await.unwrap();
         assert_ne!(state, seeded_state);
         // The same tree as a store that never saw the workspace makes.
