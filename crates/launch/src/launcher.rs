@@ -412,7 +412,7 @@ impl Plan {
         launch.hooks = self.hooks.clone();
         launch.checkpoints = self.checkpoints;
         launch.worktree = self.worktree.clone();
-        config.launch = launch.to_json();
+        config.launch = launch.to_raw();
         config.hooks = hooks::load(&self.hooks)?.map(Arc::new);
         config.checkpoints = self.checkpoints;
         Ok(Prepared {

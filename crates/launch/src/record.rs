@@ -135,6 +135,11 @@ impl Launch {
         serde_json::to_value(self).ok()
     }
 
+    /// The record as JSON text, as a Pod's config keeps it.
+    pub fn to_raw(&self) -> Option<Box<serde_json::value::RawValue>> {
+        serde_json::value::to_raw_value(self).ok()
+    }
+
     /// What the session recorded; `None` for sessions started before pod
     /// recorded it, or by another front end. A record this pod cannot read
     /// is reported and ignored.

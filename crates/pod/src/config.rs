@@ -100,8 +100,10 @@ pub struct PodConfig {
     pub on_start: Vec<StartHook>,
     /// How the front end started the session, stored in a new session's log
     /// header ([`SessionHeader::launch`](crate::log::SessionHeader::launch))
-    /// for it to read back on resume. Never put secrets here.
-    pub launch: Option<serde_json::Value>,
+    /// for it to read back on resume. Never put secrets here. Kept as its
+    /// JSON text: a Pod keeps its config for its life, and as a JSON value
+    /// the record was about 5 KB of every waiting session.
+    pub launch: Option<Box<serde_json::value::RawValue>>,
     /// The sandbox `bash` runs commands in (`workspace-write`, network off,
     /// by default; see [`pod_tools::sandbox`]). Its temp dir is the
     /// session's `tmp/`. With a sandbox the kernel enforces, a front end may
