@@ -49,16 +49,20 @@ pub(crate) fn request_bytes(
         + reused.as_ref().map_or(0, |(json, _)| json.len() + 1)
         + messages.iter().map(|m| m.len() + 1).sum::<usize>()
         + tools.as_ref().map_or(0, |t| t.len());
-    let mut out = String::with_capacity(size);
-    let push_json = |out: &mut String, value: Value| out.push_str(&value.to_string());
-    out.push_str("{\"model\":");
+    // Bytes, not a String: the kept messages are copied in as they are,
+    // with no pass to check again that they are UTF-8 (megabytes late in a
+    // long session; every piece is JSON this function or serde wrote).
+    let mut out: Vec<u8> = Vec::with_capacity(size);
+    let push_json =
+        |out: &mut Vec<u8>, value: Value| out.extend_from_slice(value.to_string().as_bytes());
+    out.extend_from_slice(b"{\"model\":");
     push_json(&mut out, json!(endpoint.model));
-    out.push_str(",\"messages\":[");
+    out.extend_from_slice(b",\"messages\":[");
     let mut first = true;
     if !request.system_prompt.is_empty() {
-        out.push_str("{\"role\":\"system\",\"content\":");
-        out.push_str(&kept.system.get(&request.system_prompt));
-        out.push('}');
+        out.extend_from_slice(b"{\"role\":\"system\",\"content\":");
+        out.extend_from_slice(kept.system.get(&request.system_prompt).as_bytes());
+        out.push(b'}');
         first = false;
     }
     // Where the history's messages start in the body, and where the
@@ -67,45 +71,44 @@ pub(crate) fn request_bytes(
     let mut settled_end = None;
     if let Some((json, _)) = &reused {
         if !first {
-            out.push(',');
+            out.push(b',');
         }
         first = false;
         history_start = Some(out.len());
-        // Kept from a body this function wrote: UTF-8.
-        out.push_str(std::str::from_utf8(json).unwrap_or_default());
+        out.extend_from_slice(json);
         settled_end = Some(out.len());
     }
     for (n, message) in messages.iter().enumerate() {
         if !first {
-            out.push(',');
+            out.push(b',');
         }
         first = false;
         history_start.get_or_insert(out.len());
-        out.push_str(message);
+        out.extend_from_slice(message.as_bytes());
         if n + 1 == settled {
             settled_end = Some(out.len());
         }
     }
     // Without `include_usage` OpenAI sends no usage when streaming; servers
     // that send usage anyway ignore it.
-    out.push_str("],\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+    out.extend_from_slice(b"],\"stream\":true,\"stream_options\":{\"include_usage\":true}");
     if let Some(tools) = tools {
-        out.push_str(",\"tools\":");
-        out.push_str(&tools);
+        out.extend_from_slice(b",\"tools\":");
+        out.extend_from_slice(tools.as_bytes());
     }
     if let Some(max) = endpoint.max_output_tokens {
         // `max_tokens` rather than `max_completion_tokens`: every compatible
         // server (DeepSeek, Ollama, llama.cpp, vLLM) understands it.
-        out.push_str(",\"max_tokens\":");
+        out.extend_from_slice(b",\"max_tokens\":");
         push_json(&mut out, json!(max));
     }
     if let Some(temperature) = endpoint.temperature {
-        out.push_str(",\"temperature\":");
+        out.extend_from_slice(b",\"temperature\":");
         push_json(&mut out, json!(temperature));
     }
     // Only when set: servers other than OpenAI's may reject the field.
     if let Some(effort) = endpoint.reasoning_effort {
-        out.push_str(",\"reasoning_effort\":");
+        out.extend_from_slice(b",\"reasoning_effort\":");
         push_json(&mut out, json!(effort.as_str()));
     }
     // Caching is automatic on this wire; the prefix stays byte-stable
@@ -113,11 +116,11 @@ pub(crate) fn request_bytes(
     // nothing per-request early). The key routes a session's requests to
     // one cache where the server knows it.
     if let (true, Some(key)) = (endpoint.cache.send_key, &request.cache_key) {
-        out.push_str(",\"prompt_cache_key\":");
+        out.extend_from_slice(b",\"prompt_cache_key\":");
         push_json(&mut out, json!(key.as_ref()));
     }
-    out.push('}');
-    let body = bytes::Bytes::from(out.into_bytes());
+    out.push(b'}');
+    let body = bytes::Bytes::from(out);
     let json = match (history_start, settled_end) {
         (Some(start), Some(end)) => body.slice(start..end),
         _ => bytes::Bytes::new(),
