@@ -169,7 +169,7 @@ impl Answer {
 /// Pod rebuilds them from its log).
 pub(crate) struct Done {
     /// The parts, when the job did not panic.
-    pub parts: Option<TurnParts>,
+    pub parts: Option<Box<TurnParts>>,
     /// The answer.
     pub answer: Answer,
 }
@@ -177,7 +177,7 @@ pub(crate) struct Done {
 /// Runs `job` on `parts` until it ends or `cancel` fires. A panic in the job
 /// is caught: the answer is then a crash, and the parts (which the job left
 /// in an unknown state) are dropped.
-pub(crate) async fn run(mut parts: TurnParts, job: Job, cancel: CancellationToken) -> Done {
+pub(crate) async fn run(mut parts: Box<TurnParts>, job: Job, cancel: CancellationToken) -> Done {
     fn crash(panic: Box<dyn std::any::Any + Send>) -> PodError {
         let message = panic
             .downcast_ref::<&str>()

@@ -136,7 +136,9 @@ struct PodActor {
     // The operator's hooks, if any.
     hooks: Option<HookRunner>,
     // `None` while a turn runs: the running task owns them.
-    parts: Option<TurnParts>,
+    // Boxed: a job moves them into its task and back, and in a task
+    // future an argument is held twice (as given, and as moved in).
+    parts: Option<Box<TurnParts>>,
     // Set when the store fenced this Pod off (its lease was taken over).
     fenced: Option<(Uuid, i64)>,
     // The question the last turn parked on, if it did.
@@ -257,7 +259,7 @@ fn build_parts(
     tools: SessionTools,
     replayed: Replayed,
     lineage: Lineage,
-) -> TurnParts {
+) -> Box<TurnParts> {
     let Shared {
         log,
         events,
@@ -334,7 +336,7 @@ fn build_parts(
     });
     let mut worker = Worker::new(config.provider.clone(), registry, worker_config);
     worker.set_history(history);
-    TurnParts {
+    Box::new(TurnParts {
         worker,
         interceptor: stack(
             config,
@@ -366,7 +368,7 @@ fn build_parts(
         },
         subagents,
         trace: questions.last_trace().map(str::to_string),
-    }
+    })
 }
 
 /// What decides whether a tool call runs: the operator's hooks, then the

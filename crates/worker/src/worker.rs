@@ -246,9 +246,11 @@ impl Worker {
         loop {
             match turn.next(cancel.is_cancelled()) {
                 Step::RunCalls(calls) => {
-                    let stop = self
-                        .run_tool_calls(calls, hooks, observer, turn.meter(), cancel)
-                        .await?;
+                    // Boxed: the largest state of this loop; inline, a
+                    // turn waiting on its model would reserve it too.
+                    let stop =
+                        Box::pin(self.run_tool_calls(calls, hooks, observer, turn.meter(), cancel))
+                            .await?;
                     turn.calls_ran(stop);
                 }
                 Step::Submit(mut prompt) => {
