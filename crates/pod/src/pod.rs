@@ -148,7 +148,7 @@ struct PodActor {
     cancel_next: Option<bool>,
     running: Option<Running>,
     queue: VecDeque<Job>,
-    rx: mpsc::Receiver<Command>,
+    rx: mpsc::Receiver<Box<Command>>,
 }
 
 fn start(
@@ -440,7 +440,7 @@ impl PodActor {
         loop {
             self.start_next_turn();
             let woken = tokio::select! {
-                command = self.rx.recv() => Woken::Command(command),
+                command = self.rx.recv() => Woken::Command(command.map(|command| *command)),
                 joined = wait_for(&mut self.running), if self.running.is_some() => Woken::Joined(Box::new(joined)),
             };
             // The work a wake-up starts is boxed: an idle Pod's task keeps
