@@ -102,7 +102,7 @@ pub enum ItemKind {
         /// Structured data the tool records for replay (for example the hash
         /// of a file it read). Never sent to the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        meta: Option<serde_json::Value>,
+        meta: Option<Meta>,
     },
     /// A message injected by the runtime, never typed by the user.
     System {
@@ -136,7 +136,7 @@ struct ItemRepr {
     #[serde(default)]
     is_error: bool,
     #[serde(default)]
-    meta: Option<serde_json::Value>,
+    meta: Option<Meta>,
     #[serde(default)]
     kind: SystemKind,
 }
@@ -274,6 +274,51 @@ impl std::ops::AddAssign for Usage {
     }
 }
 
+/// A tool result's [meta](ItemKind::ToolResult::meta), kept as its JSON
+/// text: a history holds one per file a session read or wrote, and as a
+/// JSON value (two maps for a file's stamp) each was over a kilobyte.
+/// Written to the log as the JSON it holds; equal when the texts are.
+#[derive(Clone, Debug, Serialize)]
+#[serde(transparent)]
+pub struct Meta(Box<serde_json::value::RawValue>);
+
+impl Meta {
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The JSON value.
+    pub fn to_value(&self) -> serde_json::Value {
+        // It was written from a value: it reads back.
+        serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+}
+
+impl From<&serde_json::Value> for Meta {
+    fn from(value: &serde_json::Value) -> Self {
+        // Writing a JSON value out does not fail; `null` if it ever did.
+        Self(
+            serde_json::value::to_raw_value(value)
+                .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned()),
+        )
+    }
+}
+
+impl PartialEq for Meta {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl<'de> Deserialize<'de> for Meta {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Through a value, not straight to text: a record's fields may
+        // reach here buffered by serde, where raw text cannot be had.
+        serde_json::Value::deserialize(deserializer).map(|value| Self::from(&value))
+    }
+}
+
 impl Item {
     /// A new item of `kind`, with a fresh id and the current time.
     pub fn new(kind: ItemKind) -> Self {
@@ -408,6 +453,38 @@ pub fn validate_history(items: &[Item]) -> Result<(), HistoryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_results_meta_is_logged_as_json_and_read_back_equal() {
+        let value =
+            serde_json::json!({"file": {"path": "a.txt", "hash": "xxh3-128:00", "size": 3}});
+        let mut item = Item::tool_result("c1", "abc", false);
+        if let ItemKind::ToolResult { meta, .. } = &mut item.kind {
+            *meta = Some(Meta::from(&value));
+        }
+        let line = serde_json::to_string(&item).unwrap();
+        assert!(
+            line.contains(r#""meta":{"file":{"path":"a.txt","hash":"xxh3-128:00","size":3}}"#),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<Item>(&line).unwrap(), item);
+        assert_eq!(serde_json::to_value(&item).unwrap()["meta"], value);
+        // Read where serde buffers the fields first, as a tagged record.
+        #[derive(Deserialize)]
+        #[serde(tag = "record")]
+        enum Record {
+            Item(Item),
+        }
+        let tagged = format!(r#"{{"record":"Item",{}"#, &line[1..]);
+        let Record::Item(back) = serde_json::from_str(&tagged).unwrap();
+        assert_eq!(back, item);
+        if let ItemKind::ToolResult {
+            meta: Some(meta), ..
+        } = &back.kind
+        {
+            assert_eq!(meta.to_value(), value);
+        }
+    }
 
     fn assistant_calling(ids: &[&str]) -> Item {
         Item::new(ItemKind::Assistant {

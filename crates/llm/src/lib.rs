@@ -29,7 +29,7 @@ pub mod tokens;
 pub use assemble::{AssembledResponse, ResponseAssembler};
 pub use error_chain::error_chain;
 pub use item::{
-    validate_history, HistoryError, Item, ItemKind, Reasoning, SystemKind, ToolCall, Usage,
+    validate_history, HistoryError, Item, ItemKind, Meta, Reasoning, SystemKind, ToolCall, Usage,
     ITEM_FORMAT_VERSION,
 };
 pub use prices::{Cost, Prices};

@@ -111,7 +111,7 @@ impl Worker {
                     call_id: call.id.clone(),
                     content: result.content.clone(),
                     is_error: result.is_error,
-                    meta: result.meta,
+                    meta: result.meta.as_ref().map(pod_llm::Meta::from),
                 });
                 self.commit(item, observer).await?;
                 tracing::debug!(

@@ -131,6 +131,8 @@ impl ToolStates {
                     return;
                 };
                 if let Some(state) = self.by_tool.get(&name) {
+                    // Kept as text in the item; a state reads a value.
+                    let meta = meta.as_ref().map(pod_llm::Meta::to_value);
                     state.apply(&CommittedCall {
                         call_id,
                         name: &name,

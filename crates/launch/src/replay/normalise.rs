@@ -214,10 +214,8 @@ mod tests {
     fn ids_times_and_mtimes_are_left_out_and_the_content_hash_stays() {
         let mut result = Item::tool_result("c1", "text in /tmp/replay-x/ws/a", false);
         if let ItemKind::ToolResult { meta, .. } = &mut result.kind {
-            *meta = Some(
-                json!({"file": {"path": "a", "hash": "xxh3-128:1", "size": 4,
-                                         "mtime_ns": 17}}),
-            );
+            *meta = Some(pod_llm::Meta::from(&json!({"file": {
+                "path": "a", "hash": "xxh3-128:1", "size": 4, "mtime_ns": 17}})));
         }
         let mut renames = Renames::default();
         renames.add("/tmp/replay-x/ws", "/home/me/project");

@@ -166,7 +166,7 @@ fn item() -> impl Strategy<Value = Item> {
                 call_id,
                 content,
                 is_error,
-                meta: meta.map(|m| json!({"note": m})),
+                meta: meta.map(|m| pod_llm::Meta::from(&json!({"note": m}))),
             }
         ),
         (0..5u8, text).prop_map(|(k, text)| ItemKind::System {

@@ -27,7 +27,7 @@ fn result(id: &str, out: &ToolOutput) -> Item {
         call_id: id.into(),
         content: out.content.clone(),
         is_error: out.is_error,
-        meta: out.meta.clone(),
+        meta: out.meta.as_ref().map(pod_llm::Meta::from),
     })
 }
 
