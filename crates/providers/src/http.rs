@@ -47,7 +47,7 @@ pub(crate) struct SsePost<'a> {
     /// is named by.
     pub base_url: &'a str,
     pub headers: HeaderMap,
-    pub body: bytes::Bytes,
+    pub body: crate::body::Body,
     pub timeouts: Timeouts,
     pub key: Option<&'a ApiKey>,
 }
@@ -64,7 +64,7 @@ impl<'a> SsePost<'a> {
         url: &'a reqwest::Url,
         endpoint: &'a crate::endpoint::Endpoint,
         headers: HeaderMap,
-        body: impl Into<bytes::Bytes>,
+        body: impl Into<crate::body::Body>,
     ) -> Self {
         Self {
             client,
@@ -89,7 +89,9 @@ impl<'a> SsePost<'a> {
             .headers(self.headers)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
-            .body(self.body)
+            // Said outright: a body of several pieces is never chunked.
+            .header(reqwest::header::CONTENT_LENGTH, self.body.len())
+            .body(self.body.into_reqwest())
             .send();
         let response = match tokio::time::timeout(self.timeouts.request, request).await {
             Err(_) => {

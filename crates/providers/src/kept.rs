@@ -22,12 +22,17 @@ pub(crate) struct Kept {
 
 /// The messages of a committed history up to a point where their order was
 /// settled (no tool call open, nothing held back), as the last request's
-/// body wrote them: `m1,m2,…,mk`, a slice of that body (kept alive with it,
-/// no copy). The next request of the same history (same [`HistoryId`], so
-/// the same items and more) starts from them instead of putting every item
-/// in order and copying its encoding again.
+/// body sent them: pieces of the bodies they were first sent in (no copy),
+/// which put together read `m1,m2,…,mk`. The next request of the same
+/// history (same [`HistoryId`], so the same items and more) sends them
+/// again as they are, instead of putting every item in order and copying
+/// its encoding again.
 #[derive(Debug, Default)]
 pub(crate) struct HistoryJson(Mutex<Option<KeptHistory>>);
+
+/// Pieces kept before they are put together into one: a request adds one,
+/// and a body of many pieces is many writes.
+pub(crate) const MAX_PIECES: usize = 32;
 
 #[derive(Debug)]
 struct KeptHistory {
@@ -36,33 +41,51 @@ struct KeptHistory {
     items: usize,
     /// The id of the last of them: checked against the history again.
     last: Uuid,
-    json: bytes::Bytes,
+    pieces: Vec<bytes::Bytes>,
 }
 
 impl HistoryJson {
     /// The kept messages and how many items they cover, when `history`
     /// (committed as `id`) starts with the items they were made of.
-    pub fn get(&self, id: Option<HistoryId>, history: &[Item]) -> Option<(bytes::Bytes, usize)> {
+    pub fn get(
+        &self,
+        id: Option<HistoryId>,
+        history: &[Item],
+    ) -> Option<(Vec<bytes::Bytes>, usize)> {
         let id = id?;
         // Held to read or replace one entry.
         let kept = self.0.lock();
         let kept = kept.as_ref()?;
         let follows =
             kept.id == id && kept.items <= history.len() && history[kept.items - 1].id == kept.last;
-        follows.then(|| (kept.json.clone(), kept.items))
+        follows.then(|| (kept.pieces.clone(), kept.items))
     }
 
-    /// Keeps `json`, the messages of the first `items` items of `history`
-    /// (committed as `id`); forgets what it kept when there is nothing to
+    /// Keeps `pieces`, the messages of the first `items` items of
+    /// `history` (committed as `id`), put together into one piece when
+    /// there are too many; forgets what it kept when there is nothing to
     /// keep.
-    pub fn keep(&self, id: Option<HistoryId>, history: &[Item], items: usize, json: bytes::Bytes) {
+    pub fn keep(
+        &self,
+        id: Option<HistoryId>,
+        history: &[Item],
+        items: usize,
+        mut pieces: Vec<bytes::Bytes>,
+    ) {
+        if pieces.len() > MAX_PIECES {
+            let mut one = Vec::with_capacity(pieces.iter().map(|p| p.len()).sum());
+            for piece in &pieces {
+                one.extend_from_slice(piece);
+            }
+            pieces = vec![one.into()];
+        }
         let mut kept = self.0.lock();
         *kept = match (id, items) {
-            (Some(id), 1..) => Some(KeptHistory {
+            (Some(id), 1..) if !pieces.is_empty() => Some(KeptHistory {
                 id,
                 items,
                 last: history[items - 1].id,
-                json,
+                pieces,
             }),
             _ => None,
         };

@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 
 mod anthropic;
+mod body;
 pub mod config;
 mod drive;
 mod endpoint;

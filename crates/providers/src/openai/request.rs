@@ -5,6 +5,7 @@
 //! `tool_calls`, tool results become `role: "tool"` messages. The one
 //! reordering: nothing may sit between tool calls and their results.
 
+use crate::body::Body;
 use crate::endpoint::Endpoint;
 use crate::kept::Kept;
 use pod_llm::{Item, ItemKind, ProviderRequest, Reasoning, ToolCall, ToolSpec};
@@ -23,111 +24,112 @@ const WIRE: &str = "openai-chat";
 ///
 /// A request of the committed history the last one was made of (same
 /// `HistoryId`) starts from the last body's messages up to where their
-/// order was settled ([`crate::kept::HistoryJson`]), so a long session's
-/// request costs one copy of those bytes plus its new items, not a pass
-/// over every item.
-pub(crate) fn request_bytes(
-    request: &ProviderRequest,
-    endpoint: &Endpoint,
-    kept: &Kept,
-) -> bytes::Bytes {
-    let tools = &kept.tools;
+/// order was settled ([`crate::kept::HistoryJson`]), sent as the pieces
+/// they were: a long session's request costs its new items, neither a pass
+/// over every item nor a copy of the history. The tools array and the
+/// system prompt, shared with other requests, are pieces too ([`Body`]).
+pub(crate) fn request_bytes(request: &ProviderRequest, endpoint: &Endpoint, kept: &Kept) -> Body {
     let reused = kept.history.get(request.history_id, &request.history);
     let from = reused.as_ref().map_or(0, |(_, items)| *items);
+    let mut pieces = reused.map(|(pieces, _)| pieces).unwrap_or_default();
     let (order, settled) = in_api_order_settled(&request.history[from..]);
     let messages: Vec<_> = order
         .into_iter()
         .map(|item| item.wire(WIRE, |item| message(item).to_string()))
         .collect();
     let tools = (!request.tools.is_empty()).then(|| {
-        tools.get(&request.tools, |specs| {
+        kept.tools.get(&request.tools, |specs| {
             Value::Array(specs.iter().map(tool).collect()).to_string()
         })
     });
-    let size = 256
-        + request.system_prompt.len()
-        + reused.as_ref().map_or(0, |(json, _)| json.len() + 1)
-        + messages.iter().map(|m| m.len() + 1).sum::<usize>()
-        + tools.as_ref().map_or(0, |t| t.len());
-    // Bytes, not a String: the kept messages are copied in as they are,
-    // with no pass to check again that they are UTF-8 (megabytes late in a
-    // long session; every piece is JSON this function or serde wrote).
-    let mut out: Vec<u8> = Vec::with_capacity(size);
+    // Bytes, not a String: every piece is JSON this function or serde
+    // wrote, and nothing is checked again for UTF-8.
     let push_json =
         |out: &mut Vec<u8>, value: Value| out.extend_from_slice(value.to_string().as_bytes());
-    out.extend_from_slice(b"{\"model\":");
-    push_json(&mut out, json!(endpoint.model));
-    out.extend_from_slice(b",\"messages\":[");
-    let mut first = true;
+    let mut body = Body::default();
+    let mut head = Vec::with_capacity(64);
+    head.extend_from_slice(b"{\"model\":");
+    push_json(&mut head, json!(endpoint.model));
+    head.extend_from_slice(b",\"messages\":[");
     if !request.system_prompt.is_empty() {
-        out.extend_from_slice(b"{\"role\":\"system\",\"content\":");
-        out.extend_from_slice(kept.system.get(&request.system_prompt).as_bytes());
-        out.push(b'}');
-        first = false;
-    }
-    // Where the history's messages start in the body, and where the
-    // settled ones end (none yet: `history_start`).
-    let mut history_start = None;
-    let mut settled_end = None;
-    if let Some((json, _)) = &reused {
-        if !first {
-            out.push(b',');
+        head.extend_from_slice(b"{\"role\":\"system\",\"content\":");
+        body.push(head.into());
+        body.push(shared(kept.system.get(&request.system_prompt)));
+        head = b"}".to_vec();
+        if !pieces.is_empty() || !messages.is_empty() {
+            head.push(b',');
         }
-        first = false;
-        history_start = Some(out.len());
-        out.extend_from_slice(json);
-        settled_end = Some(out.len());
     }
+    body.push(head.into());
+    // The settled messages of the last request, as they were sent.
+    for piece in &pieces {
+        body.push(piece.clone());
+    }
+    // Then the new ones, the settled of them kept for the next request.
+    let mut new = Vec::with_capacity(messages.iter().map(|m| m.len() + 1).sum());
+    let mut settled_end = 0;
     for (n, message) in messages.iter().enumerate() {
-        if !first {
-            out.push(b',');
+        if n > 0 || !pieces.is_empty() {
+            new.push(b',');
         }
-        first = false;
-        history_start.get_or_insert(out.len());
-        out.extend_from_slice(message.as_bytes());
+        new.extend_from_slice(message.as_bytes());
         if n + 1 == settled {
-            settled_end = Some(out.len());
+            settled_end = new.len();
         }
     }
+    let new = bytes::Bytes::from(new);
+    body.push(new.clone());
     // Without `include_usage` OpenAI sends no usage when streaming; servers
     // that send usage anyway ignore it.
-    out.extend_from_slice(b"],\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+    let mut tail = b"],\"stream\":true,\"stream_options\":{\"include_usage\":true}".to_vec();
     if let Some(tools) = tools {
-        out.extend_from_slice(b",\"tools\":");
-        out.extend_from_slice(tools.as_bytes());
+        tail.extend_from_slice(b",\"tools\":");
+        body.push(tail.into());
+        body.push(shared(tools));
+        tail = Vec::new();
     }
     if let Some(max) = endpoint.max_output_tokens {
         // `max_tokens` rather than `max_completion_tokens`: every compatible
         // server (DeepSeek, Ollama, llama.cpp, vLLM) understands it.
-        out.extend_from_slice(b",\"max_tokens\":");
-        push_json(&mut out, json!(max));
+        tail.extend_from_slice(b",\"max_tokens\":");
+        push_json(&mut tail, json!(max));
     }
     if let Some(temperature) = endpoint.temperature {
-        out.extend_from_slice(b",\"temperature\":");
-        push_json(&mut out, json!(temperature));
+        tail.extend_from_slice(b",\"temperature\":");
+        push_json(&mut tail, json!(temperature));
     }
     // Only when set: servers other than OpenAI's may reject the field.
     if let Some(effort) = endpoint.reasoning_effort {
-        out.extend_from_slice(b",\"reasoning_effort\":");
-        push_json(&mut out, json!(effort.as_str()));
+        tail.extend_from_slice(b",\"reasoning_effort\":");
+        push_json(&mut tail, json!(effort.as_str()));
     }
     // Caching is automatic on this wire; the prefix stays byte-stable
     // (system prompt, then history in order, tools in registration order,
     // nothing per-request early). The key routes a session's requests to
     // one cache where the server knows it.
     if let (true, Some(key)) = (endpoint.cache.send_key, &request.cache_key) {
-        out.extend_from_slice(b",\"prompt_cache_key\":");
-        push_json(&mut out, json!(key.as_ref()));
+        tail.extend_from_slice(b",\"prompt_cache_key\":");
+        push_json(&mut tail, json!(key.as_ref()));
     }
-    out.push(b'}');
-    let body = bytes::Bytes::from(out);
-    let json = match (history_start, settled_end) {
-        (Some(start), Some(end)) => body.slice(start..end),
-        _ => bytes::Bytes::new(),
-    };
+    tail.push(b'}');
+    body.push(tail.into());
+    if settled_end > 0 {
+        pieces.push(new.slice(..settled_end));
+    }
     kept.history
-        .keep(request.history_id, &request.history, from + settled, json);
+        .keep(request.history_id, &request.history, from + settled, pieces);
     body
+}
+
+/// Text many requests share, as a piece of a body: no copy.
+fn shared(text: std::sync::Arc<str>) -> bytes::Bytes {
+    struct Text(std::sync::Arc<str>);
+    impl AsRef<[u8]> for Text {
+        fn as_ref(&self) -> &[u8] {
+            self.0.as_bytes()
+        }
+    }
+    bytes::Bytes::from_owner(Text(text))
 }
 
 fn tool(spec: &ToolSpec) -> Value {
@@ -238,6 +240,7 @@ fn assistant(text: &str, reasoning: Option<&Reasoning>, calls: &[ToolCall]) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kept::MAX_PIECES;
     use pod_llm::SystemKind;
     use std::sync::Arc;
 
@@ -324,6 +327,11 @@ mod tests {
         }
     }
 
+    /// The body's bytes, put together.
+    fn request_bytes(request: &ProviderRequest, endpoint: &Endpoint, kept: &Kept) -> Vec<u8> {
+        super::request_bytes(request, endpoint, kept).to_vec()
+    }
+
     fn spec() -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),
@@ -374,8 +382,9 @@ mod tests {
             );
         }
         // The whole history is settled: the next request reuses all of it.
-        let (json, items) = kept.history.get(Some(id), &all).unwrap();
+        let (pieces, items) = kept.history.get(Some(id), &all).unwrap();
         assert_eq!(items, all.len());
+        let json: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
         assert!(std::str::from_utf8(&json)
             .unwrap()
             .ends_with("\"content\":\"done\"}"));
@@ -397,6 +406,41 @@ mod tests {
             value_body(&request, &endpoint),
             "without a system prompt or tools"
         );
+    }
+
+    #[test]
+    fn a_long_session_sends_its_kept_messages_as_they_were_and_few_pieces() {
+        let endpoint = Endpoint::new("http://127.0.0.1:1/v1", "m");
+        let kept = Kept::default();
+        let id = pod_llm::HistoryId::fresh();
+        let mut all = Vec::new();
+        for turn in 0..100 {
+            all.push(Item::user(format!("question {turn}")));
+            all.push(Item::new(ItemKind::Assistant {
+                text: format!("answer {turn}"),
+                reasoning: None,
+                tool_calls: Vec::new(),
+                usage: None,
+            }));
+            let mut request = request(all.clone(), "sys", vec![spec()]);
+            request.history_id = Some(id);
+            let before = kept.history.get(Some(id), &all).map(|(pieces, _)| pieces);
+            let body = super::request_bytes(&request, &endpoint, &kept);
+            assert_eq!(
+                body.to_vec(),
+                value_body(&request, &endpoint),
+                "turn {turn}"
+            );
+            // The messages kept from the last request went out as the very
+            // bytes kept, not a copy of them.
+            let (pieces, _) = kept.history.get(Some(id), &all).unwrap();
+            assert!(pieces.len() <= MAX_PIECES, "{} pieces", pieces.len());
+            if let Some(before) = before.filter(|b| b.len() < MAX_PIECES) {
+                for (old, now) in before.iter().zip(&pieces) {
+                    assert_eq!(old.as_ptr(), now.as_ptr(), "turn {turn}");
+                }
+            }
+        }
     }
 
     #[test]

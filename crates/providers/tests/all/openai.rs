@@ -55,6 +55,12 @@ async fn text_usage_and_request_headers() {
         request.header("authorization"),
         Some("Bearer sk-test-secret")
     );
+    // Sent in pieces (the system prompt is shared), with its length.
+    assert_eq!(request.header("transfer-encoding"), None);
+    assert_eq!(
+        request.header("content-length"),
+        Some(request.body.len().to_string().as_str())
+    );
     assert_eq!(
         request.json(),
         serde_json::json!({
