@@ -83,33 +83,53 @@ impl<'a> SsePost<'a> {
             Some(key) => key.scrub(&text),
             None => text,
         };
-        let request = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            // Said outright: a body of several pieces is never chunked.
-            .header(reqwest::header::CONTENT_LENGTH, self.body.len())
-            .body(self.body.into_reqwest())
-            .send();
-        let response = match tokio::time::timeout(self.timeouts.request, request).await {
-            Err(_) => {
-                return Err(ProviderError::Transport(format!(
-                    "no response within {:?}",
-                    self.timeouts.request
-                )))
+        let mut url = self.url.clone();
+        let mut hops = 0;
+        let response = loop {
+            let request = self
+                .client
+                .post(url.clone())
+                .headers(self.headers.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                // Said outright: a body of several pieces is never chunked.
+                .header(reqwest::header::CONTENT_LENGTH, self.body.len())
+                .body(self.body.clone().into_reqwest())
+                .send();
+            let response = match tokio::time::timeout(self.timeouts.request, request).await {
+                Err(_) => {
+                    return Err(ProviderError::Transport(format!(
+                        "no response within {:?}",
+                        self.timeouts.request
+                    )))
+                }
+                Ok(Err(err)) if err.is_connect() => {
+                    return Err(ProviderError::Unreachable {
+                        url: scrub(without_credentials(self.base_url)),
+                        why: scrub(connect_failure(&err)),
+                    })
+                }
+                Ok(Err(err)) => {
+                    return Err(ProviderError::Transport(scrub(pod_llm::error_chain(&err))))
+                }
+                Ok(Ok(response)) => response,
+            };
+            // reqwest follows a redirect that keeps the method (307, 308)
+            // only for a body it can send again itself, one piece; a body of
+            // pieces is sent again here, to the same server only (whose
+            // key it was given).
+            let keeps_method = matches!(
+                response.status(),
+                reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+            );
+            if keeps_method && hops < MAX_REDIRECTS {
+                if let Some(next) = same_server_location(&url, response.headers()) {
+                    url = next;
+                    hops += 1;
+                    continue;
+                }
             }
-            Ok(Err(err)) if err.is_connect() => {
-                return Err(ProviderError::Unreachable {
-                    url: scrub(without_credentials(self.base_url)),
-                    why: scrub(connect_failure(&err)),
-                })
-            }
-            Ok(Err(err)) => {
-                return Err(ProviderError::Transport(scrub(pod_llm::error_chain(&err))))
-            }
-            Ok(Ok(response)) => response,
+            break response;
         };
         let status = response.status();
         if !status.is_success() {
@@ -123,6 +143,17 @@ impl<'a> SsePost<'a> {
         }
         Ok(sse_events(response.bytes_stream(), self.timeouts.idle).boxed())
     }
+}
+
+/// Redirects followed for one request (reqwest's own policy follows 10).
+const MAX_REDIRECTS: usize = 10;
+
+/// Where a redirect from `url` points, when that is on the same server
+/// (scheme, host and port).
+fn same_server_location(url: &reqwest::Url, headers: &HeaderMap) -> Option<reqwest::Url> {
+    let location = headers.get(reqwest::header::LOCATION)?.to_str().ok()?;
+    let next = url.join(location).ok()?;
+    (next.origin() == url.origin()).then_some(next)
 }
 
 /// `url` without a user name or password in it, for messages.

@@ -75,6 +75,38 @@ async fn text_usage_and_request_headers() {
     );
 }
 
+/// A redirect that keeps the method is followed with the same body, sent
+/// in pieces, to the same server; one to another server is not.
+#[tokio::test]
+async fn a_redirect_to_the_same_server_is_followed_with_the_body() {
+    let moved = Reply::status(307, "").header("location", "/v2/chat/completions");
+    let (server, provider) = provider_for(vec![moved, Reply::sse([OPENAI_TEXT])]).await;
+    let answer = events(&provider, ask("hi")).await.unwrap();
+    assert!(answer.contains(&StreamEvent::TextDelta {
+        text: "Hello".into()
+    }));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].request_line,
+        "POST /v2/chat/completions HTTP/1.1"
+    );
+    assert_eq!(requests[1].body, requests[0].body);
+    assert_eq!(
+        requests[1].header("authorization"),
+        Some("Bearer sk-test-secret")
+    );
+    let elsewhere =
+        Reply::status(307, "").header("location", "http://127.0.0.2:9/v1/chat/completions");
+    let (server, provider) = provider_for(vec![elsewhere]).await;
+    let err = events(&provider, ask("hi")).await.unwrap_err();
+    assert!(
+        matches!(err, pod_llm::ProviderError::Http { status: 307, .. }),
+        "{err:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
 /// Two calls whose argument fragments interleave, with SSE lines split
 /// across TCP writes.
 #[tokio::test]
