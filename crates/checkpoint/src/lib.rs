@@ -183,6 +183,11 @@ impl Shadow {
         }
         self.ensure_store().await?;
         let seed = self.seed();
+        // One warm-up per workspace at a time in this process: a fleet's
+        // sessions start together, and each would otherwise miss the seed
+        // and hash every file; the others wait, then find it.
+        let gate = seed_gate(&seed);
+        let _turn = gate.lock().await;
         // Copied by the first snapshot, if one is ever taken: a session
         // that changes no file makes no file of its own.
         if tokio::fs::try_exists(&seed).await.unwrap_or(false) {
@@ -520,6 +525,28 @@ async fn write_file(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), Check
         })
 }
 
+/// The lock of the warm-ups that would leave the seed `seed`, shared by
+/// this process's sessions while any holds it.
+fn seed_gate(seed: &Path) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, Mutex, Weak};
+    type Gates = Mutex<HashMap<PathBuf, Weak<tokio::sync::Mutex<()>>>>;
+    // Held for a lookup and an insert (a sweep of unused gates now and then).
+    static GATES: LazyLock<Gates> = LazyLock::new(Default::default);
+    let mut gates = GATES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(gate) = gates.get(seed).and_then(Weak::upgrade) {
+        return gate;
+    }
+    if gates.len() >= 64 {
+        gates.retain(|_, gate| gate.strong_count() > 0);
+    }
+    let gate = Arc::new(tokio::sync::Mutex::new(()));
+    gates.insert(seed.to_path_buf(), Arc::downgrade(&gate));
+    gate
+}
+
 /// Copies `from` to a file beside `to`, then renames it to `to`: `to`
 /// is the old file or the whole new one, whoever reads it or dies.
 async fn copy_atomically(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -675,6 +702,33 @@ mod tests {
                 status: 'M',
                 path: "a.txt".into()
             }]
+        );
+        // Sessions of a new workspace warming up together: one hashes it,
+        // the others wait for its seed.
+        let fresh = tempfile::tempdir().unwrap();
+        std::fs::write(fresh.path().join("d.txt"), "d\n").unwrap();
+        let together: Vec<Shadow> = (0..4)
+            .map(|n| {
+                Shadow::new(
+                    home.path().join("checkpoints.git"),
+                    home.path().join(format!("together-{n}.index")),
+                    fresh.path().to_path_buf(),
+                )
+            })
+            .collect();
+        let mut how = Vec::new();
+        for warmed in futures_util::future::join_all(together.iter().map(Shadow::warm)).await {
+            how.push(warmed.unwrap());
+        }
+        how.sort_by_key(|w| *w == Warmed::Seeded);
+        assert_eq!(
+            how,
+            [
+                Warmed::Snapshot,
+                Warmed::Seeded,
+                Warmed::Seeded,
+                Warmed::Seeded
+            ]
         );
         // Another workspace has its own seed.
         let other = tempfile::tempdir().unwrap();
