@@ -300,7 +300,10 @@ struct Reader {
     status: Option<serde_json::Value>,
     // The log's questions, as of its records read.
     questions: FollowedQuestions,
-    approvals: Option<Vec<Uuid>>,
+    // The questions last published, and whether each was parked: a
+    // question asked while its worker still holds the session is parked a
+    // moment later, and watchers are told.
+    approvals: Option<Vec<(Uuid, bool)>>,
 }
 
 /// Reads session `id` for a new tail: the tail (with the plan as of its
@@ -429,7 +432,7 @@ impl Reader {
             app.runner.approvals(),
             Some(self.id),
         );
-        let ids: Vec<Uuid> = waiting.iter().map(|a| a.id).collect();
+        let ids: Vec<(Uuid, bool)> = waiting.iter().map(|a| (a.id, a.parked)).collect();
         if self.approvals.as_ref() != Some(&ids) {
             let frame = Frame::new("approvals", &json!({ "approvals": waiting }));
             tail.publish_state(frame, |s| &mut s.approvals);
