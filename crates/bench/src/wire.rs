@@ -5,7 +5,7 @@
 //! does a turn late in a long session cost the pod process more than an
 //! early one?
 
-use crate::loopback::{Server, Stats};
+use crate::loopback::Server;
 use crate::support::fmt_duration;
 use pod::{Durability, Pod};
 use pod_llm::Provider;
@@ -46,12 +46,16 @@ impl Cpu {
     }
 }
 
-/// A reading at one turn boundary.
-#[derive(Clone, Copy)]
-struct Mark {
-    cpu: Cpu,
-    wall: Instant,
-    server: Stats,
+/// What the turns of one window cost, summed turn by turn.
+#[derive(Clone, Copy, Default)]
+struct Window {
+    user: Duration,
+    system: Duration,
+    wall: Duration,
+    /// Request bytes the server received.
+    bytes: u64,
+    /// The bare client's CPU for the same requests (Chat Completions).
+    bare: Duration,
 }
 
 /// Which OpenAI API the session talks to.
@@ -92,20 +96,48 @@ pub async fn run(quick: bool, api: Api) -> Result<(), Box<dyn std::error::Error>
     config.durability = Durability::Never;
     let pod = Pod::spawn(config).await?;
     let windows = [(100, 200), (turns - 100, turns)];
-    let mut marks = std::collections::BTreeMap::new();
-    for turn in 0..=turns {
-        if windows.iter().any(|&(a, b)| turn == a || turn == b) {
-            marks.insert(
-                turn,
-                Mark {
-                    cpu: Cpu::now(),
-                    wall: Instant::now(),
-                    server: server.stats().await?,
-                },
-            );
-        }
-        if turn < turns {
+    // What a bare client spends sending the same number of requests of the
+    // same sizes and reading their answers, copying each body from memory
+    // once (as any client that keeps the history must put it in a
+    // request); the runtime's own cost is what the Pod spends beyond it.
+    // Measured turn by turn right after the Pod's turn, so that both see
+    // the same moment of the machine (measured after the whole run, the
+    // two differed by more than the runtime's own cost).
+    let client = reqwest::Client::new();
+    let url = format!("{}/chat/completions", server.base_url());
+    let mut sums = [Window::default(); 2];
+    for turn in 0..turns {
+        let Some(w) = windows.iter().position(|&(a, b)| (a..b).contains(&turn)) else {
             pod.prompt(format!("turn {turn}")).await?;
+            continue;
+        };
+        let before = server.stats().await?;
+        let (cpu, wall) = (Cpu::now(), Instant::now());
+        pod.prompt(format!("turn {turn}")).await?;
+        let (done, took) = (Cpu::now(), wall.elapsed());
+        let after = server.stats().await?;
+        let requests = after.requests.saturating_sub(before.requests);
+        let bytes = after.bytes.saturating_sub(before.bytes);
+        let sum = &mut sums[w];
+        sum.user += done.user.saturating_sub(cpu.user);
+        sum.system += done.system.saturating_sub(cpu.system);
+        sum.wall += took;
+        sum.bytes += bytes;
+        if api == Api::Chat {
+            let body = vec![b' '; (bytes / requests.max(1)) as usize];
+            let start = Cpu::now();
+            for _ in 0..requests {
+                let response = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(bytes::Bytes::from(body.clone()))
+                    .send()
+                    .await?;
+                response.bytes().await?;
+            }
+            let end = Cpu::now();
+            sum.bare +=
+                end.user.saturating_sub(start.user) + end.system.saturating_sub(start.system);
         }
     }
     let items = pod.get_history().await?.len();
@@ -115,31 +147,24 @@ pub async fn run(quick: bool, api: Api) -> Result<(), Box<dyn std::error::Error>
     );
     println!("| turns | CPU per turn (user + system) | user | system | wall per turn | request bytes per turn |");
     println!("|---|---:|---:|---:|---:|---:|");
-    let mut per_turn = Vec::new();
-    let mut sizes = Vec::new();
-    for (a, b) in windows {
-        let (start, end) = (marks[&a], marks[&b]);
+    for ((a, b), sum) in windows.iter().zip(&sums) {
         let n = (b - a) as u32;
-        let user = end.cpu.user.saturating_sub(start.cpu.user) / n;
-        let system = end.cpu.system.saturating_sub(start.cpu.system) / n;
-        let bytes = end.server.bytes.saturating_sub(start.server.bytes) / u64::from(n);
-        per_turn.push(user + system);
-        let requests = end.server.requests.saturating_sub(start.server.requests);
-        sizes.push((
-            requests,
-            end.server.bytes.saturating_sub(start.server.bytes) / requests.max(1),
-        ));
         println!(
             "| {}–{} | {} | {} | {} | {} | {:.1} KiB |",
             a + 1,
             b,
-            fmt_duration(user + system),
-            fmt_duration(user),
-            fmt_duration(system),
-            fmt_duration(end.wall.duration_since(start.wall) / n),
-            bytes as f64 / 1024.0
+            fmt_duration((sum.user + sum.system) / n),
+            fmt_duration(sum.user / n),
+            fmt_duration(sum.system / n),
+            fmt_duration(sum.wall / n),
+            sum.bytes as f64 / f64::from(n) / 1024.0
         );
     }
+    let per_turn: Vec<Duration> = windows
+        .iter()
+        .zip(&sums)
+        .map(|((a, b), sum)| (sum.user + sum.system) / (b - a) as u32)
+        .collect();
     if let [early, late] = per_turn[..] {
         println!(
             "\nLate / early CPU per turn: {:.2}x",
@@ -147,32 +172,11 @@ pub async fn run(quick: bool, api: Api) -> Result<(), Box<dyn std::error::Error>
         );
     }
     if api == Api::Chat {
-        // What a bare client spends sending the same number of requests
-        // of the same sizes and reading their answers, copying each body
-        // from memory once (as any client that keeps the history must put
-        // it in a request); the runtime's own cost is what the Pod spends
-        // beyond it.
-        let client = reqwest::Client::new();
-        let url = format!("{}/chat/completions", server.base_url());
-        println!("\n| turns | Pod CPU per turn | bare client, same bytes | the runtime's own |");
+        println!("\n| turns | Pod CPU per turn | bare client, same bytes, same turns | the runtime's own |");
         println!("|---|---:|---:|---:|");
         let mut own = Vec::new();
-        for (((a, b), pod_cpu), (requests, size)) in windows.iter().zip(&per_turn).zip(&sizes) {
-            let history = vec![b' '; *size as usize];
-            let start = Cpu::now();
-            for _ in 0..*requests {
-                let response = client
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .body(bytes::Bytes::from(history.clone()))
-                    .send()
-                    .await?;
-                response.bytes().await?;
-            }
-            let end = Cpu::now();
-            let n = (b - a) as u32;
-            let bare =
-                (end.user.saturating_sub(start.user) + end.system.saturating_sub(start.system)) / n;
+        for (((a, b), sum), pod_cpu) in windows.iter().zip(&sums).zip(&per_turn) {
+            let bare = sum.bare / (b - a) as u32;
             let runtime = pod_cpu.saturating_sub(bare);
             own.push(runtime);
             println!(
@@ -185,10 +189,10 @@ pub async fn run(quick: bool, api: Api) -> Result<(), Box<dyn std::error::Error>
             );
         }
         if let [early, late] = own[..] {
-            // Early the Pod can cost less than the bare client measured in
-            // the same window (CPU time is noisy at a few hundred µs): no
-            // ratio then, the late figure says it.
-            if early >= std::time::Duration::from_micros(1) {
+            // Early the Pod can cost less than the bare client (CPU time
+            // is noisy at a few hundred µs): no ratio then, the late
+            // figure says it.
+            if early >= Duration::from_micros(1) {
                 println!(
                     "\nLate / early, the runtime's own CPU per turn: {:.2}x",
                     late.as_secs_f64() / early.as_secs_f64()
