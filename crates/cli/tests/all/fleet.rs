@@ -101,27 +101,33 @@ impl Fleet {
 
     /// (seq, epoch) of every record of the session.
     fn epochs(&self, id: &str) -> Vec<(i64, i64)> {
-        let url = self.pg.url();
         let id: uuid::Uuid = id.parse().unwrap();
+        self.query(
+            "SELECT seq, epoch FROM pod_records WHERE session_id = $1 ORDER BY seq",
+            &[&id],
+        )
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+    }
+
+    /// Runs `sql` on the fleet's database, from a test's thread.
+    pub fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Vec<tokio_postgres::Row> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        runtime.block_on(async move {
-            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
+        runtime.block_on(async {
+            let (client, connection) =
+                tokio_postgres::connect(&self.pg.url(), tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
             tokio::spawn(connection);
-            client
-                .query(
-                    "SELECT seq, epoch FROM pod_records WHERE session_id = $1 ORDER BY seq",
-                    &[&id],
-                )
-                .await
-                .unwrap()
-                .iter()
-                .map(|row| (row.get(0), row.get(1)))
-                .collect()
+            client.query(sql, params).await.unwrap()
         })
     }
 }

@@ -74,25 +74,11 @@ fn wait_for_marks(fleet: &Fleet, n: usize) {
 
 /// Connections the workers hold now (`application_name` = pod).
 fn pod_connections(fleet: &Fleet) -> i64 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let url = fleet.pg.url();
-    runtime.block_on(async move {
-        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pod'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0)
-    })
+    fleet.query(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pod'",
+        &[],
+    )[0]
+    .get(0)
 }
 
 fn wait_exit(child: &mut std::process::Child) {
