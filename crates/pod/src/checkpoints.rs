@@ -69,18 +69,25 @@ impl Checkpoints {
     /// nothing): a copy of the workspace's seed when another session left
     /// one, else a first snapshot.
     fn warm(&mut self) {
+        if self.warming.as_ref().is_some_and(|task| task.is_finished()) {
+            self.warming = None;
+        }
         if self.warmed || self.off {
             return;
         }
         self.warmed = true;
         let shadow = self.shadow.clone();
-        self.warming = Some(tokio::spawn(async move {
+        // Boxed: the handle is kept until a call may change files, which
+        // in a read-only session is never, and a finished task's memory is
+        // held as long as its handle; boxed, what is held is a pointer's
+        // worth, not the whole warm-up's state (2.7 KB).
+        self.warming = Some(tokio::spawn(Box::pin(async move {
             // A failure shows again, and is said, at the first call.
             match shadow.warm().await {
                 Ok(how) => tracing::debug!(?how, "workspace index ready"),
                 Err(err) => tracing::debug!(%err, "first workspace snapshot"),
             }
-        }));
+        })));
     }
 
     async fn take(&mut self, call_id: &str, tool: &str, phase: CheckpointPhase) {

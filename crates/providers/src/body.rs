@@ -4,12 +4,10 @@
 //! nor held whole by it.
 //!
 //! Once sent, hyper drops the body; what a waiting session keeps is only
-//! what it shares. A body of one piece is sent as such (reqwest can then
-//! send it again by itself); one of several is streamed with its length
-//! known, so it goes out with a `Content-Length`, never chunked.
+//! what it shares. It goes out with its length known (`Content-Length`),
+//! never chunked, each piece a buffer of hyper's vectored write.
 
 use bytes::Bytes;
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -19,6 +17,10 @@ use std::task::{Context, Poll};
 pub(crate) struct Body {
     pieces: Vec<Bytes>,
     len: usize,
+    /// Pieces sent so far (taken out of `pieces`).
+    sent: usize,
+    /// Bytes not sent yet.
+    left: usize,
 }
 
 impl Body {
@@ -26,6 +28,7 @@ impl Body {
     pub fn push(&mut self, piece: Bytes) {
         if !piece.is_empty() {
             self.len += piece.len();
+            self.left += piece.len();
             self.pieces.push(piece);
         }
     }
@@ -42,17 +45,6 @@ impl Body {
             out.extend_from_slice(piece);
         }
         out
-    }
-
-    /// The body as reqwest sends it.
-    pub fn into_reqwest(self) -> reqwest::Body {
-        match <[Bytes; 1]>::try_from(self.pieces) {
-            Ok([one]) => reqwest::Body::from(one),
-            Err(pieces) => reqwest::Body::wrap(Pieces {
-                pieces: pieces.into(),
-                left: self.len as u64,
-            }),
-        }
     }
 }
 
@@ -76,13 +68,8 @@ impl From<String> for Body {
     }
 }
 
-/// The pieces as an HTTP body of known length.
-struct Pieces {
-    pieces: VecDeque<Bytes>,
-    left: u64,
-}
-
-impl http_body::Body for Pieces {
+/// The pieces, one frame each, with the length known.
+impl http_body::Body for Body {
     type Data = Bytes;
     type Error = Infallible;
 
@@ -90,19 +77,22 @@ impl http_body::Body for Pieces {
         mut self: Pin<&mut Self>,
         _cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        let next = self.pieces.pop_front();
-        if let Some(piece) = &next {
-            self.left = self.left.saturating_sub(piece.len() as u64);
-        }
-        Poll::Ready(next.map(|piece| Ok(http_body::Frame::data(piece))))
+        let this = &mut *self;
+        let Some(slot) = this.pieces.get_mut(this.sent) else {
+            return Poll::Ready(None);
+        };
+        let piece = std::mem::take(slot);
+        this.sent += 1;
+        this.left -= piece.len();
+        Poll::Ready(Some(Ok(http_body::Frame::data(piece))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.pieces.is_empty()
+        self.sent == self.pieces.len()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.left)
+        http_body::SizeHint::with_exact(self.left as u64)
     }
 }
 
@@ -120,10 +110,7 @@ mod tests {
         body.push(Bytes::from_static(b"}"));
         assert_eq!(body.len(), 11);
         assert_eq!(body.to_vec(), b"{\"a\":[1,2]}");
-        let mut pieces = Pieces {
-            pieces: body.pieces.clone().into(),
-            left: body.len() as u64,
-        };
+        let mut pieces = body.clone();
         assert_eq!(pieces.size_hint().exact(), Some(11));
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);

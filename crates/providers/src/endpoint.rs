@@ -78,56 +78,60 @@ impl Endpoint {
 
     /// `base_url` joined with `path` by exactly one slash, parsed once
     /// when a provider is built (not for every request).
-    pub(crate) fn url(&self, path: &str) -> Result<reqwest::Url, crate::BuildError> {
+    pub(crate) fn url(&self, path: &str) -> Result<url::Url, crate::BuildError> {
         let url = format!(
             "{}/{}",
             self.base_url.trim_end_matches('/'),
             path.trim_start_matches('/')
         );
-        reqwest::Url::parse(&url).map_err(|err| crate::BuildError::Url {
+        url::Url::parse(&url).map_err(|err| crate::BuildError::Url {
             url,
             reason: err.to_string(),
         })
     }
 }
 
-/// Headers carrying `key` as a bearer token (OpenAI's wires), marked
-/// sensitive so it never shows in debug output.
-pub(crate) fn bearer(
-    key: Option<&crate::secret::ApiKey>,
-) -> Result<reqwest::header::HeaderMap, pod_llm::ProviderError> {
-    let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(key) = key {
-        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-            .map_err(|_| {
-                pod_llm::ProviderError::Transport("API key is not a valid header".into())
-            })?;
-        value.set_sensitive(true);
-        headers.insert(reqwest::header::AUTHORIZATION, value);
-    }
-    Ok(headers)
-}
+/// A provider's fixed request headers, made once when it is built (not a
+/// map and a formatted key per request). A key that cannot be a header
+/// value fails each request, as it always did.
+#[derive(Debug, Clone)]
+pub(crate) struct Headers(Option<http::header::HeaderMap>);
 
-/// The process's HTTP client, shared by every provider (a clone is a
-/// handle on the same client). One client, not one per session: each one
-/// holds its own TLS configuration with the root certificates (about a
-/// hundred kilobytes, and a millisecond to build), which thousands of
-/// sessions on a fleet worker would each pay, and a shared connection pool
-/// keeps connections (and their TLS handshakes) to an API alive across
-/// sessions. A pooled connection whose runtime has ended (a process that
-/// runs several, as tests do) fails its request as a transport error,
-/// which the retry policy answers with a new connection. No overall
-/// timeout here: a streamed answer may legitimately run for minutes;
-/// [`Timeouts`] bound the wait for headers and the silences instead.
-pub(crate) fn http_client() -> Result<reqwest::Client, reqwest::Error> {
-    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
-    if let Some(client) = CLIENT.get() {
-        return Ok(client.clone());
+impl Headers {
+    /// `fixed`, plus `key` under `name` as `format` writes it, marked
+    /// sensitive so it never shows in debug output.
+    pub fn with_key(
+        mut fixed: http::header::HeaderMap,
+        name: http::header::HeaderName,
+        key: Option<&crate::secret::ApiKey>,
+        format: impl Fn(&str) -> String,
+    ) -> Self {
+        if let Some(key) = key {
+            match http::header::HeaderValue::from_str(&format(key.expose())) {
+                Ok(mut value) => {
+                    value.set_sensitive(true);
+                    fixed.insert(name, value);
+                }
+                Err(_) => return Self(None),
+            }
+        }
+        Self(Some(fixed))
     }
-    let client = reqwest::Client::builder()
-        // Bounds a connect that hangs (a black-holed host) well below the
-        // request timeout, so the retry policy gets to try again sooner.
-        .connect_timeout(std::time::Duration::from_secs(30))
-        .build()?;
-    Ok(CLIENT.get_or_init(|| client).clone())
+
+    /// `key` as a bearer token (OpenAI's wires).
+    pub fn bearer(key: Option<&crate::secret::ApiKey>) -> Self {
+        Self::with_key(
+            http::header::HeaderMap::new(),
+            http::header::AUTHORIZATION,
+            key,
+            |key| format!("Bearer {key}"),
+        )
+    }
+
+    /// The headers, or why a request cannot be sent with them.
+    pub fn get(&self) -> Result<&http::header::HeaderMap, pod_llm::ProviderError> {
+        self.0.as_ref().ok_or_else(|| {
+            pod_llm::ProviderError::Transport("API key is not a valid header".into())
+        })
+    }
 }

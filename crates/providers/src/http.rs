@@ -4,10 +4,11 @@
 
 use crate::secret::ApiKey;
 use crate::sse::{SseDecoder, SseEvent};
+use crate::transport::{SendError, Transport};
 use futures_util::stream::{BoxStream, Stream};
 use futures_util::StreamExt;
+use http::HeaderMap;
 use pod_llm::ProviderError;
-use reqwest::header::HeaderMap;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -41,12 +42,12 @@ const MAX_MESSAGE_CHARS: usize = 2000;
 
 /// A POST of a JSON body whose response is an SSE stream.
 pub(crate) struct SsePost<'a> {
-    pub client: &'a reqwest::Client,
-    pub url: &'a reqwest::Url,
+    pub client: &'a Transport,
+    pub url: &'a url::Url,
     /// The endpoint's base URL as configured: what an unreachable server
     /// is named by.
     pub base_url: &'a str,
-    pub headers: HeaderMap,
+    pub headers: &'a HeaderMap,
     pub body: crate::body::Body,
     pub timeouts: Timeouts,
     pub key: Option<&'a ApiKey>,
@@ -60,10 +61,10 @@ impl<'a> SsePost<'a> {
     /// A POST of `body` to `url` with `endpoint`'s timeouts, its key
     /// scrubbed from any error.
     pub fn to(
-        client: &'a reqwest::Client,
-        url: &'a reqwest::Url,
+        client: &'a Transport,
+        url: &'a url::Url,
         endpoint: &'a crate::endpoint::Endpoint,
-        headers: HeaderMap,
+        headers: &'a HeaderMap,
         body: impl Into<crate::body::Body>,
     ) -> Self {
         Self {
@@ -86,16 +87,7 @@ impl<'a> SsePost<'a> {
         let mut url = self.url.clone();
         let mut hops = 0;
         let response = loop {
-            let request = self
-                .client
-                .post(url.clone())
-                .headers(self.headers.clone())
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .header(reqwest::header::ACCEPT, "text/event-stream")
-                // Said outright: a body of several pieces is never chunked.
-                .header(reqwest::header::CONTENT_LENGTH, self.body.len())
-                .body(self.body.clone().into_reqwest())
-                .send();
+            let request = self.client.post(&url, self.headers, self.body.clone());
             let response = match tokio::time::timeout(self.timeouts.request, request).await {
                 Err(_) => {
                     return Err(ProviderError::Transport(format!(
@@ -103,7 +95,7 @@ impl<'a> SsePost<'a> {
                         self.timeouts.request
                     )))
                 }
-                Ok(Err(err)) if err.is_connect() => {
+                Ok(Err(SendError::Connect(err))) => {
                     return Err(ProviderError::Unreachable {
                         url: scrub(without_credentials(self.base_url)),
                         why: scrub(connect_failure(&err)),
@@ -114,13 +106,13 @@ impl<'a> SsePost<'a> {
                 }
                 Ok(Ok(response)) => response,
             };
-            // reqwest follows a redirect that keeps the method (307, 308)
-            // only for a body it can send again itself, one piece; a body of
-            // pieces is sent again here, to the same server only (whose
-            // key it was given).
+            // A redirect that keeps the method (307, 308) is followed here,
+            // to the same server only (whose key it was given); any other
+            // is an error status (a POST answered by a GET elsewhere is not
+            // a model's answer).
             let keeps_method = matches!(
                 response.status(),
-                reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+                http::StatusCode::TEMPORARY_REDIRECT | http::StatusCode::PERMANENT_REDIRECT
             );
             if keeps_method && hops < MAX_REDIRECTS {
                 if let Some(next) = same_server_location(&url, response.headers()) {
@@ -141,24 +133,29 @@ impl<'a> SsePost<'a> {
                 retry_after,
             });
         }
-        Ok(sse_events(response.bytes_stream(), self.timeouts.idle).boxed())
+        Ok(sse_events(
+            crate::transport::data(response.into_body()),
+            self.timeouts.idle,
+        )
+        .boxed())
     }
 }
 
-/// Redirects followed for one request (reqwest's own policy follows 10).
+/// Redirects followed for one request (as many as browsers and curl's
+/// default allow at most, give or take).
 const MAX_REDIRECTS: usize = 10;
 
 /// Where a redirect from `url` points, when that is on the same server
 /// (scheme, host and port).
-fn same_server_location(url: &reqwest::Url, headers: &HeaderMap) -> Option<reqwest::Url> {
-    let location = headers.get(reqwest::header::LOCATION)?.to_str().ok()?;
+fn same_server_location(url: &url::Url, headers: &HeaderMap) -> Option<url::Url> {
+    let location = headers.get(http::header::LOCATION)?.to_str().ok()?;
     let next = url.join(location).ok()?;
     (next.origin() == url.origin()).then_some(next)
 }
 
 /// `url` without a user name or password in it, for messages.
 fn without_credentials(url: &str) -> String {
-    match reqwest::Url::parse(url) {
+    match url::Url::parse(url) {
         Ok(mut parsed) if parsed.has_authority() && !parsed.username().is_empty() => {
             // Both only fail for URLs that cannot have credentials.
             let _ = parsed.set_username("");
@@ -172,7 +169,7 @@ fn without_credentials(url: &str) -> String {
 /// Why no connection was made, in a few words: the socket's error for a
 /// refused or timed out connection, else the innermost cause (a resolver's
 /// "failed to lookup address information: …", a TLS handshake's error).
-fn connect_failure(err: &reqwest::Error) -> String {
+fn connect_failure(err: &hyper_util::client::legacy::Error) -> String {
     let mut innermost: &dyn std::error::Error = err;
     while let Some(source) = innermost.source() {
         if let Some(io) = source.downcast_ref::<std::io::Error>() {
@@ -183,9 +180,6 @@ fn connect_failure(err: &reqwest::Error) -> String {
             }
         }
         innermost = source;
-    }
-    if err.is_timeout() {
-        return "the connection timed out".into();
     }
     innermost.to_string()
 }
@@ -264,9 +258,9 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Some(wait.to_std().unwrap_or(Duration::ZERO))
 }
 
-async fn read_capped(response: reqwest::Response, idle: Duration) -> Vec<u8> {
+async fn read_capped(response: http::Response<hyper::body::Incoming>, idle: Duration) -> Vec<u8> {
     let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
+    let mut stream = crate::transport::data(response.into_body());
     while let Ok(Some(Ok(chunk))) = tokio::time::timeout(idle, stream.next()).await {
         body.extend_from_slice(&chunk);
         if body.len() >= MAX_ERROR_BODY {
@@ -353,7 +347,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
+    use http::header::HeaderValue;
 
     #[test]
     fn retry_after_prefers_milliseconds() {

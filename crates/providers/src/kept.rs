@@ -1,7 +1,8 @@
 //! What a provider keeps between requests so that a long session is not
 //! re-encoded for each one: the tools array, while the registry hands out
-//! the same specs, and the system prompt's JSON string. (History items keep their own encodings, see
-//! [`pod_llm::Item::wire`].)
+//! the same specs, the system prompt's JSON string, and (Chat Completions)
+//! the settled messages of the last request. Items sent again without
+//! being settled keep their own encodings (see [`pod_llm::Item::wire`]).
 
 use parking_lot::Mutex;
 use pod_llm::{HistoryId, Item, ToolSpec};

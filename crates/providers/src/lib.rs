@@ -42,6 +42,7 @@ mod responses;
 mod retry;
 mod secret;
 pub mod sse;
+mod transport;
 
 pub use anthropic::AnthropicProvider;
 pub use config::{

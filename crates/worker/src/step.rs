@@ -22,7 +22,7 @@ pub enum Step {
     RunCalls(Vec<ToolCall>),
     /// Offer the prompt to `on_prompt_submit`; then [`Turn::submitted`]
     /// with what it decided (nothing is committed yet).
-    Submit(Item),
+    Submit(Box<Item>),
     /// Commit these items, in order, and ask again.
     Commit(Vec<Item>),
     /// Commit the `pending_history_appends`, then ask `pre_llm_request`
@@ -104,7 +104,7 @@ pub struct Answer {
 #[derive(Debug)]
 enum State {
     Calls(Vec<ToolCall>),
-    Submit(Item),
+    Submit(Box<Item>),
     Commit(Vec<Item>),
     Prepare,
     Send,
@@ -120,7 +120,9 @@ enum State {
 pub struct Turn {
     state: State,
     // The prompt waits while the calls a crash interrupted run first.
-    prompt: Option<Item>,
+    // Boxed, here and in the steps: a turn waiting on its model would
+    // otherwise hold an item's room in each of them.
+    prompt: Option<Box<Item>>,
     meter: BudgetMeter,
     requests: u32,
     usage: Usage,
@@ -136,7 +138,7 @@ impl Turn {
     /// then the `prompt` (if any), then requests until the model is done.
     pub fn new(
         budget: Budget,
-        prompt: Option<Item>,
+        prompt: Option<Box<Item>>,
         interrupted: Vec<ToolCall>,
         can_compact: bool,
     ) -> Self {
@@ -221,12 +223,12 @@ impl Turn {
 
     /// `on_prompt_submit` decided about `prompt`: `rejected` with a reason,
     /// or committed with `extra` items after it.
-    pub fn submitted(&mut self, prompt: Item, decision: Result<Vec<Item>, String>) {
+    pub fn submitted(&mut self, prompt: Box<Item>, decision: Result<Vec<Item>, String>) {
         self.state = match decision {
             Err(reason) => State::Done(Ending::quiet(TurnEndReason::Rejected(reason))),
             Ok(extra) => {
                 let mut items = Vec::with_capacity(1 + extra.len());
-                items.push(prompt);
+                items.push(*prompt);
                 items.extend(extra);
                 State::Commit(items)
             }

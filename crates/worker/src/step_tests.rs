@@ -45,10 +45,15 @@ fn request(turn: &mut Turn, answer: Answer) {
 #[test]
 fn a_prompt_is_submitted_committed_then_sent_until_the_model_answers() {
     let prompt = Item::user("go");
-    let mut turn = Turn::new(Budget::default(), Some(prompt.clone()), Vec::new(), false);
-    assert_eq!(turn.next(false), Step::Submit(prompt.clone()));
+    let mut turn = Turn::new(
+        Budget::default(),
+        Some(Box::new(prompt.clone())),
+        Vec::new(),
+        false,
+    );
+    assert_eq!(turn.next(false), Step::Submit(Box::new(prompt.clone())));
     let note = Item::system(SystemKind::Reminder, "plan");
-    turn.submitted(prompt.clone(), Ok(vec![note.clone()]));
+    turn.submitted(Box::new(prompt.clone()), Ok(vec![note.clone()]));
     assert_eq!(turn.next(false), Step::Commit(vec![prompt, note]));
     request(&mut turn, answer(&["c1"]));
     assert_eq!(turn.next(false), Step::RunCalls(vec![call("c1")]));
@@ -69,13 +74,13 @@ fn calls_a_crash_interrupted_run_before_the_prompt() {
     let prompt = Item::user("more");
     let mut turn = Turn::new(
         Budget::default(),
-        Some(prompt.clone()),
+        Some(Box::new(prompt.clone())),
         vec![call("old")],
         false,
     );
     assert_eq!(turn.next(false), Step::RunCalls(vec![call("old")]));
     turn.calls_ran(None);
-    assert_eq!(turn.next(false), Step::Submit(prompt));
+    assert_eq!(turn.next(false), Step::Submit(Box::new(prompt)));
     // Without a prompt, the model is asked next.
     let mut turn = Turn::new(Budget::default(), None, vec![call("old")], false);
     assert_eq!(turn.next(false), Step::RunCalls(vec![call("old")]));
@@ -86,9 +91,14 @@ fn calls_a_crash_interrupted_run_before_the_prompt() {
 #[test]
 fn a_rejected_prompt_commits_nothing_and_ends_quietly() {
     let prompt = Item::user("huge");
-    let mut turn = Turn::new(Budget::default(), Some(prompt.clone()), Vec::new(), false);
+    let mut turn = Turn::new(
+        Budget::default(),
+        Some(Box::new(prompt.clone())),
+        Vec::new(),
+        false,
+    );
     turn.next(false);
-    turn.submitted(prompt, Err("too large".into()));
+    turn.submitted(Box::new(prompt), Err("too large".into()));
     let ending = done(turn.next(false));
     assert_eq!(ending.reason, TurnEndReason::Rejected("too large".into()));
     assert_eq!(ending.abort, None);

@@ -210,9 +210,22 @@ impl Worker {
     /// fresh budget. With `compaction`, a yield to compact compacts the
     /// history within the run (the interceptors are told how it went) and
     /// the turn goes on.
-    pub async fn run(
-        &mut self,
+    pub fn run<'a>(
+        &'a mut self,
         prompt: Option<Item>,
+        hooks: &'a mut dyn Interceptor,
+        observer: &'a mut dyn TurnObserver,
+        compaction: Option<&'a mut dyn Compaction>,
+        cancel: &'a CancellationToken,
+    ) -> impl std::future::Future<Output = Result<TurnOutcome, WorkerError>> + Send + 'a {
+        // The prompt boxed before the run's state is laid out: the state of
+        // a run waiting on its model keeps every argument's room.
+        self.run_boxed(prompt.map(Box::new), hooks, observer, compaction, cancel)
+    }
+
+    async fn run_boxed(
+        &mut self,
+        prompt: Option<Box<Item>>,
         hooks: &mut dyn Interceptor,
         observer: &mut dyn TurnObserver,
         mut compaction: Option<&mut dyn Compaction>,
@@ -221,7 +234,7 @@ impl Worker {
         hooks
             .on_run_start(&RunStart {
                 history: &self.history,
-                prompt: prompt.as_ref(),
+                prompt: prompt.as_deref(),
                 cancel,
             })
             .await;

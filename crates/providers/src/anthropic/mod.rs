@@ -4,11 +4,11 @@ mod request;
 mod stream;
 
 use crate::drive::drive;
-use crate::endpoint::{http_client, Endpoint};
+use crate::endpoint::{Endpoint, Headers};
 use crate::http::SsePost;
 use crate::BuildError;
+use http::header::{HeaderMap, HeaderValue};
 use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
-use reqwest::header::{HeaderMap, HeaderValue};
 use std::sync::Arc;
 
 /// The API version this mapping is written against.
@@ -21,8 +21,10 @@ const API_VERSION: &str = "2023-06-01";
 pub struct AnthropicProvider {
     endpoint: Endpoint,
     /// The request URL, parsed once.
-    url: reqwest::Url,
-    client: reqwest::Client,
+    url: url::Url,
+    client: crate::transport::Transport,
+    /// Its request headers, made once.
+    headers: Headers,
     kept: Arc<crate::kept::Kept>,
 }
 
@@ -31,8 +33,17 @@ impl AnthropicProvider {
     pub fn new(endpoint: Endpoint) -> Result<Self, BuildError> {
         Ok(Self {
             url: endpoint.url("v1/messages")?,
+            headers: Headers::with_key(
+                HeaderMap::from_iter([(
+                    http::header::HeaderName::from_static("anthropic-version"),
+                    HeaderValue::from_static(API_VERSION),
+                )]),
+                http::header::HeaderName::from_static("x-api-key"),
+                endpoint.api_key.as_ref(),
+                str::to_string,
+            ),
             endpoint,
-            client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
+            client: crate::transport::Transport::shared(),
             kept: Arc::default(),
         })
     }
@@ -54,14 +65,7 @@ impl AnthropicProvider {
 impl Provider for AnthropicProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
         let body = self.request_bytes(request);
-        let mut headers = HeaderMap::new();
-        headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-        if let Some(key) = &self.endpoint.api_key {
-            let mut value = HeaderValue::from_str(key.expose())
-                .map_err(|_| ProviderError::Transport("API key is not a valid header".into()))?;
-            value.set_sensitive(true);
-            headers.insert("x-api-key", value);
-        }
+        let headers = self.headers.get()?;
         let sse = SsePost::to(&self.client, &self.url, &self.endpoint, headers, body)
             .send()
             .await?;

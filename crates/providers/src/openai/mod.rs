@@ -5,7 +5,7 @@ pub(crate) mod request;
 pub(crate) mod stream;
 
 use crate::drive::drive;
-use crate::endpoint::{bearer, http_client, Endpoint};
+use crate::endpoint::{Endpoint, Headers};
 use crate::http::SsePost;
 use crate::BuildError;
 use pod_llm::{EventStream, Provider, ProviderError, ProviderRequest};
@@ -18,8 +18,10 @@ use std::sync::Arc;
 pub struct OpenAiProvider {
     endpoint: Endpoint,
     /// The request URL, parsed once.
-    url: reqwest::Url,
-    client: reqwest::Client,
+    url: url::Url,
+    client: crate::transport::Transport,
+    /// Its request headers, made once.
+    headers: Headers,
     kept: Arc<crate::kept::Kept>,
 }
 
@@ -28,8 +30,9 @@ impl OpenAiProvider {
     pub fn new(endpoint: Endpoint) -> Result<Self, BuildError> {
         Ok(Self {
             url: endpoint.url("chat/completions")?,
+            headers: Headers::bearer(endpoint.api_key.as_ref()),
             endpoint,
-            client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
+            client: crate::transport::Transport::shared(),
             kept: Arc::default(),
         })
     }
@@ -41,9 +44,10 @@ impl OpenAiProvider {
     }
 
     /// The bytes of the request body this provider would send for
-    /// `request`. Each history item is encoded once and kept with the item
-    /// (see [`pod_llm::Item::wire`]), so a long history costs a copy per
-    /// request, not an encoding.
+    /// `request`. A committed history's messages are encoded once: the
+    /// next request of the same history sends the last body's settled
+    /// messages again as they are, and an item sent again before it is
+    /// settled keeps its encoding (see [`pod_llm::Item::wire`]).
     pub fn request_bytes(&self, request: &ProviderRequest) -> Vec<u8> {
         request::request_bytes(request, &self.endpoint, &self.kept).to_vec()
     }
@@ -53,7 +57,7 @@ impl OpenAiProvider {
 impl Provider for OpenAiProvider {
     async fn stream(&self, request: &ProviderRequest) -> Result<EventStream, ProviderError> {
         let body = request::request_bytes(request, &self.endpoint, &self.kept);
-        let headers = bearer(self.endpoint.api_key.as_ref())?;
+        let headers = self.headers.get()?;
         let sse = SsePost::to(&self.client, &self.url, &self.endpoint, headers, body)
             .send()
             .await?;

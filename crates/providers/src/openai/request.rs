@@ -33,10 +33,6 @@ pub(crate) fn request_bytes(request: &ProviderRequest, endpoint: &Endpoint, kept
     let from = reused.as_ref().map_or(0, |(_, items)| *items);
     let mut pieces = reused.map(|(pieces, _)| pieces).unwrap_or_default();
     let (order, settled) = in_api_order_settled(&request.history[from..]);
-    let messages: Vec<_> = order
-        .into_iter()
-        .map(|item| item.wire(WIRE, |item| message(item).to_string()))
-        .collect();
     let tools = (!request.tools.is_empty()).then(|| {
         kept.tools.get(&request.tools, |specs| {
             Value::Array(specs.iter().map(tool).collect()).to_string()
@@ -56,7 +52,7 @@ pub(crate) fn request_bytes(request: &ProviderRequest, endpoint: &Endpoint, kept
         body.push(head.into());
         body.push(shared(kept.system.get(&request.system_prompt)));
         head = b"}".to_vec();
-        if !pieces.is_empty() || !messages.is_empty() {
+        if !pieces.is_empty() || !order.is_empty() {
             head.push(b',');
         }
     }
@@ -66,17 +62,30 @@ pub(crate) fn request_bytes(request: &ProviderRequest, endpoint: &Endpoint, kept
         body.push(piece.clone());
     }
     // Then the new ones, the settled of them kept for the next request.
-    let mut new = Vec::with_capacity(messages.iter().map(|m| m.len() + 1).sum());
+    // A settled message is written here once and lives on in the kept
+    // pieces (a committed request's history is sent from them), so it is
+    // not also kept on its item; one sent again in the next request (an
+    // open call, a held-back reminder) keeps its encoding on the item.
+    let keeps = request.history_id.is_some();
+    let mut new = Vec::new();
     let mut settled_end = 0;
-    for (n, message) in messages.iter().enumerate() {
+    for (n, item) in order.iter().enumerate() {
         if n > 0 || !pieces.is_empty() {
             new.push(b',');
         }
-        new.extend_from_slice(message.as_bytes());
+        if keeps && n < settled {
+            // Writing a `Value` into a `Vec` fails only on a writer error,
+            // which a `Vec` has none of.
+            let _ = serde_json::to_writer(&mut new, &message(item));
+        } else {
+            new.extend_from_slice(item.wire(WIRE, |item| message(item).to_string()).as_bytes());
+        }
         if n + 1 == settled {
             settled_end = new.len();
         }
     }
+    // Kept for the rest of the session: without the room the writes left.
+    new.shrink_to_fit();
     let new = bytes::Bytes::from(new);
     body.push(new.clone());
     // Without `include_usage` OpenAI sends no usage when streaming; servers

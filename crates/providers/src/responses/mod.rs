@@ -22,7 +22,7 @@ mod request;
 mod stream;
 
 use crate::drive::drive;
-use crate::endpoint::{bearer, http_client, Endpoint};
+use crate::endpoint::{Endpoint, Headers};
 use crate::http::SsePost;
 use crate::kept::Kept;
 use crate::openai::request::in_api_order;
@@ -42,8 +42,10 @@ use stream::{Recorder, ResponseDecoder};
 pub struct OpenAiResponsesProvider {
     endpoint: Endpoint,
     /// The request URL, parsed once.
-    url: reqwest::Url,
-    client: reqwest::Client,
+    url: url::Url,
+    client: crate::transport::Transport,
+    /// Its request headers, made once.
+    headers: Headers,
     kept: Arc<Kept>,
     store: bool,
     conversations: Arc<Conversations>,
@@ -63,8 +65,9 @@ impl OpenAiResponsesProvider {
     pub fn new(endpoint: Endpoint, store: bool) -> Result<Self, BuildError> {
         Ok(Self {
             url: endpoint.url("responses")?,
+            headers: Headers::bearer(endpoint.api_key.as_ref()),
             endpoint,
-            client: http_client().map_err(|e| BuildError::Http(e.to_string()))?,
+            client: crate::transport::Transport::shared(),
             kept: Arc::default(),
             store,
             conversations: Arc::default(),
@@ -128,7 +131,7 @@ impl OpenAiResponsesProvider {
     }
 
     async fn send(&self, body: Vec<u8>) -> Result<crate::http::SseStream, ProviderError> {
-        let headers = bearer(self.endpoint.api_key.as_ref())?;
+        let headers = self.headers.get()?;
         SsePost::to(&self.client, &self.url, &self.endpoint, headers, body)
             .send()
             .await
