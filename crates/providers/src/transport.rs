@@ -28,9 +28,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpStream;
 
-/// Bytes read from a connection at a time. Streamed answers come in events
-/// of tens to hundreds of bytes; a larger piece takes a few reads.
-const READ_BUFFER: usize = 4096;
+/// Bytes read from a connection at a time, and what a waiting request's
+/// connection holds to read into. Streamed answers come in events of tens
+/// to hundreds of bytes; a larger piece (a long response head, a whole
+/// tool call in one event) takes a few reads, and the buffer grows while a
+/// head does not fit. hyper's default starts at 8 KB and adapts upwards.
+const READ_BUFFER: usize = 2048;
 
 /// How long connecting may take before the request fails (a black-holed
 /// host), well below the request timeout so the retry policy gets to try
