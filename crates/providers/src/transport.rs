@@ -341,6 +341,31 @@ mod tests {
         (address, task)
     }
 
+    /// Posts `body` to `url`, checks the answer was a 200, and gives back
+    /// the head the server (`asked`) was sent.
+    async fn answered(
+        transport: &Transport,
+        url: &str,
+        body: Body,
+        asked: tokio::task::JoinHandle<String>,
+    ) -> String {
+        let url = url::Url::parse(url).unwrap();
+        let response = transport.post(&url, &HeaderMap::new(), body).await.unwrap();
+        assert_eq!(response.status(), 200);
+        asked.await.unwrap()
+    }
+
+    /// The connect error of a post to an `https://` URL.
+    async fn not_connected(transport: &Transport) -> SendError {
+        let url = url::Url::parse("https://api.model.invalid/v1/messages").unwrap();
+        let err = transport
+            .post(&url, &HeaderMap::new(), Body::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, SendError::Connect(_)), "{err:?}");
+        err
+    }
+
     fn with_credentials(address: &str) -> String {
         address.replace("http://", "http://me:secret@")
     }
@@ -349,13 +374,14 @@ mod tests {
     async fn a_plain_request_goes_to_its_proxy_whole_with_the_proxys_credentials() {
         let (proxy, asked) = server(ANSWER).await;
         let transport = Transport::new(Matcher::builder().http(with_credentials(&proxy)).build());
-        let url = url::Url::parse("http://model.invalid:8080/v1/chat/completions").unwrap();
-        let response = transport
-            .post(&url, &HeaderMap::new(), Body::from(b"{}".to_vec()))
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        let head = asked.await.unwrap();
+        let body = Body::from(b"{}".to_vec());
+        let head = answered(
+            &transport,
+            "http://model.invalid:8080/v1/chat/completions",
+            body,
+            asked,
+        )
+        .await;
         assert!(
             head.starts_with("POST http://model.invalid:8080/v1/chat/completions HTTP/1.1\r\n"),
             "{head}"
@@ -371,12 +397,7 @@ mod tests {
         let (proxy, asked) =
             server("HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n").await;
         let transport = Transport::new(Matcher::builder().https(with_credentials(&proxy)).build());
-        let url = url::Url::parse("https://api.model.invalid/v1/messages").unwrap();
-        let err = transport
-            .post(&url, &HeaderMap::new(), Body::default())
-            .await
-            .unwrap_err();
-        assert!(matches!(err, SendError::Connect(_)), "{err:?}");
+        not_connected(&transport).await;
         let head = asked.await.unwrap();
         assert!(
             head.starts_with("CONNECT api.model.invalid:443 HTTP/1.1\r\n"),
@@ -395,13 +416,8 @@ mod tests {
                 .no("127.0.0.1")
                 .build(),
         );
-        let url = url::Url::parse(&format!("{origin}/v1/chat/completions")).unwrap();
-        let response = transport
-            .post(&url, &HeaderMap::new(), Body::default())
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        let head = asked.await.unwrap();
+        let url = format!("{origin}/v1/chat/completions");
+        let head = answered(&transport, &url, Body::default(), asked).await;
         assert!(
             head.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"),
             "{head}"
@@ -415,12 +431,7 @@ mod tests {
                 .https("https://proxy.invalid:3128")
                 .build(),
         );
-        let url = url::Url::parse("https://api.model.invalid/v1/messages").unwrap();
-        let err = transport
-            .post(&url, &HeaderMap::new(), Body::default())
-            .await
-            .unwrap_err();
-        assert!(matches!(err, SendError::Connect(_)), "{err:?}");
+        let err = not_connected(&transport).await;
         let why = pod_llm::error_chain(&err);
         assert!(why.contains("only http:// proxies are supported"), "{why}");
         assert!(why.contains("https://proxy.invalid:3128"), "{why}");
