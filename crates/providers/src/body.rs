@@ -19,8 +19,6 @@ pub(crate) struct Body {
     len: usize,
     /// Pieces sent so far (taken out of `pieces`).
     sent: usize,
-    /// Bytes not sent yet.
-    left: usize,
 }
 
 impl Body {
@@ -28,7 +26,6 @@ impl Body {
     pub fn push(&mut self, piece: Bytes) {
         if !piece.is_empty() {
             self.len += piece.len();
-            self.left += piece.len();
             self.pieces.push(piece);
         }
     }
@@ -62,12 +59,6 @@ impl From<Vec<u8>> for Body {
     }
 }
 
-impl From<String> for Body {
-    fn from(text: String) -> Self {
-        Bytes::from(text).into()
-    }
-}
-
 /// The pieces, one frame each, with the length known.
 impl http_body::Body for Body {
     type Data = Bytes;
@@ -83,7 +74,6 @@ impl http_body::Body for Body {
         };
         let piece = std::mem::take(slot);
         this.sent += 1;
-        this.left -= piece.len();
         Poll::Ready(Some(Ok(http_body::Frame::data(piece))))
     }
 
@@ -92,7 +82,8 @@ impl http_body::Body for Body {
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.left as u64)
+        let left: usize = self.pieces[self.sent..].iter().map(Bytes::len).sum();
+        http_body::SizeHint::with_exact(left as u64)
     }
 }
 

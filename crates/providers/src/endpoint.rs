@@ -98,16 +98,16 @@ impl Endpoint {
 pub(crate) struct Headers(Option<http::header::HeaderMap>);
 
 impl Headers {
-    /// `fixed`, plus `key` under `name` as `format` writes it, marked
-    /// sensitive so it never shows in debug output.
+    /// `fixed`, plus `key` after `prefix` under `name`, marked sensitive so
+    /// it never shows in debug output.
     pub fn with_key(
         mut fixed: http::header::HeaderMap,
         name: http::header::HeaderName,
+        prefix: &str,
         key: Option<&crate::secret::ApiKey>,
-        format: impl Fn(&str) -> String,
     ) -> Self {
         if let Some(key) = key {
-            match http::header::HeaderValue::from_str(&format(key.expose())) {
+            match http::header::HeaderValue::from_str(&format!("{prefix}{}", key.expose())) {
                 Ok(mut value) => {
                     value.set_sensitive(true);
                     fixed.insert(name, value);
@@ -123,8 +123,8 @@ impl Headers {
         Self::with_key(
             http::header::HeaderMap::new(),
             http::header::AUTHORIZATION,
+            "Bearer ",
             key,
-            |key| format!("Bearer {key}"),
         )
     }
 

@@ -90,7 +90,7 @@ pub enum FuzzWire {
 /// Why a provider could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    /// The HTTP client could not be set up (e.g. no TLS roots).
+    /// The HTTP client could not be set up (its TLS configuration).
     #[error("cannot set up the HTTP client: {0}")]
     Http(String),
     /// The endpoint's URL is not a valid URL.

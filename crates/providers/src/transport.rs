@@ -85,15 +85,17 @@ impl Transport {
     /// connection whose runtime has ended (a process that runs several, as
     /// tests do) fails its request as a transport error, which the retry
     /// policy answers with a new connection.
-    pub fn shared() -> Self {
+    pub fn shared() -> Result<Self, rustls::Error> {
         static SHARED: std::sync::OnceLock<Transport> = std::sync::OnceLock::new();
-        SHARED
-            .get_or_init(|| Self::new(Matcher::from_env()))
-            .clone()
+        if let Some(shared) = SHARED.get() {
+            return Ok(shared.clone());
+        }
+        let made = Self::new(Matcher::from_env())?;
+        Ok(SHARED.get_or_init(|| made).clone())
     }
 
     /// A client that goes through `proxies`.
-    pub fn new(proxies: Matcher) -> Self {
+    pub fn new(proxies: Matcher) -> Result<Self, rustls::Error> {
         let proxies = Arc::new(proxies);
         let mut http = HttpConnector::new();
         // `https://` URLs are the TLS layer's; this one connects sockets.
@@ -105,7 +107,7 @@ impl Transport {
             proxies: Arc::clone(&proxies),
         };
         let https = HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config())
+            .with_tls_config(tls_config()?)
             .https_or_http()
             .enable_http1()
             .wrap_connector(route);
@@ -114,7 +116,7 @@ impl Transport {
             .pool_idle_timeout(IDLE_CONNECTION)
             .http1_read_buf_exact_size(READ_BUFFER)
             .build(https);
-        Self { client, proxies }
+        Ok(Self { client, proxies })
     }
 
     /// Sends a POST of the JSON `body` to `url` with `headers`, asking for
@@ -166,23 +168,17 @@ impl Transport {
 }
 
 /// The web PKI's roots with ring, the provider the build carries (not the
-/// process default, which another crate may have set differently).
-fn tls_config() -> rustls::ClientConfig {
+/// process default, which another crate may have set differently). No
+/// ALPN: the connector leaves it empty for HTTP/1.1 only, and a server
+/// then speaks HTTP/1.1.
+fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    // (No ALPN: the connector leaves it empty for HTTP/1.1 only, and a
-    // server then speaks HTTP/1.1.)
-    match rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-    {
-        Ok(builder) => builder.with_root_certificates(roots).with_no_client_auth(),
-        // ring supports the default versions; should that ever change, the
-        // process default is the next best thing.
-        Err(_) => rustls::ClientConfig::builder()
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth(),
-    }
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 /// Connects to where a request for a URL goes: the server itself, a
@@ -373,7 +369,8 @@ mod tests {
     #[tokio::test]
     async fn a_plain_request_goes_to_its_proxy_whole_with_the_proxys_credentials() {
         let (proxy, asked) = server(ANSWER).await;
-        let transport = Transport::new(Matcher::builder().http(with_credentials(&proxy)).build());
+        let transport =
+            Transport::new(Matcher::builder().http(with_credentials(&proxy)).build()).unwrap();
         let body = Body::from(b"{}".to_vec());
         let head = answered(
             &transport,
@@ -396,7 +393,8 @@ mod tests {
     async fn an_https_request_asks_its_proxy_for_a_tunnel_and_a_refusal_is_a_connect_error() {
         let (proxy, asked) =
             server("HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n").await;
-        let transport = Transport::new(Matcher::builder().https(with_credentials(&proxy)).build());
+        let transport =
+            Transport::new(Matcher::builder().https(with_credentials(&proxy)).build()).unwrap();
         not_connected(&transport).await;
         let head = asked.await.unwrap();
         assert!(
@@ -415,7 +413,8 @@ mod tests {
                 .all("http://127.0.0.1:9")
                 .no("127.0.0.1")
                 .build(),
-        );
+        )
+        .unwrap();
         let url = format!("{origin}/v1/chat/completions");
         let head = answered(&transport, &url, Body::default(), asked).await;
         assert!(
@@ -430,7 +429,8 @@ mod tests {
             Matcher::builder()
                 .https("https://proxy.invalid:3128")
                 .build(),
-        );
+        )
+        .unwrap();
         let err = not_connected(&transport).await;
         let why = pod_llm::error_chain(&err);
         assert!(why.contains("only http:// proxies are supported"), "{why}");

@@ -39,11 +39,12 @@ impl AnthropicProvider {
                     HeaderValue::from_static(API_VERSION),
                 )]),
                 http::header::HeaderName::from_static("x-api-key"),
+                "",
                 endpoint.api_key.as_ref(),
-                str::to_string,
             ),
             endpoint,
-            client: crate::transport::Transport::shared(),
+            client: crate::transport::Transport::shared()
+                .map_err(|err| BuildError::Http(err.to_string()))?,
             kept: Arc::default(),
         })
     }

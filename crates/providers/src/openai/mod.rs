@@ -32,7 +32,8 @@ impl OpenAiProvider {
             url: endpoint.url("chat/completions")?,
             headers: Headers::bearer(endpoint.api_key.as_ref()),
             endpoint,
-            client: crate::transport::Transport::shared(),
+            client: crate::transport::Transport::shared()
+                .map_err(|err| BuildError::Http(err.to_string()))?,
             kept: Arc::default(),
         })
     }

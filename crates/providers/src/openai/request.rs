@@ -356,7 +356,7 @@ mod tests {
         for (system, specs) in [("", vec![]), ("You are\nhelpful.", vec![spec(), spec()])] {
             let request = request(history(), system, specs);
             assert_eq!(
-                String::from_utf8(request_bytes(&request, &endpoint, &tools).to_vec()).unwrap(),
+                String::from_utf8(request_bytes(&request, &endpoint, &tools)).unwrap(),
                 String::from_utf8(value_body(&request, &endpoint)).unwrap()
             );
         }
@@ -385,7 +385,7 @@ mod tests {
             request.history_id = Some(id);
             let body = request_bytes(&request, &endpoint, &kept);
             assert_eq!(
-                String::from_utf8(body.to_vec()).unwrap(),
+                String::from_utf8(body).unwrap(),
                 String::from_utf8(value_body(&request, &endpoint)).unwrap(),
                 "{len} items"
             );
@@ -411,7 +411,7 @@ mod tests {
         let mut request = request(grown, "", vec![]);
         request.history_id = Some(id);
         assert_eq!(
-            request_bytes(&request, &endpoint, &kept).to_vec(),
+            request_bytes(&request, &endpoint, &kept),
             value_body(&request, &endpoint),
             "without a system prompt or tools"
         );
@@ -463,7 +463,7 @@ mod tests {
         if let ItemKind::User { text } = &mut Arc::make_mut(&mut edited.history)[0].kind {
             *text = "a different prompt".into();
         }
-        let after = String::from_utf8(request_bytes(&edited, &endpoint, &tools).to_vec()).unwrap();
+        let after = String::from_utf8(request_bytes(&edited, &endpoint, &tools)).unwrap();
         assert!(after.contains("a different prompt"), "{after}");
         assert_eq!(after.into_bytes(), value_body(&edited, &endpoint));
         assert_eq!(request_bytes(&original, &endpoint, &tools), before);

@@ -67,7 +67,8 @@ impl OpenAiResponsesProvider {
             url: endpoint.url("responses")?,
             headers: Headers::bearer(endpoint.api_key.as_ref()),
             endpoint,
-            client: crate::transport::Transport::shared(),
+            client: crate::transport::Transport::shared()
+                .map_err(|err| BuildError::Http(err.to_string()))?,
             kept: Arc::default(),
             store,
             conversations: Arc::default(),
