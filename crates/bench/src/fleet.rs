@@ -70,23 +70,22 @@ async fn one_sessions_requests(
     Ok((requests, bodies))
 }
 
-/// `clients` concurrent tasks each send `requests` in order through one
-/// shared `OpenAiProvider` and drain every event stream: the provider's
-/// HTTP path without the runtime around it.
+/// `clients` concurrent tasks each send `requests` in order through their
+/// own `OpenAiProvider` (one per session, as the Pods have) and drain every
+/// event stream: the provider's HTTP path without the runtime around it.
 async fn provider_clients(
     server: &Server,
     clients: usize,
     requests: Arc<Vec<ProviderRequest>>,
 ) -> Result<Run, Box<dyn std::error::Error>> {
     use futures_util::StreamExt;
-    let provider = Arc::new(OpenAiProvider::new(Endpoint::new(
-        server.base_url(),
-        "bench",
-    ))?);
+    let providers = (0..clients)
+        .map(|_| OpenAiProvider::new(Endpoint::new(server.base_url(), "bench")))
+        .collect::<Result<Vec<_>, _>>()?;
     let (start, cpu) = (Instant::now(), Cpu::now());
     let mut tasks = Vec::with_capacity(clients);
-    for _ in 0..clients {
-        let (provider, requests) = (provider.clone(), requests.clone());
+    for provider in providers {
+        let requests = requests.clone();
         tasks.push(tokio::spawn(async move {
             for request in requests.iter() {
                 let mut events = provider.stream(request).await?;
@@ -292,15 +291,16 @@ async fn fleet(
     durability: Durability,
 ) -> Result<Run, Box<dyn std::error::Error>> {
     let before = server.stats().await?;
-    let provider: Arc<dyn Provider> = Arc::new(OpenAiProvider::new(Endpoint::new(
-        server.base_url(),
-        "bench",
-    ))?);
     let dir = tempfile::tempdir()?;
-    let config = pod_config(dir.path(), provider, durability);
     let mut handles = Vec::with_capacity(pods);
     for _ in 0..pods {
-        handles.push(Pod::spawn(config.clone()).await?);
+        // One provider per session, as pod's launcher builds them: a
+        // provider keeps what it sent of its session's history.
+        let provider: Arc<dyn Provider> = Arc::new(OpenAiProvider::new(Endpoint::new(
+            server.base_url(),
+            "bench",
+        ))?);
+        handles.push(Pod::spawn(pod_config(dir.path(), provider, durability)).await?);
     }
     let (wall, cpu) = run_turns(&handles, turns).await?;
     Ok(Run {

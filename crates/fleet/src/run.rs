@@ -221,7 +221,6 @@ impl Claim {
         };
         Ok(self
             .launcher
-            .plan_resume(self.id, &flags, Some(workspace))
-            .await?)
+            .plan_resume_of(&loaded, &flags, Some(workspace))?)
     }
 }

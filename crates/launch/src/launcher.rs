@@ -180,6 +180,18 @@ impl Launcher {
         workspace: Option<PathBuf>,
     ) -> Result<Plan, LaunchError> {
         let loaded = sessions::load(self.place.store.as_ref(), id).await?;
+        self.plan_resume_of(&loaded, flags, workspace)
+    }
+
+    /// [`Launcher::plan_resume`] of a session already loaded (the fleet
+    /// checks what it loaded before it plans, and reads the log once).
+    pub fn plan_resume_of(
+        &self,
+        loaded: &sessions::Loaded,
+        flags: &Flags,
+        workspace: Option<PathBuf>,
+    ) -> Result<Plan, LaunchError> {
+        let id = loaded.summary.id;
         let workspace = workspace.unwrap_or_else(|| loaded.header.workspace.clone());
         if !workspace.is_dir() {
             return Err(LaunchError::settings(

@@ -145,7 +145,8 @@ impl Launch {
     /// is reported and ignored.
     pub fn from_header(header: &SessionHeader) -> Option<Self> {
         let value = header.launch.as_ref()?;
-        match serde_json::from_value(value.clone()) {
+        // Read from the header's value in place, not from a copy of it.
+        match Self::deserialize(value) {
             Ok(launch) => Some(launch),
             Err(err) => {
                 tracing::warn!(%err, "ignoring the session's unreadable launch record");

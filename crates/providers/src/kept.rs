@@ -6,7 +6,7 @@
 
 use parking_lot::Mutex;
 use pod_llm::{HistoryId, Item, ToolSpec};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Weak};
 use uuid::Uuid;
 
 /// What one provider keeps between requests.
@@ -104,18 +104,75 @@ impl ToolsJson {
     /// The JSON of `tools` as `encode` writes it, encoded again only when
     /// the specs are not the ones of the last call (registries build their
     /// specs once and share them, so a session's requests all hit).
-    pub fn get(&self, tools: &Arc<[ToolSpec]>, encode: impl Fn(&[ToolSpec]) -> String) -> Arc<str> {
-        // Held for a pointer compare, or one encoding of a few tools.
+    ///
+    /// `encoding` names what `encode` writes (the wire, and any setting the
+    /// array depends on): a session's first request takes the array another
+    /// session's provider already encoded from the same specs under the
+    /// same name. Every Pod's registry shares one spec array
+    /// (`ToolRegistry::share_specs`), and encoding its schemas was most of
+    /// the CPU of a short session's requests.
+    pub fn get(
+        &self,
+        tools: &Arc<[ToolSpec]>,
+        encoding: &str,
+        encode: impl Fn(&[ToolSpec]) -> String,
+    ) -> Arc<str> {
+        // Held for a pointer compare, or one lookup in the process's table.
         let mut kept = self.0.lock();
         if let Some((specs, json)) = kept.as_ref() {
             if Arc::ptr_eq(specs, tools) {
                 return json.clone();
             }
         }
-        let json = shared(encode(tools));
+        let json = encoded(tools, encoding, encode);
         *kept = Some((tools.clone(), json.clone()));
         json
     }
+}
+
+/// One tools array encoded in this process: from which specs, under which
+/// name. Both weak: it lives as long as a provider keeps it.
+struct Encoded {
+    encoding: String,
+    specs: Weak<[ToolSpec]>,
+    json: Weak<str>,
+}
+
+/// The array `encode` writes of `tools` under `encoding`, encoded only when
+/// no provider of the process holds one of the same specs (the same
+/// allocation) and name.
+fn encoded(
+    tools: &Arc<[ToolSpec]>,
+    encoding: &str,
+    encode: impl Fn(&[ToolSpec]) -> String,
+) -> Arc<str> {
+    // Held to look through the few live arrays, or to add one; an encoding
+    // is done outside it.
+    static ENCODED: LazyLock<Mutex<Vec<Encoded>>> = LazyLock::new(Default::default);
+    let find = |table: &[Encoded]| {
+        table.iter().find_map(|entry| {
+            let same = entry.encoding == encoding
+                && std::ptr::addr_eq(entry.specs.as_ptr(), Arc::as_ptr(tools));
+            // The specs' allocation is held by the weak pointer, so the same
+            // address is the same specs.
+            same.then(|| entry.json.upgrade()).flatten()
+        })
+    };
+    if let Some(json) = find(&ENCODED.lock()) {
+        return json;
+    }
+    let json = shared(encode(tools));
+    let mut table = ENCODED.lock();
+    table.retain(|entry| entry.specs.strong_count() > 0 && entry.json.strong_count() > 0);
+    if let Some(json) = find(&table) {
+        return json;
+    }
+    table.push(Encoded {
+        encoding: encoding.to_owned(),
+        specs: Arc::downgrade(tools),
+        json: Arc::downgrade(&json),
+    });
+    json
 }
 
 /// `json` as the one copy every session of the process uses: a fleet's
@@ -125,7 +182,6 @@ impl ToolsJson {
 fn shared(json: String) -> Arc<str> {
     use std::collections::HashMap;
     use std::hash::{Hash, Hasher};
-    use std::sync::{LazyLock, Weak};
     // Held for a lookup and an insert (a sweep of the dead now and then).
     static ARRAYS: LazyLock<Mutex<HashMap<u64, Weak<str>>>> = LazyLock::new(Default::default);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -186,14 +242,49 @@ mod tests {
         let (one, two) = (ToolsJson::default(), ToolsJson::default());
         let first: Arc<[ToolSpec]> = vec![spec("read_file"), spec("bash")].into();
         let second: Arc<[ToolSpec]> = vec![spec("read_file"), spec("bash")].into();
-        let a = one.get(&first, encode);
-        let b = two.get(&second, encode);
+        let a = one.get(&first, "names", encode);
+        let b = two.get(&second, "names", encode);
         assert!(Arc::ptr_eq(&a, &b), "{a} and {b} are two copies");
         // Other tools get their own.
         let other: Arc<[ToolSpec]> = vec![spec("read_file")].into();
-        let c = ToolsJson::default().get(&other, encode);
+        let c = ToolsJson::default().get(&other, "names", encode);
         assert_eq!(&*c, r#"["read_file"]"#);
         assert!(!Arc::ptr_eq(&a, &c));
+    }
+
+    #[test]
+    fn specs_are_encoded_once_per_encoding_across_providers() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let encodings = AtomicUsize::new(0);
+        let encoder = |wire: &'static str| {
+            let encodings = &encodings;
+            move |specs: &[ToolSpec]| {
+                encodings.fetch_add(1, Ordering::Relaxed);
+                format!("{wire}: {} tools", specs.len())
+            }
+        };
+        let encode = encoder("a");
+        let specs: Arc<[ToolSpec]> = vec![ToolSpec {
+            name: "encoded_once".into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }]
+        .into();
+        // Three sessions' providers, one spec array.
+        let first = ToolsJson::default().get(&specs, "wire-a", encode);
+        let second = ToolsJson::default();
+        assert!(Arc::ptr_eq(&first, &second.get(&specs, "wire-a", encode)));
+        assert_eq!(encodings.load(Ordering::Relaxed), 1);
+        // Another wire (or cache setting) writes its own array.
+        let other = ToolsJson::default().get(&specs, "wire-b", encoder("b"));
+        assert_eq!(encodings.load(Ordering::Relaxed), 2);
+        assert_eq!(&*other, "b: 1 tools");
+        // Once no provider holds it, the array is forgotten, not kept for
+        // the process's life.
+        drop((first, second));
+        let again = ToolsJson::default().get(&specs, "wire-a", encode);
+        assert_eq!(encodings.load(Ordering::Relaxed), 3);
+        assert_eq!(&*again, "a: 1 tools");
     }
 
     #[test]

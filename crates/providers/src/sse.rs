@@ -42,27 +42,48 @@ impl SseDecoder {
     }
 
     /// Decodes `bytes`, returning the events they complete.
+    ///
+    /// A line that arrived whole in `bytes` is read where it lies; only
+    /// the part of a line that a read cut off is copied, to wait for its
+    /// end (a response's events are most often whole in each read).
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, LineTooLong> {
         let mut events = Vec::new();
-        for &byte in bytes {
-            match byte {
-                b'\n' if self.after_cr => self.after_cr = false,
-                b'\n' | b'\r' => {
-                    self.after_cr = byte == b'\r';
-                    let line = std::mem::take(&mut self.line);
-                    if let Some(event) = self.line_done(&line) {
-                        events.push(event);
-                    }
-                }
-                _ => {
-                    self.after_cr = false;
-                    if self.line.len() >= MAX_LINE {
-                        return Err(LineTooLong);
-                    }
-                    self.line.push(byte);
+        let mut rest = bytes;
+        if self.after_cr {
+            if let Some(&first) = rest.first() {
+                self.after_cr = false;
+                if first == b'\n' {
+                    rest = &rest[1..];
                 }
             }
         }
+        while let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            let (part, tail) = rest.split_at(end);
+            if self.line.len() + part.len() > MAX_LINE {
+                return Err(LineTooLong);
+            }
+            rest = &tail[1..];
+            if tail[0] == b'\r' {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    Some(_) => {}
+                    // The `\n` of a `\r\n` may come with the next read.
+                    None => self.after_cr = true,
+                }
+            }
+            let event = if self.line.is_empty() {
+                self.line_done(part)
+            } else {
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(part);
+                self.line_done(&line)
+            };
+            events.extend(event);
+        }
+        if self.line.len() + rest.len() > MAX_LINE {
+            return Err(LineTooLong);
+        }
+        self.line.extend_from_slice(rest);
         Ok(events)
     }
 
@@ -165,6 +186,46 @@ mod tests {
         let events = all(&[b"data: {}"]);
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].data, "{}");
+    }
+
+    #[test]
+    fn events_are_the_same_wherever_the_reads_cut() {
+        let stream: &[u8] = b": ping\r\n\r\nevent: a\r\ndata: {\"x\":1}\r\n\r\n\
+            data: one\rdata: two\r\rdata: three\n\ndata: [DONE]\n\n";
+        let whole = all(&[stream]);
+        assert_eq!(whole.len(), 4, "{whole:?}");
+        assert_eq!(whole[1].data, "one\ntwo");
+        for cut in 0..=stream.len() {
+            let (a, b) = stream.split_at(cut);
+            assert_eq!(all(&[a, b]), whole, "cut at {cut}");
+            for second in cut..=stream.len() {
+                let (b, c) = stream[cut..].split_at(second - cut);
+                assert_eq!(all(&[a, b, c]), whole, "cuts at {cut} and {second}");
+            }
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(all(&bytes), whole);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_is_an_error_however_it_arrives() {
+        let piece = vec![b'x'; 1024 * 1024];
+        let mut decoder = SseDecoder::new();
+        let mut failed = false;
+        for _ in 0..=MAX_LINE / piece.len() {
+            if decoder.feed(&piece).is_err() {
+                failed = true;
+                break;
+            }
+        }
+        assert!(failed, "a line of more than {MAX_LINE} bytes was buffered");
+        let mut whole = vec![b'x'; MAX_LINE + 1];
+        whole.push(b'\n');
+        assert_eq!(SseDecoder::new().feed(&whole), Err(LineTooLong));
+        // A line of exactly the limit is fine.
+        whole.truncate(MAX_LINE);
+        whole.push(b'\n');
+        assert!(SseDecoder::new().feed(&whole).is_ok());
     }
 
     #[test]

@@ -193,15 +193,36 @@ fn empty_spec() -> ToolSpec {
     }
 }
 
-/// Equal specs, schemas compared as the bytes they are sent as: `Value`
-/// equality ignores key order, and a registry must send its own order.
+/// Equal specs, schemas compared as the bytes they are sent as.
 fn same_specs(a: &[ToolSpec], b: &[ToolSpec]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(a, b)| {
             a.name == b.name
                 && a.description == b.description
-                && serde_json::to_vec(&a.parameters).ok() == serde_json::to_vec(&b.parameters).ok()
+                && same_json(&a.parameters, &b.parameters)
         })
+}
+
+/// Whether `a` and `b` are written as the same JSON: `Value` equality
+/// ignores the order of an object's keys, and a registry must send its
+/// own order. Compared in place (encoding both was most of a session's
+/// start).
+fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_json(a, b))
+        }
+        // A number is written as it is held (`1` and `1.0` differ, as
+        // their bytes do).
+        _ => a == b,
+    }
 }
 
 /// Tools whose set changes while a session runs (an MCP server's, after it

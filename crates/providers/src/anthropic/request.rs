@@ -90,7 +90,9 @@ pub(crate) fn request_bytes(
     let marker_json = marker.as_ref().map(Value::to_string);
     write_messages(&mut out, &messages, marker_json.as_deref());
     if !request.tools.is_empty() {
-        let tools = tools.get(&request.tools, |specs| {
+        // The array carries the cache marker: its encodings differ by it.
+        let encoding = format!("{WIRE} {}", marker_json.as_deref().unwrap_or(""));
+        let tools = tools.get(&request.tools, &encoding, |specs| {
             let mut tools: Vec<Value> = specs.iter().map(tool).collect();
             if let (Some(marker), Some(last)) = (&marker, tools.last_mut()) {
                 last["cache_control"] = marker.clone();

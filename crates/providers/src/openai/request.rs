@@ -9,7 +9,7 @@ use crate::body::Body;
 use crate::endpoint::Endpoint;
 use crate::kept::Kept;
 use pod_llm::{Item, ItemKind, ProviderRequest, Reasoning, ToolCall, ToolSpec};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// The name under which items keep their encoding as a message of this
 /// wire (see [`Item::wire`]). The encoding depends on the item alone, never
@@ -34,7 +34,7 @@ pub(crate) fn request_bytes(request: &ProviderRequest, endpoint: &Endpoint, kept
     let mut pieces = reused.map(|(pieces, _)| pieces).unwrap_or_default();
     let (order, settled) = in_api_order_settled(&request.history[from..]);
     let tools = (!request.tools.is_empty()).then(|| {
-        kept.tools.get(&request.tools, |specs| {
+        kept.tools.get(&request.tools, WIRE, |specs| {
             Value::Array(specs.iter().map(tool).collect()).to_string()
         })
     });
@@ -74,11 +74,16 @@ pub(crate) fn request_bytes(request: &ProviderRequest, endpoint: &Endpoint, kept
             new.push(b',');
         }
         if keeps && n < settled {
-            // Writing a `Value` into a `Vec` fails only on a writer error,
-            // which a `Vec` has none of.
+            // Writing borrowed strings into a `Vec` cannot fail.
             let _ = serde_json::to_writer(&mut new, &message(item));
         } else {
-            new.extend_from_slice(item.wire(WIRE, |item| message(item).to_string()).as_bytes());
+            new.extend_from_slice(
+                item.wire(WIRE, |item| {
+                    // Serializing borrowed strings into a `String` cannot fail.
+                    serde_json::to_string(&message(item)).unwrap_or_default()
+                })
+                .as_bytes(),
+            );
         }
         if n + 1 == settled {
             settled_end = new.len();
@@ -194,13 +199,59 @@ fn in_api_order_settled(history: &[Item]) -> (Vec<&Item>, usize) {
     (messages, settled)
 }
 
-fn message(item: &Item) -> Value {
+/// One message of the body, borrowed from its item and written by serde
+/// straight into the body (no `Value` tree built and dropped per message).
+/// Field order is the bytes' order.
+#[derive(serde::Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum Message<'a> {
+    User {
+        content: &'a str,
+    },
+    System {
+        content: &'a str,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+    Assistant {
+        /// `None` (`null`) for a tool-calling message with no text, as the
+        /// API itself returns it; some servers reject an empty string.
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_calls: Option<Vec<CallMessage<'a>>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<&'a str>,
+    },
+}
+
+#[derive(serde::Serialize)]
+struct CallMessage<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionMessage<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct FunctionMessage<'a> {
+    name: &'a str,
+    /// Sent back verbatim, even when it is not valid JSON: the model
+    /// should see what it actually produced.
+    arguments: &'a str,
+}
+
+fn message(item: &Item) -> Message<'_> {
     match &item.kind {
-        ItemKind::User { text } => json!({"role": "user", "content": text}),
-        ItemKind::System { text, .. } => json!({"role": "system", "content": text}),
+        ItemKind::User { text } => Message::User { content: text },
+        ItemKind::System { text, .. } => Message::System { content: text },
         ItemKind::ToolResult {
             call_id, content, ..
-        } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+        } => Message::Tool {
+            tool_call_id: call_id,
+            content,
+        },
         ItemKind::Assistant {
             text,
             reasoning,
@@ -210,40 +261,40 @@ fn message(item: &Item) -> Value {
     }
 }
 
-fn assistant(text: &str, reasoning: Option<&Reasoning>, calls: &[ToolCall]) -> Value {
-    let mut message = Map::new();
-    message.insert("role".into(), json!("assistant"));
-    // A tool-calling message with no text carries `content: null`, as the
-    // API itself returns it; some servers reject an empty string there.
-    let content = if text.is_empty() && !calls.is_empty() {
-        Value::Null
-    } else {
-        json!(text)
-    };
-    message.insert("content".into(), content);
-    if !calls.is_empty() {
-        let calls: Vec<Value> = calls
-            .iter()
-            .map(|call| {
-                json!({
-                    "id": call.id,
-                    "type": "function",
-                    // Sent back verbatim, even when it is not valid JSON:
-                    // the model should see what it actually produced.
-                    "function": {"name": call.name, "arguments": call.arguments},
-                })
-            })
-            .collect();
-        message.insert("tool_calls".into(), Value::Array(calls));
-        // DeepSeek's rule: reasoning of a response that called tools must be
-        // sent back on every later request (it answers 400 otherwise);
+fn assistant<'a>(
+    text: &'a str,
+    reasoning: Option<&'a Reasoning>,
+    calls: &'a [ToolCall],
+) -> Message<'a> {
+    if calls.is_empty() {
+        return Message::Assistant {
+            content: Some(text),
+            tool_calls: None,
+            reasoning_content: None,
+        };
+    }
+    let tool_calls = calls
+        .iter()
+        .map(|call| CallMessage {
+            id: &call.id,
+            kind: "function",
+            function: FunctionMessage {
+                name: &call.name,
+                arguments: &call.arguments,
+            },
+        })
+        .collect();
+    Message::Assistant {
+        content: (!text.is_empty()).then_some(text),
+        tool_calls: Some(tool_calls),
+        // DeepSeek's rule: reasoning of a response that called tools must
+        // be sent back on every later request (it answers 400 otherwise);
         // reasoning of a plain answer is not sent back. Signed reasoning is
         // Anthropic's and means nothing to an OpenAI-compatible server.
-        if let Some(reasoning) = reasoning.filter(|r| r.signature.is_none() && !r.text.is_empty()) {
-            message.insert("reasoning_content".into(), json!(reasoning.text));
-        }
+        reasoning_content: reasoning
+            .filter(|r| r.signature.is_none() && !r.text.is_empty())
+            .map(|r| r.text.as_str()),
     }
-    Value::Object(message)
 }
 
 #[cfg(test)]
@@ -251,7 +302,63 @@ mod tests {
     use super::*;
     use crate::kept::MAX_PIECES;
     use pod_llm::SystemKind;
+    use serde_json::Map;
     use std::sync::Arc;
+
+    /// Each message as the `Value` it used to be built as.
+    fn value_message(item: &Item) -> Value {
+        match &item.kind {
+            ItemKind::User { text } => json!({"role": "user", "content": text}),
+            ItemKind::System { text, .. } => json!({"role": "system", "content": text}),
+            ItemKind::ToolResult {
+                call_id, content, ..
+            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+            ItemKind::Assistant {
+                text,
+                reasoning,
+                tool_calls,
+                ..
+            } => value_assistant(text, reasoning.as_ref(), tool_calls),
+        }
+    }
+
+    fn value_assistant(text: &str, reasoning: Option<&Reasoning>, calls: &[ToolCall]) -> Value {
+        let mut message = Map::new();
+        message.insert("role".into(), json!("assistant"));
+        // A tool-calling message with no text carries `content: null`, as the
+        // API itself returns it; some servers reject an empty string there.
+        let content = if text.is_empty() && !calls.is_empty() {
+            Value::Null
+        } else {
+            json!(text)
+        };
+        message.insert("content".into(), content);
+        if !calls.is_empty() {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|call| {
+                    json!({
+                        "id": call.id,
+                        "type": "function",
+                        // Sent back verbatim, even when it is not valid JSON:
+                        // the model should see what it actually produced.
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    })
+                })
+                .collect();
+            message.insert("tool_calls".into(), Value::Array(calls));
+            // DeepSeek's rule: reasoning of a response that called tools must be
+            // sent back on every later request (it answers 400 otherwise);
+            // reasoning of a plain answer is not sent back. Signed reasoning is
+            // Anthropic's and means nothing to an OpenAI-compatible server.
+            if let Some(reasoning) =
+                reasoning.filter(|r| r.signature.is_none() && !r.text.is_empty())
+            {
+                message.insert("reasoning_content".into(), json!(reasoning.text));
+            }
+        }
+        Value::Object(message)
+    }
 
     /// The body as it was built before items kept their encoding: one
     /// `Value` for the whole request. The bytes sent must not change.
@@ -260,7 +367,11 @@ mod tests {
         if !request.system_prompt.is_empty() {
             messages.push(json!({"role": "system", "content": request.system_prompt}));
         }
-        messages.extend(in_api_order(&request.history).into_iter().map(message));
+        messages.extend(
+            in_api_order(&request.history)
+                .into_iter()
+                .map(value_message),
+        );
         let mut body = Map::new();
         body.insert("model".into(), json!(endpoint.model));
         body.insert("messages".into(), Value::Array(messages));
@@ -314,6 +425,24 @@ mod tests {
                 "<system-reminder>plan</system-reminder>",
             ),
             Item::tool_result("c2", "invalid arguments", true),
+            // Text beside a call; signed reasoning is not sent back.
+            Item::new(ItemKind::Assistant {
+                text: "Reading it again.".into(),
+                reasoning: Some(Reasoning {
+                    text: "signed".into(),
+                    signature: Some("sig".into()),
+                }),
+                tool_calls: vec![call("c3", "{}")],
+                usage: None,
+            }),
+            Item::tool_result("c3", "", false),
+            // No text and no call: an empty content, not `null`.
+            Item::new(ItemKind::Assistant {
+                text: String::new(),
+                reasoning: None,
+                tool_calls: Vec::new(),
+                usage: None,
+            }),
             Item::new(ItemKind::Assistant {
                 text: "done".into(),
                 reasoning: Some(Reasoning {

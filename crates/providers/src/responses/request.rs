@@ -51,7 +51,7 @@ pub(crate) fn request_bytes(
         .filter(|entries| !entries.is_empty())
         .collect();
     let tools = (!request.tools.is_empty()).then(|| {
-        envelope.kept.tools.get(&request.tools, |specs| {
+        envelope.kept.tools.get(&request.tools, WIRE, |specs| {
             Value::Array(specs.iter().map(tool).collect()).to_string()
         })
     });
