@@ -167,3 +167,26 @@ fn garbage_data_is_malformed() {
     let err = decode(&["{not json"]).unwrap_err();
     assert!(matches!(err, ProviderError::Malformed(_)));
 }
+
+#[test]
+fn arguments_as_an_object_null_or_escaped_text_decode_as_before() {
+    let events = decode(&[
+        // An object written with spaces is sent on as compact JSON.
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":{ "b" : [1, "ü\n"] }}}]}}]}"#,
+        // `null` arguments are no fragment; the text ones are unescaped.
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"y","arguments":null}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"q\":\"\\u00fc \\\"x\\\"\"}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+    ])
+    .unwrap();
+    assert_eq!(events[0], start(0, "a", "x"));
+    assert_eq!(events[1], args(0, "{\"b\":[1,\"ü\\n\"]}"));
+    assert_eq!(events[2], start(1, "b", "y"));
+    assert_eq!(events[3], args(1, "{\"q\":\"\\u00fc \\\"x\\\"\"}"));
+    // Arguments that are not JSON at all fail the stream, naming them.
+    let err = decode(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"x","arguments":{"a":}}}]}}]}"#,
+    ])
+    .unwrap_err();
+    assert!(matches!(err, ProviderError::Malformed(_)), "{err:?}");
+}
