@@ -57,7 +57,7 @@ impl SseDecoder {
                 }
             }
         }
-        while let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
             let (part, tail) = rest.split_at(end);
             if self.line.len() + part.len() > MAX_LINE {
                 return Err(LineTooLong);
