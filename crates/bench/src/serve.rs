@@ -8,6 +8,10 @@
 //! peak RSS (`VmHWM`) and what it grew by per session, the most database
 //! connections they held (`pg_stat_activity`), appends and WAL flushes per
 //! second (`pod_records`, `pg_stat_wal`), and how long the submission took.
+//! "Cores busy" is the whole machine's busy CPU time over the run (`/proc/
+//! stat`: the workers, PostgreSQL, the model server, the kernel) divided by
+//! the wall time, and "workers' share" the workers' part of it: a run whose
+//! cores are all busy is paced by the machine, not by the model.
 
 use crate::loopback::{Options, Server};
 use crate::support::fmt_duration;
@@ -35,6 +39,37 @@ fn children_cpu() -> Duration {
         Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
     };
     time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// CPU time the whole machine spent busy (every process and the kernel:
+/// the workers, PostgreSQL, the model server), from `/proc/stat`; zero
+/// where it cannot be read.
+fn machine_busy() -> Duration {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
+        return Duration::ZERO;
+    };
+    // SAFETY: sysconf reads a constant of the system.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let Some(line) = stat.lines().find(|l| l.starts_with("cpu ")) else {
+        return Duration::ZERO;
+    };
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal: all but idle and
+    // iowait are busy.
+    let busy: u64 = fields
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| matches!(i, 0 | 1 | 2 | 5 | 6 | 7))
+        .map(|(_, v)| v)
+        .sum();
+    match u64::try_from(ticks) {
+        Ok(ticks) if ticks > 0 => Duration::from_secs_f64(busy as f64 / ticks as f64),
+        _ => Duration::ZERO,
+    }
 }
 
 /// A field of `/proc/PID/status` in kB.
@@ -112,6 +147,8 @@ struct Row {
     submit: Duration,
     wall: Duration,
     cpu: Duration,
+    /// The machine's busy CPU time over the same span.
+    busy: Duration,
     requests: u64,
     peak_rss_kb: u64,
     idle_rss_kb: u64,
@@ -187,6 +224,7 @@ async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result
     let (records_before, syncs_before) = db_counters(&client).await?;
     let requests_before = setup.server.stats().await?.requests;
     let cpu_before = children_cpu();
+    let busy_before = machine_busy();
     let started = Instant::now();
     let mut children: Vec<Child> = (0..workers)
         .map(|_| {
@@ -227,6 +265,7 @@ async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result
         }
     }
     let wall = started.elapsed();
+    let busy = machine_busy().saturating_sub(busy_before);
     let cpu = children_cpu().saturating_sub(cpu_before);
     let requests = setup.server.stats().await?.requests - requests_before;
     let (records_after, syncs_after) = db_counters(&client).await?;
@@ -251,6 +290,7 @@ async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result
         submit,
         wall,
         cpu,
+        busy,
         requests,
         peak_rss_kb: peak_rss_kb.iter().sum(),
         idle_rss_kb,
@@ -282,8 +322,9 @@ pub async fn run(quick: bool, args: &[String]) -> Result<(), Error> {
         "\n### A fleet at scale: N sessions × {REQUESTS} requests, {}s model latency\n",
         LATENCY.as_secs()
     );
-    println!("| workers × sessions | checkpoints | submit | wall | wall ÷ ideal | CPU / request | peak RSS | RSS / session | DB connections | appends/s | WAL flushes/s |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| workers × sessions | checkpoints | submit | wall | wall ÷ ideal | CPU / request | cores busy | workers' share | peak RSS | RSS / session | DB connections | appends/s | WAL flushes/s |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for (workers, per_worker, checkpoints) in runs {
         let row = measure(workers, per_worker, checkpoints).await?;
         let ideal = LATENCY * REQUESTS as u32;
@@ -293,7 +334,7 @@ pub async fn run(quick: bool, args: &[String]) -> Result<(), Error> {
                 .saturating_sub(row.idle_rss_kb * row.workers as u64) as f64
                 / row.sessions as f64;
         println!(
-            "| {} × {} | {} | {} | {} | {:.2}× | {:.3} ms | {:.0} MB | {:.1} KB | {} | {:.0} | {:.0} |",
+            "| {} × {} | {} | {} | {} | {:.2}× | {:.3} ms | {:.2} of {cores} | {:.0} % | {:.0} MB | {:.1} KB | {} | {:.0} | {:.0} |",
             row.workers,
             row.sessions / row.workers,
             if row.checkpoints { "on" } else { "off" },
@@ -301,6 +342,8 @@ pub async fn run(quick: bool, args: &[String]) -> Result<(), Error> {
             fmt_duration(row.wall),
             secs / ideal.as_secs_f64(),
             row.cpu.as_secs_f64() * 1000.0 / row.requests as f64,
+            row.busy.as_secs_f64() / secs,
+            100.0 * row.cpu.as_secs_f64() / row.busy.as_secs_f64().max(f64::EPSILON),
             row.peak_rss_kb as f64 / 1024.0,
             per_session_kb,
             row.connections,

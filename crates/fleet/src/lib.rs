@@ -19,7 +19,7 @@ use pod::{Approver, CancellationToken, PodHandle};
 use pod_launch::Launcher;
 use pod_store_pg::PgStore;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
@@ -152,12 +152,17 @@ impl Worker {
             lease_ttl: store.lease_ttl(),
         });
         let mut running: JoinSet<(Uuid, Result<Ended, RunError>)> = JoinSet::new();
+        let mut pacing = ClaimPacing::default();
         loop {
-            while running.len() < self.slots as usize && !stop.is_cancelled() {
+            while running.len() < self.slots as usize
+                && !stop.is_cancelled()
+                && pacing.may_claim(Instant::now())
+            {
                 let free = (self.slots as usize - running.len()).min(CLAIM_BATCH);
                 match store.claim_many(free).await {
                     Ok(claims) => {
                         let full = claims.len() == free;
+                        pacing.claimed(full, Instant::now());
                         for claimed in claims {
                             report(Report::Claimed {
                                 id: claimed.id,
@@ -178,6 +183,7 @@ impl Worker {
                     }
                     Err(err) => {
                         report(Report::ClaimFailed(pod_llm::error_chain(&err)));
+                        pacing.claimed(false, Instant::now());
                         break;
                     }
                 }
@@ -202,5 +208,58 @@ impl Worker {
                 _ = stop.cancelled(), if !stop.is_cancelled() => report(Report::Stopping),
             }
         }
+    }
+}
+
+/// When the worker claims again. A claim that filled every free slot may
+/// have left more queued: the next one goes at once. A claim that came
+/// back short (or failed) found the queue empty, and a session ending is
+/// no news about the queue: the next claim waits for the poll interval.
+/// Claiming on every session's end was one claim statement per session,
+/// each scanning the running sessions for expired leases; at 10,000
+/// sessions their ends kept a database core busy for ten seconds after
+/// the last request (BENCHMARKS.md section 15).
+#[derive(Debug, Default)]
+struct ClaimPacing {
+    /// When a claim last found nothing more to take.
+    short_at: Option<Instant>,
+}
+
+impl ClaimPacing {
+    /// Whether a claim may go out at `now`.
+    fn may_claim(&self, now: Instant) -> bool {
+        self.short_at
+            .is_none_or(|at| now.saturating_duration_since(at) >= POLL)
+    }
+
+    /// A claim went out at `now`; `full` when it took all it asked for.
+    fn claimed(&mut self, full: bool, now: Instant) {
+        self.short_at = (!full).then_some(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_claim_holds_the_next_for_the_poll_interval() {
+        let start = Instant::now();
+        let mut pacing = ClaimPacing::default();
+        assert!(pacing.may_claim(start), "the first claim goes at once");
+        // Full: there may be more queued, claim again at once.
+        pacing.claimed(true, start);
+        assert!(pacing.may_claim(start));
+        // Short: the queue is empty; sessions ending meanwhile claim nothing.
+        pacing.claimed(false, start);
+        assert!(!pacing.may_claim(start));
+        assert!(!pacing.may_claim(start + POLL / 2));
+        assert!(pacing.may_claim(start + POLL));
+        // A failed claim waits the same way, and a full one lifts the wait.
+        let later = start + POLL;
+        pacing.claimed(false, later);
+        assert!(!pacing.may_claim(later + POLL / 4));
+        pacing.claimed(true, later + POLL);
+        assert!(pacing.may_claim(later + POLL));
     }
 }
