@@ -83,8 +83,7 @@ impl Pod {
     ) -> Result<PodHandle, PodError> {
         let config = Arc::new(config);
         let store = config.store();
-        let fallback = session::header(&config, id, parent);
-        let opened = session::open(id, &config, &store, fallback).await?;
+        let opened = session::open(id, &config, &store, parent).await?;
         let lineage = Lineage::of(Some(&opened.header));
         let events = event_channel(&config);
         let tools = SessionTools::new(&config, tools_for(id, lineage, &events))?;

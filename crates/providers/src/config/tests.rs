@@ -190,6 +190,36 @@ fn missing_file_is_an_empty_config() {
 }
 
 #[test]
+fn a_loaded_file_is_read_each_time_and_an_edit_takes_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let with = |model: &str| {
+        format!("[profiles.main]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"{model}\"\n")
+    };
+    let model = |file: &ConfigFile| file.profile(Some("main")).unwrap().model.clone();
+    std::fs::write(&path, with("first")).unwrap();
+    let first = ConfigFile::load(&path).unwrap();
+    assert_eq!(model(&first).as_deref(), Some("first"));
+    // The same text again: the same config.
+    assert_eq!(ConfigFile::load(&path).unwrap(), first);
+    // Edited: the next load sees the edit.
+    std::fs::write(&path, with("second")).unwrap();
+    assert_eq!(
+        model(&ConfigFile::load(&path).unwrap()).as_deref(),
+        Some("second")
+    );
+    // Broken: an error, not the last good parse.
+    std::fs::write(&path, "[profiles.main\n").unwrap();
+    assert!(ConfigFile::load(&path).is_err());
+    // The same text at another path names that path.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, with("second")).unwrap();
+    std::fs::write(&path, with("second")).unwrap();
+    assert_eq!(ConfigFile::load(&path).unwrap().path, path);
+    assert_eq!(ConfigFile::load(&other).unwrap().path, other);
+}
+
+#[test]
 fn the_approval_table_is_kept_for_front_ends() {
     let text = "[approval]\ndefault = \"ask\"\n[approval.tools]\nbash = \"allow\"\n";
     let parsed = ConfigFile::parse(text, Path::new("config.toml")).unwrap();
