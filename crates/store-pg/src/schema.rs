@@ -11,6 +11,7 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/001_sessions.sql"),
     include_str!("../migrations/002_parked.sql"),
+    include_str!("../migrations/003_expiring_leases.sql"),
 ];
 
 // Any constant both sides agree on: workers migrating at once take turns.
