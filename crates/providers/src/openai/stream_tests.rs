@@ -183,7 +183,7 @@ fn arguments_as_an_object_null_or_escaped_text_decode_as_before() {
     assert_eq!(events[1], args(0, "{\"b\":[1,\"ü\\n\"]}"));
     assert_eq!(events[2], start(1, "b", "y"));
     assert_eq!(events[3], args(1, "{\"q\":\"\\u00fc \\\"x\\\"\"}"));
-    // Arguments that are not JSON at all fail the stream, naming them.
+    // A chunk that is not JSON (here: broken arguments) fails the stream.
     let err = decode(&[
         r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"x","arguments":{"a":}}}]}}]}"#,
     ])
