@@ -89,12 +89,12 @@ impl Tool for RecordExpense {
         "Records an expense (an item and its price in cents) in the ledger.".into()
     }
 
-    fn parameters(&self) -> Value {
-        json!({
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(json!({
             "type": "object",
             "properties": {"item": {"type": "string"}, "cents": {"type": "integer", "minimum": 1}},
             "required": ["item", "cents"]
-        })
+        }))
     }
 
     fn state(&self) -> Option<Arc<dyn ToolState>> {
@@ -129,8 +129,8 @@ impl Tool for SlowWork {
         "Does slow work.".into()
     }
 
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(json!({"type": "object"}))
     }
 
     async fn call(&self, _args: Value, ctx: ToolContext) -> ToolOutput {

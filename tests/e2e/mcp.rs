@@ -82,7 +82,7 @@ async fn server_tools_are_named_called_and_their_results_read() {
     assert!(long.len() <= 64, "{long}");
     let loose = tools.iter().find(|t| t.name() == "t__loose").unwrap();
     assert_eq!(
-        pod_worker::Tool::parameters(loose),
+        *pod_worker::Tool::parameters(loose),
         json!({"type": "object", "properties": {}})
     );
 

@@ -152,8 +152,10 @@ impl Tool for CountingLookup {
         "Looks up a key.".into()
     }
 
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(
+            json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}),
+        )
     }
 
     async fn call(&self, args: LookupArgs, _ctx: ToolContext) -> ToolOutput {

@@ -34,8 +34,10 @@ impl Tool for Lookup {
         "Looks up a key.".into()
     }
 
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(
+            json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}),
+        )
     }
 
     async fn call(&self, args: LookupArgs, _ctx: ToolContext) -> ToolOutput {

@@ -44,8 +44,10 @@ impl Tool for Echo {
     fn description(&self) -> String {
         "Echoes its text.".into()
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        )
     }
     fn concurrency_safe(&self) -> bool {
         self.concurrent
@@ -100,8 +102,8 @@ impl Tool for Slow {
     fn description(&self) -> String {
         "Runs until cancelled.".into()
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(json!({"type": "object"}))
     }
     async fn call(&self, _args: Value, ctx: ToolContext) -> ToolOutput {
         let _guard = SetOnDrop(self.dropped.clone());
@@ -126,8 +128,8 @@ impl Tool for WaitForCancel {
     fn description(&self) -> String {
         "Waits until the turn is cancelled.".into()
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(json!({"type": "object"}))
     }
     async fn call(&self, _args: Value, ctx: ToolContext) -> ToolOutput {
         ctx.cancel.cancelled().await;
@@ -147,8 +149,8 @@ impl Tool for Panics {
     fn description(&self) -> String {
         "Always panics.".into()
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(json!({"type": "object"}))
     }
     async fn call(&self, args: TextArgs, _ctx: ToolContext) -> ToolOutput {
         panic!("{}", args.text)
@@ -194,8 +196,8 @@ impl Tool for Gauge {
     fn description(&self) -> String {
         "Measures concurrency.".into()
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"yields": {"type": "integer"}}})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(json!({"type": "object", "properties": {"yields": {"type": "integer"}}}))
     }
     fn concurrency_safe(&self) -> bool {
         self.safe
@@ -271,8 +273,10 @@ impl Tool for Tally {
     fn description(&self) -> String {
         "Adds n to the total.".into()
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        )
     }
     fn state(&self) -> Option<Arc<dyn ToolState>> {
         Some(self.0.clone())
@@ -313,8 +317,8 @@ impl Tool for Rendezvous {
     fn description(&self) -> String {
         "Waits until the other parties arrive.".into()
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(json!({"type": "object"}))
     }
     fn concurrency_safe(&self) -> bool {
         true

@@ -56,8 +56,10 @@ pub struct ToolSpec {
     pub name: String,
     /// What the tool does and how to use it.
     pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: serde_json::Value,
+    /// JSON Schema of the arguments object. Shared: a tool whose schema
+    /// never changes hands every session the same value (see
+    /// `pod_worker::tool::shared_schema`).
+    pub parameters: Arc<serde_json::Value>,
 }
 
 /// One event of a streamed response.

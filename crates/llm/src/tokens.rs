@@ -123,7 +123,7 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: "Reads a file.".into(),
-            parameters,
+            parameters: parameters.into(),
         }
     }
 

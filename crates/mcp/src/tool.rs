@@ -12,7 +12,7 @@ pub struct McpTool {
     name: String,
     remote: String,
     description: String,
-    parameters: Value,
+    parameters: Arc<Value>,
     read_only: bool,
     connection: Arc<Connection>,
 }
@@ -37,7 +37,9 @@ impl McpTool {
             name,
             remote: tool.name.to_string(),
             description: format!("[MCP server {}] {description}", connection.name()),
-            parameters: normalise_schema(Value::Object((*tool.input_schema).clone())),
+            parameters: Arc::new(normalise_schema(Value::Object(
+                (*tool.input_schema).clone(),
+            ))),
             read_only,
             connection,
         }
@@ -72,8 +74,8 @@ impl Tool for McpTool {
         self.description.clone()
     }
 
-    fn parameters(&self) -> Value {
-        self.parameters.clone()
+    fn parameters(&self) -> Arc<Value> {
+        Arc::clone(&self.parameters)
     }
 
     fn concurrency_safe(&self) -> bool {

@@ -233,7 +233,7 @@ mod tests {
         let spec = |name: &str| ToolSpec {
             name: name.into(),
             description: "d".into(),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: serde_json::json!({"type": "object"}).into(),
         };
         let encode = |specs: &[ToolSpec]| {
             let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
@@ -268,7 +268,7 @@ mod tests {
         let specs: Arc<[ToolSpec]> = vec![ToolSpec {
             name: "encoded_once".into(),
             description: "d".into(),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: serde_json::json!({"type": "object"}).into(),
         }]
         .into();
         // Three sessions' providers, one spec array.

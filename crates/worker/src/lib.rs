@@ -40,6 +40,6 @@ pub use interceptor::{
 pub use observer::{NullObserver, PersistError, PersistKind, TurnObserver, WorkerEvent};
 pub use stack::InterceptorStack;
 pub use step::{Answer, CallsStop, Ending, Step, Turn};
-pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
+pub use tool::{shared_schema, DynTool, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
 pub use tool_state::{CommittedCall, ToolState, ToolStates};
 pub use worker::{Compaction, TurnEndReason, TurnOutcome, Worker, WorkerConfig};

@@ -65,8 +65,11 @@ pub trait Tool: Send + Sync + 'static {
     /// What it does and how to use it, for the model.
     fn description(&self) -> String;
 
-    /// JSON Schema of the arguments object.
-    fn parameters(&self) -> serde_json::Value;
+    /// JSON Schema of the arguments object (`json!({..}).into()`). A tool
+    /// whose schema never changes builds it once with [`shared_schema`]:
+    /// every session builds its tools, and building schemas was most of
+    /// that.
+    fn parameters(&self) -> Arc<serde_json::Value>;
 
     /// Whether calls may run at the same time as other concurrency-safe calls
     /// of the same response.
@@ -184,12 +187,27 @@ fn shared_specs(specs: Arc<[ToolSpec]>) -> Arc<[ToolSpec]> {
     specs
 }
 
+/// The placeholder schema of [`empty_spec`].
+static NULL_SCHEMA: std::sync::LazyLock<Arc<serde_json::Value>> =
+    std::sync::LazyLock::new(|| Arc::new(serde_json::Value::Null));
+
+/// A schema built the first time it is asked for and shared after, for a
+/// tool whose parameters never change: `cell` is the tool's own static.
+/// Every session's registry then holds one value instead of building and
+/// comparing its own (about 20,000 instructions a schema).
+pub fn shared_schema(
+    cell: &'static std::sync::OnceLock<Arc<serde_json::Value>>,
+    build: impl FnOnce() -> serde_json::Value,
+) -> Arc<serde_json::Value> {
+    Arc::clone(cell.get_or_init(|| Arc::new(build())))
+}
+
 /// What a spec moved out of an array leaves behind (allocates nothing).
 fn empty_spec() -> ToolSpec {
     ToolSpec {
         name: String::new(),
         description: String::new(),
-        parameters: serde_json::Value::Null,
+        parameters: Arc::clone(&NULL_SCHEMA),
     }
 }
 
@@ -199,7 +217,8 @@ fn same_specs(a: &[ToolSpec], b: &[ToolSpec]) -> bool {
         && a.iter().zip(b).all(|(a, b)| {
             a.name == b.name
                 && a.description == b.description
-                && same_json(&a.parameters, &b.parameters)
+                && (Arc::ptr_eq(&a.parameters, &b.parameters)
+                    || same_json(&a.parameters, &b.parameters))
         })
 }
 

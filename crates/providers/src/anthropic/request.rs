@@ -501,7 +501,8 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: "Reads a file.".into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}})
+                .into(),
         }
     }
 

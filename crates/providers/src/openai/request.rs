@@ -474,7 +474,8 @@ mod tests {
         ToolSpec {
             name: "read_file".into(),
             description: "Reads a file.".into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}})
+                .into(),
         }
     }
 

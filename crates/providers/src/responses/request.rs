@@ -221,7 +221,7 @@ mod tests {
             tools: vec![ToolSpec {
                 name: "lookup".into(),
                 description: "Looks up.".into(),
-                parameters: json!({"type": "object"}),
+                parameters: json!({"type": "object"}).into(),
             }]
             .into(),
             cache_key: None,

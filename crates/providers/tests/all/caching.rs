@@ -13,7 +13,7 @@ fn tools(n: usize) -> Vec<ToolSpec> {
         .map(|i| ToolSpec {
             name: format!("tool_{i}"),
             description: "A tool.".into(),
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
         })
         .collect()
 }

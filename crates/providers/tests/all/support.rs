@@ -12,7 +12,8 @@ pub fn read_file_tool() -> ToolSpec {
             "type": "object",
             "properties": {"path": {"type": "string"}},
             "required": ["path"]
-        }),
+        })
+        .into(),
     }
 }
 

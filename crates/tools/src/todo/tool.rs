@@ -88,26 +88,29 @@ impl Tool for TodoWriteTool {
         )
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "description": "The complete list, in order.",
-                    "maxItems": MAX_TODOS,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "id": {"type": "string", "minLength": 1},
-                            "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS},
-                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
-                        },
-                        "required": ["id", "content", "status"]
+    fn parameters(&self) -> Arc<Value> {
+        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+        pod_worker::shared_schema(&SCHEMA, || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "todos": {
+                        "type": "array",
+                        "description": "The complete list, in order.",
+                        "maxItems": MAX_TODOS,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "id": {"type": "string", "minLength": 1},
+                                "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS},
+                                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+                            },
+                            "required": ["id", "content", "status"]
+                        }
                     }
-                }
-            },
-            "required": ["todos"]
+                },
+                "required": ["todos"]
+            })
         })
     }
 

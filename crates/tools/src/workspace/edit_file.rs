@@ -56,17 +56,20 @@ impl Tool for EditFileTool {
             .into()
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path relative to the workspace root."},
-                "old_string": {"type": "string", "description": "The exact text to replace."},
-                "new_string": {"type": "string", "description": "The replacement text."},
-                "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence."}
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
+    fn parameters(&self) -> Arc<Value> {
+        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+        pod_worker::shared_schema(&SCHEMA, || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Path relative to the workspace root."},
+                    "old_string": {"type": "string", "description": "The exact text to replace."},
+                    "new_string": {"type": "string", "description": "The replacement text."},
+                    "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence."}
+                },
+                "required": ["path", "old_string", "new_string"],
+                "additionalProperties": false
+            })
         })
     }
 

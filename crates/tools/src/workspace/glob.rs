@@ -7,6 +7,7 @@ use pod_worker::{Tool, ToolContext, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// The tool's name.
 pub const GLOB: &str = "glob";
@@ -54,15 +55,18 @@ impl Tool for GlobTool {
         )
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern, e.g. **/*.rs"},
-                "path": {"type": "string", "description": "Directory to search (default: the root)."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
+    fn parameters(&self) -> Arc<Value> {
+        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+        pod_worker::shared_schema(&SCHEMA, || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Glob pattern, e.g. **/*.rs"},
+                    "path": {"type": "string", "description": "Directory to search (default: the root)."}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            })
         })
     }
 

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::Path;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// The tool's name.
@@ -67,17 +68,20 @@ impl Tool for GrepTool {
         )
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression."},
-                "path": {"type": "string", "description": "File or directory to search (default: the root)."},
-                "glob": {"type": "string", "description": "Only files matching this glob, e.g. **/*.rs"},
-                "case_insensitive": {"type": "boolean", "default": false}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
+    fn parameters(&self) -> Arc<Value> {
+        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+        pod_worker::shared_schema(&SCHEMA, || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Regular expression."},
+                    "path": {"type": "string", "description": "File or directory to search (default: the root)."},
+                    "glob": {"type": "string", "description": "Only files matching this glob, e.g. **/*.rs"},
+                    "case_insensitive": {"type": "boolean", "default": false}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            })
         })
     }
 

@@ -6,6 +6,7 @@ use pod_worker::{Tool, ToolContext, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// The tool's name.
 pub const LIST_DIR: &str = "list_dir";
@@ -49,13 +50,16 @@ impl Tool for ListDirTool {
         )
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory relative to the workspace root (default: the root)."}
-            },
-            "additionalProperties": false
+    fn parameters(&self) -> Arc<Value> {
+        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+        pod_worker::shared_schema(&SCHEMA, || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Directory relative to the workspace root (default: the root)."}
+                },
+                "additionalProperties": false
+            })
         })
     }
 

@@ -60,16 +60,19 @@ impl Tool for ReadFileTool {
         )
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path relative to the workspace root."},
-                "start_line": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
-                "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show (inclusive)."}
-            },
-            "required": ["path"],
-            "additionalProperties": false
+    fn parameters(&self) -> Arc<Value> {
+        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+        pod_worker::shared_schema(&SCHEMA, || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Path relative to the workspace root."},
+                    "start_line": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
+                    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show (inclusive)."}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            })
         })
     }
 

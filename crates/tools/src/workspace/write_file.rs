@@ -51,15 +51,18 @@ impl Tool for WriteFileTool {
             .into()
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path relative to the workspace root."},
-                "content": {"type": "string", "description": "The complete new content of the file."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
+    fn parameters(&self) -> Arc<Value> {
+        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+        pod_worker::shared_schema(&SCHEMA, || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Path relative to the workspace root."},
+                    "content": {"type": "string", "description": "The complete new content of the file."}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            })
         })
     }
 

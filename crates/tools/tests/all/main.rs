@@ -11,6 +11,7 @@ mod workspace_confine;
 mod workspace_edit;
 mod workspace_read;
 mod workspace_sandbox;
+mod workspace_schemas;
 mod workspace_search;
 mod workspace_support;
 mod workspace_tracker;

@@ -46,12 +46,12 @@ impl pod_worker::Tool for Ordered {
     fn description(&self) -> String {
         "Takes fields.".into()
     }
-    fn parameters(&self) -> serde_json::Value {
+    fn parameters(&self) -> Arc<serde_json::Value> {
         let mut properties = serde_json::Map::new();
         for key in self.0 {
             properties.insert((*key).into(), serde_json::json!({"type": "string"}));
         }
-        serde_json::json!({"type": "object", "properties": properties})
+        Arc::new(serde_json::json!({"type": "object", "properties": properties}))
     }
     async fn call(
         &self,
@@ -80,4 +80,22 @@ fn schemas_that_differ_only_in_key_order_are_not_shared() {
         sent(&ba),
         r#"{"b":{"type":"string"},"a":{"type":"string"}}"#
     );
+}
+
+#[test]
+fn a_shared_schema_is_built_once_and_handed_out_as_the_same_value() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::OnceLock;
+    static SCHEMA: OnceLock<Arc<serde_json::Value>> = OnceLock::new();
+    static BUILT: AtomicUsize = AtomicUsize::new(0);
+    let get = || {
+        pod_worker::shared_schema(&SCHEMA, || {
+            BUILT.fetch_add(1, Ordering::SeqCst);
+            serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}})
+        })
+    };
+    let (one, two) = (get(), get());
+    assert_eq!(BUILT.load(Ordering::SeqCst), 1);
+    assert!(Arc::ptr_eq(&one, &two));
+    assert_eq!(one["properties"]["x"]["type"], "string");
 }

@@ -13,6 +13,7 @@ use process::{run, Ending, Finished, RunSpec};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::os::unix::process::ExitStatusExt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The tool's name.
@@ -66,8 +67,9 @@ impl Tool for BashTool {
         ) + &sandbox_note(&self.workspace.sandbox().policy())
     }
 
-    fn parameters(&self) -> Value {
-        json!({
+    fn parameters(&self) -> Arc<Value> {
+        // Not shared: the maximum timeout is the workspace's.
+        Arc::new(json!({
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "The command line."},
@@ -75,7 +77,7 @@ impl Tool for BashTool {
             },
             "required": ["command"],
             "additionalProperties": false
-        })
+        }))
     }
 
     async fn call(&self, args: BashArgs, ctx: ToolContext) -> ToolOutput {
