@@ -54,7 +54,7 @@ impl SessionLog {
     /// How it was started (the header's `launch`: a profile's prices give
     /// the session a cost).
     pub fn launch(mut self, launch: Value) -> Self {
-        self.header.launch = Some(launch);
+        self.header.launch = pod::log::LaunchJson::of(&launch).ok();
         self
     }
 

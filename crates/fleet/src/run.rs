@@ -212,7 +212,7 @@ impl Claim {
         if !workspace.is_dir() {
             return Err(RunError::Unreachable(workspace));
         }
-        if pod_launch::Launch::from_header(&loaded.header).is_none() {
+        if loaded.launch.is_none() {
             return Err(RunError::NoRecord);
         }
         let flags = pod_launch::Flags {

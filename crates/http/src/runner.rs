@@ -874,7 +874,7 @@ impl Runner {
             .await
             .map_err(|e| ApiError::internal(chain(&e)))?;
         // A session that recorded no model gets the server's.
-        let flags = match pod_launch::Launch::from_header(&loaded.header) {
+        let flags = match &loaded.launch {
             Some(_) => pod_launch::Flags::default(),
             None => pod_launch::Flags {
                 model: self.allowed.model.clone(),

@@ -199,17 +199,17 @@ impl Launcher {
                 format!("pass another with `pod resume {id} --workspace DIR`, or `pod rm {id}`"),
             ));
         }
-        let recorded = Launch::from_header(&loaded.header);
-        let settings = Resolved::resolve(flags, recorded.as_ref())?;
+        let recorded = loaded.launch.as_ref();
+        let settings = Resolved::resolve(flags, recorded)?;
         let hooks = hooks::collect(
             flags,
             &settings.file,
             &settings.choice.raw,
-            recorded.as_ref(),
+            recorded,
             &workspace,
         )?;
-        let checkpoints = checkpoints(flags, &settings.file)
-            && recorded.as_ref().is_none_or(|launch| launch.checkpoints);
+        let checkpoints =
+            checkpoints(flags, &settings.file) && recorded.is_none_or(|launch| launch.checkpoints);
         Ok(Plan {
             place: self.place.clone(),
             outbox: self.outbox.clone(),
@@ -222,7 +222,7 @@ impl Launcher {
             resume: Some(Resuming {
                 id,
                 assistant_items: loaded.assistant_items(),
-                servers: recorded.map(|l| l.mcp_servers).unwrap_or_default(),
+                servers: recorded.map(|l| l.mcp_servers.clone()).unwrap_or_default(),
                 title: loaded.summary.title.clone(),
             }),
             replay: None,
@@ -424,7 +424,7 @@ impl Plan {
         launch.hooks = self.hooks.clone();
         launch.checkpoints = self.checkpoints;
         launch.worktree = self.worktree.clone();
-        config.launch = launch.to_raw();
+        config.launch = launch.to_json();
         config.hooks = hooks::load(&self.hooks)?.map(Arc::new);
         config.checkpoints = self.checkpoints;
         Ok(Prepared {

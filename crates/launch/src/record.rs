@@ -19,7 +19,7 @@
 //!   to change); `--hooks` or `--workspace-hooks` given to resume read them
 //!   again.
 
-use pod::log::SessionHeader;
+use pod::log::{LaunchJson, SessionHeader};
 use pod::ApprovalFlags;
 use pod_providers::RawProviderConfig;
 use pod_worker::Budget;
@@ -130,23 +130,17 @@ impl RecordedApproval {
 }
 
 impl Launch {
-    /// The JSON stored in the header.
-    pub fn to_json(&self) -> Option<serde_json::Value> {
-        serde_json::to_value(self).ok()
-    }
-
-    /// The record as JSON text, as a Pod's config keeps it.
-    pub fn to_raw(&self) -> Option<Box<serde_json::value::RawValue>> {
-        serde_json::value::to_raw_value(self).ok()
+    /// The record as the header stores it and a Pod's config keeps it.
+    pub fn to_json(&self) -> Option<LaunchJson> {
+        LaunchJson::of(self).ok()
     }
 
     /// What the session recorded; `None` for sessions started before pod
     /// recorded it, or by another front end. A record this pod cannot read
     /// is reported and ignored.
     pub fn from_header(header: &SessionHeader) -> Option<Self> {
-        let value = header.launch.as_ref()?;
-        // Read from the header's value in place, not from a copy of it.
-        match Self::deserialize(value) {
+        let text = header.launch.as_ref()?.get();
+        match serde_json::from_str(text) {
             Ok(launch) => Some(launch),
             Err(err) => {
                 tracing::warn!(%err, "ignoring the session's unreadable launch record");
@@ -205,7 +199,7 @@ mod tests {
         let mut header = SessionHeader::new(uuid::Uuid::nil(), "m".into(), "/w".into());
         header.launch = launch.to_json();
         assert_eq!(Launch::from_header(&header), Some(launch));
-        header.launch = Some(serde_json::json!({"provider": 3}));
+        header.launch = LaunchJson::of(&serde_json::json!({"provider": 3})).ok();
         assert_eq!(Launch::from_header(&header), None);
     }
 }

@@ -158,6 +158,9 @@ pub struct Loaded {
     pub summary: Summary,
     /// The log header.
     pub header: SessionHeader,
+    /// The header's launch record, read once (`None` without one, or
+    /// with one this pod cannot read).
+    pub launch: Option<crate::record::Launch>,
     /// Every record after the header.
     pub records: Vec<LogRecord>,
     /// The current todos (replayed).
@@ -286,8 +289,10 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         status
     };
     let (usage, _) = pod::ledger::session_usage(&contents.records);
-    let cost = crate::record::Launch::from_header(&header)
-        .and_then(|launch| launch.provider.prices)
+    let launch = crate::record::Launch::from_header(&header);
+    let cost = launch
+        .as_ref()
+        .and_then(|launch| launch.provider.prices.as_ref())
         .map(|prices| prices.charge(&usage));
     let summary = Summary {
         id,
@@ -319,6 +324,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
     Ok(Loaded {
         summary,
         header,
+        launch,
         records: contents.records,
         todos: replayed.todos,
     })

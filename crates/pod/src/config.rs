@@ -103,7 +103,7 @@ pub struct PodConfig {
     /// for it to read back on resume. Never put secrets here. Kept as its
     /// JSON text: a Pod keeps its config for its life, and as a JSON value
     /// the record was about 5 KB of every waiting session.
-    pub launch: Option<Box<serde_json::value::RawValue>>,
+    pub launch: Option<crate::log::LaunchJson>,
     /// The sandbox `bash` runs commands in (`workspace-write`, network off,
     /// by default; see [`pod_tools::sandbox`]). Its temp dir is the
     /// session's `tmp/`. With a sandbox the kernel enforces, a front end may

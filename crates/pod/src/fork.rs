@@ -132,8 +132,8 @@ mod tests {
         assert_eq!(fork_item_count(&records), 4);
     }
 
-    fn source_launch() -> Option<serde_json::Value> {
-        Some(serde_json::json!({"front_end": "settings"}))
+    fn source_launch() -> Option<crate::log::LaunchJson> {
+        crate::log::LaunchJson::of(&serde_json::json!({"front_end": "settings"})).ok()
     }
 
     #[tokio::test]

@@ -27,10 +27,7 @@ pub(crate) struct OpenSession {
 /// The header of a new session `id` (a child's names its parent).
 pub(crate) fn header(config: &PodConfig, id: Uuid, parent: Option<ParentLink>) -> SessionHeader {
     let mut header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
-    header.launch = config
-        .launch
-        .as_ref()
-        .and_then(|launch| serde_json::from_str(launch.get()).ok());
+    header.launch = config.launch.clone();
     header.parent = parent;
     header
 }

@@ -251,9 +251,7 @@ fn head_and_history(
         render::safe::line(&s.workspace.display().to_string())
     ));
     // Sessions from before the sandbox existed record none.
-    if let Some(sandbox) =
-        pod_launch::Launch::from_header(&loaded.header).and_then(|launch| launch.sandbox)
-    {
+    if let Some(sandbox) = loaded.launch.as_ref().and_then(|launch| launch.sandbox) {
         out.push_str(&format!("  sandbox    {}\n", sandbox.describe()));
     }
     out.push_str(&format!(
@@ -295,7 +293,7 @@ fn head_and_history(
             s.id
         ));
     }
-    if let Some(tree) = pod_launch::Launch::from_header(&loaded.header).and_then(|l| l.worktree) {
+    if let Some(tree) = loaded.launch.as_ref().and_then(|l| l.worktree.clone()) {
         out.push_str(&format!(
             "  worktree   branch {} of {}\n",
             render::safe::line(&tree.branch),

@@ -57,7 +57,7 @@ pub async fn run(args: SubmitArgs, place: Place) -> Result<Outcome> {
 struct Template {
     model_name: String,
     workspace: PathBuf,
-    launch: Option<Value>,
+    launch: Option<pod::log::LaunchJson>,
 }
 
 impl Template {

@@ -12,8 +12,8 @@ pub use reader::{
 };
 pub use record::{
     AnswerRecord, CheckpointPhase, CheckpointRecord, CompactionRecord, EndedHow, EndedRecord,
-    HookDecision, HookRecord, LogRecord, ParentLink, QuestionRecord, SessionHeader, StoppedRecord,
-    TraceRecord, LOG_FORMAT_VERSION,
+    HookDecision, HookRecord, LaunchJson, LogRecord, ParentLink, QuestionRecord, SessionHeader,
+    StoppedRecord, TraceRecord, LOG_FORMAT_VERSION,
 };
 pub(crate) use writer::lock as lock_exclusive;
 pub use writer::{is_locked, FileLog};

@@ -259,6 +259,33 @@ impl CompactionRecord {
     }
 }
 
+/// A front end's launch record ([`SessionHeader::launch`]), kept as the
+/// JSON text it was written as. The Pod stores it and never reads it, so
+/// reading a log does not build it: building it as a `Value` was most of
+/// the cost of reading a fleet session's header (a few kilobytes of
+/// settings, read again at every start). Equal when the text is.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LaunchJson(Box<serde_json::value::RawValue>);
+
+impl LaunchJson {
+    /// `value` written as JSON text.
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::value::to_raw_value(value).map(Self)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for LaunchJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
 /// The first line of every session log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionHeader {
@@ -281,7 +308,7 @@ pub struct SessionHeader {
     /// resuming can start it the same way. Opaque to the Pod, which stores
     /// it and never reads it; it must never hold secrets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub launch: Option<serde_json::Value>,
+    pub launch: Option<LaunchJson>,
     /// The session and call that started this one, when it is a subagent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
