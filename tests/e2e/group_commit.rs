@@ -4,6 +4,7 @@
 
 use crate::store::{expire, header, raw, user_texts};
 use pod::log::LogRecord;
+use pod::store::Waits;
 use pod::{Durability, Item, LogWriter, PodError, SessionStore};
 use pod_store_pg::{PgStore, PgStoreConfig};
 use pod_testkit::postgres::Postgres;
@@ -288,4 +289,129 @@ async fn a_claimed_session_is_renewed_before_it_is_opened() {
         user_texts(&a.read(id).await.unwrap().records),
         ["task", "ran"]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_ending_together_give_up_their_leases_in_one_statement_each_fenced() {
+    let pg = Postgres::start();
+    let a = store(&pg, "worker-a", 2).await;
+    let b = store(&pg, "worker-b", 2).await;
+    let sql = raw(&pg).await;
+    let logs = sessions(&a, 6).await;
+    let ids: Vec<Uuid> = logs.iter().map(|(id, _)| *id).collect();
+
+    // The first release (session 0 alone) waits on a row lock held here.
+    let locker = raw(&pg).await;
+    locker
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM pod_sessions WHERE id = '{}' FOR UPDATE",
+            ids[0]
+        ))
+        .await
+        .unwrap();
+    let end = |i: usize| {
+        let log = logs[i].1.clone();
+        tokio::spawn(async move { log.shutdown().await.map(|()| true) })
+    };
+    let first = end(0);
+    until("the first release to wait on the lock", || {
+        pod_waits_on_a_lock(&sql)
+    })
+    .await;
+
+    // Session 3's lease runs out and worker B takes it over.
+    expire(&sql, ids[3]).await;
+    let taken = b.open(ids[3], Durability::Turn).await.unwrap();
+
+    // Five more end or are handed to the fleet meanwhile: they queue
+    // behind the first and go as the next statement.
+    let wake_at = chrono::DateTime::from_timestamp(4_000_000_000, 0).unwrap();
+    let mut rest = vec![end(1), end(2), end(3)];
+    let handed = |i: usize, waits: Waits| {
+        let log = logs[i].1.clone();
+        tokio::spawn(async move { log.hand_over(waits).await })
+    };
+    rest.push(handed(4, Waits::Worker));
+    rest.push(handed(
+        5,
+        Waits::Answer {
+            wake_at: Some(wake_at),
+        },
+    ));
+    until("five releases to queue", || async {
+        a.stats().releases_waiting == 5
+    })
+    .await;
+    let before = a.stats();
+    locker.batch_execute("COMMIT").await.unwrap();
+
+    assert!(first.await.unwrap().expect("session 0 is released"));
+    let mut outcomes = Vec::new();
+    for handle in rest {
+        outcomes.push(handle.await.unwrap());
+    }
+    let after = a.stats();
+    assert_eq!(
+        (
+            after.release_batches - before.release_batches,
+            after.releases - before.releases
+        ),
+        (1, 5),
+        "the five releases went to the database as one statement"
+    );
+    for (i, outcome) in (1..6).zip(&outcomes) {
+        match i {
+            3 => assert!(
+                matches!(outcome, Err(PodError::LeaseLost { id, epoch: 1 }) if *id == ids[3]),
+                "the taken-over session's release is refused: {outcome:?}"
+            ),
+            _ => assert!(
+                matches!(outcome, Ok(true)),
+                "session {i} is released: {outcome:?}"
+            ),
+        }
+    }
+    let row = |id: Uuid| {
+        let sql = &sql;
+        async move {
+            sql.query_one(
+                "SELECT owner, state, fleet, wake_at, lease_until IS NULL FROM pod_sessions WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .unwrap()
+        }
+    };
+    for i in [0, 1, 2] {
+        let r = row(ids[i]).await;
+        assert_eq!(r.get::<_, Option<String>>(0), None, "session {i}");
+        assert_eq!(r.get::<_, String>(1), "idle", "session {i}");
+        assert!(!r.get::<_, bool>(2), "session {i} stays out of the fleet");
+        assert!(r.get::<_, bool>(4), "session {i} has no lease");
+    }
+    // B's lease of session 3 is untouched.
+    let r = row(ids[3]).await;
+    assert_eq!(r.get::<_, Option<String>>(0).as_deref(), Some("worker-b"));
+    assert_eq!(r.get::<_, String>(1), "running");
+    let r = row(ids[4]).await;
+    assert_eq!(
+        (r.get::<_, String>(1), r.get::<_, bool>(2)),
+        ("queued".into(), true)
+    );
+    assert_eq!(r.get::<_, Option<chrono::DateTime<chrono::Utc>>>(3), None);
+    let r = row(ids[5]).await;
+    assert_eq!(
+        (r.get::<_, String>(1), r.get::<_, bool>(2)),
+        ("parked".into(), true)
+    );
+    assert_eq!(
+        r.get::<_, Option<chrono::DateTime<chrono::Utc>>>(3),
+        Some(wake_at)
+    );
+    // The handed-over sessions are the fleet's: the queued one is claimed,
+    // the parked one waits.
+    assert_eq!(a.claim().await.unwrap().map(|c| c.id), Some(ids[4]));
+    assert_eq!(a.claim().await.unwrap(), None);
+    taken.writer.shutdown().await.unwrap();
+    assert_eq!(row(ids[3]).await.get::<_, String>(1), "idle");
 }

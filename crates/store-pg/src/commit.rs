@@ -89,11 +89,14 @@ pub(crate) enum Refused {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Failure {
     /// Its statement failed.
-    #[error("the group commit failed")]
+    #[error("the batch's statement failed")]
     Db(#[source] tokio_postgres::Error),
     /// No connection could be made.
     #[error("no connection to the database")]
     Connect(#[source] pod::PodError),
+    /// The store is gone.
+    #[error("the store was closed")]
+    Stopped,
 }
 
 impl Failure {
@@ -246,10 +249,45 @@ pub(crate) fn transient(err: &tokio_postgres::Error) -> bool {
         || db.code() == &SqlState::T_R_SERIALIZATION_FAILURE
 }
 
+/// One statement (or transaction) of a batch, which [`with_retries`] runs
+/// again on a new connection when the connection failed.
+pub(crate) trait Attempt {
+    /// What the batch's statement answered.
+    type Outcome;
+    /// Runs it once on `conn`.
+    async fn on(&self, conn: &mut Pooled) -> Result<Self::Outcome, tokio_postgres::Error>;
+    /// How many sessions it is for (for the logs).
+    fn len(&self) -> usize;
+}
+
+impl Attempt for Vec<Append> {
+    type Outcome = Vec<Result<(), Refused>>;
+
+    async fn on(&self, conn: &mut Pooled) -> Result<Self::Outcome, tokio_postgres::Error> {
+        insert_on(conn, self).await
+    }
+
+    fn len(&self) -> usize {
+        self.len()
+    }
+}
+
 async fn commit_with_retries(
-    batch: &[Append],
+    batch: &Vec<Append>,
     pool: &Arc<Pool>,
 ) -> Result<Vec<Result<(), Refused>>, Failure> {
+    with_retries(batch, pool, "a group commit").await
+}
+
+/// Runs `batch` on a connection of `pool`, again on a new one (after 200
+/// ms, 400 ms, … 3.2 s) while connecting fails, the connection fails or a
+/// deadlock or serialization failure aborts it; a connection that failed
+/// is not given back.
+pub(crate) async fn with_retries<A: Attempt>(
+    batch: &A,
+    pool: &Arc<Pool>,
+    what: &'static str,
+) -> Result<A::Outcome, Failure> {
     let mut attempt = 0;
     loop {
         let conn = match pool.get().await {
@@ -265,15 +303,15 @@ async fn commit_with_retries(
                 continue;
             }
         };
-        match insert(conn, batch).await {
+        match run_on(conn, batch).await {
             Ok(outcomes) => return Ok(outcomes),
             Err(err) if transient(&err) && attempt < RETRIES => {
                 attempt += 1;
                 tracing::warn!(
                     attempt,
-                    records = batch.len(),
+                    sessions = batch.len(),
                     err = %err,
-                    "a group commit failed; trying again"
+                    "{what} failed; trying again"
                 );
                 tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
             }
@@ -282,13 +320,13 @@ async fn commit_with_retries(
     }
 }
 
-/// One attempt: the batch's statement on `conn`, then what is stored where
-/// it inserted nothing. A connection that failed is not given back.
-async fn insert(
+/// One attempt of `batch` on `conn`. A connection that failed is not
+/// given back.
+async fn run_on<A: Attempt>(
     mut conn: Pooled,
-    batch: &[Append],
-) -> Result<Vec<Result<(), Refused>>, tokio_postgres::Error> {
-    let result = insert_on(&mut conn, batch).await;
+    batch: &A,
+) -> Result<A::Outcome, tokio_postgres::Error> {
+    let result = batch.on(&mut conn).await;
     if let Err(err) = &result {
         if transient(err) || conn.client.is_closed() {
             conn.discard();
@@ -297,6 +335,8 @@ async fn insert(
     result
 }
 
+/// The batch's statement on `conn`, then what is stored where it
+/// inserted nothing.
 async fn insert_on(
     conn: &mut Pooled,
     batch: &[Append],

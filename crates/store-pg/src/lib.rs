@@ -46,6 +46,7 @@ mod error;
 mod leases;
 mod log;
 mod pool;
+mod releases;
 mod schema;
 mod store;
 mod url;

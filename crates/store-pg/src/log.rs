@@ -4,6 +4,7 @@
 
 use crate::commit::{Append, Refused, Shared};
 use crate::error::query;
+use crate::releases::After;
 use crate::store::{Db, Lease};
 use pod::log::LogRecord;
 use pod::store::{LogSink, Waits};
@@ -14,18 +15,6 @@ use tokio::sync::{oneshot, Mutex};
 
 const RENEW: &str = "
     UPDATE pod_sessions SET lease_until = now() + $3::bigint * interval '1 millisecond'
-    WHERE id = $1::uuid AND epoch = $2::bigint";
-
-const RELEASE: &str = "
-    UPDATE pod_sessions SET owner = NULL, lease_until = NULL, state = 'idle', wake_at = NULL
-    WHERE id = $1::uuid AND epoch = $2::bigint";
-
-/// Releases the lease and hands the session to the fleet's workers in one
-/// step: parked on a question (`$3 = 'parked'`, woken at `$4` if set) or
-/// queued. Nothing can claim it between the two.
-const HAND_OVER: &str = "
-    UPDATE pod_sessions
-    SET owner = NULL, lease_until = NULL, state = $3::text, fleet = true, wake_at = $4
     WHERE id = $1::uuid AND epoch = $2::bigint";
 
 /// Where the next record goes.
@@ -174,50 +163,43 @@ impl LogSink for PgLog {
     }
 
     async fn shutdown(&self) -> Result<(), PodError> {
-        self.release(RELEASE, &[&self.lease.id, &self.lease.epoch])
-            .await
+        self.release(After::Idle).await
     }
 
     async fn hand_over(&self, waits: Waits) -> Result<bool, PodError> {
-        let (state, wake_at) = match waits {
-            Waits::Answer { wake_at } => ("parked", wake_at),
-            Waits::Worker => ("queued", None),
+        let after = match waits {
+            // The lease ends and the session is the fleet's in one step:
+            // nothing can claim it between the two.
+            Waits::Answer { wake_at } => After::Parked { wake_at },
+            Waits::Worker => After::Queued,
         };
-        self.release(
-            HAND_OVER,
-            &[&self.lease.id, &self.lease.epoch, &state, &wake_at],
-        )
-        .await
-        .map(|()| true)
+        self.release(after).await.map(|()| true)
     }
 }
 
 impl PgLog {
-    /// Ends the lease with `statement` (fenced on its epoch), once.
-    async fn release(
-        &self,
-        statement: &'static str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<(), PodError> {
+    /// Ends the lease (fenced on its epoch), once, with the store's other
+    /// releases of the moment.
+    async fn release(&self, after: After) -> Result<(), PodError> {
         let mut tail = self.tail.lock().await;
         if tail.closed {
             return Ok(());
         }
         tail.closed = true;
         self.db.leases.forget(self.lease.id, self.lease.epoch);
-        let mut conn = self.db.pool.get().await?;
-        let statement = conn
-            .prepared(statement)
+        match self
+            .db
+            .releases
+            .release(self.lease.id, self.lease.epoch, after)
             .await
-            .map_err(|e| query(self.location(), "releasing the lease", e))?;
-        let released = conn
-            .client
-            .execute(&statement, params)
-            .await
-            .map_err(|e| query(self.location(), "releasing the lease", e))?;
-        match released {
-            0 => Err(self.lease_lost()),
-            _ => Ok(()),
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(self.lease_lost()),
+            Err(failure) => Err(PodError::Store {
+                store: self.location().to_string(),
+                what: "releasing the lease".into(),
+                source: Box::new(Shared(failure)),
+            }),
         }
     }
 }

@@ -5,6 +5,7 @@ use crate::error::{query, PgStoreError};
 use crate::leases::Leases;
 use crate::log::PgLog;
 use crate::pool::{connect_raw, Pool, Pooled, DEFAULT_POOL_SIZE};
+use crate::releases::Releases;
 use crate::schema::migrate;
 use crate::url::redact;
 use chrono::{DateTime, Utc};
@@ -161,6 +162,7 @@ struct Inner {
 pub(crate) struct Db {
     pub pool: Arc<Pool>,
     pub commits: GroupCommit,
+    pub releases: Releases,
     pub leases: Arc<Leases>,
     pub location: String,
 }
@@ -180,6 +182,13 @@ pub struct StoreStats {
     pub records: u64,
     /// Appends waiting for a batch now.
     pub waiting: u64,
+    /// Lease releases (statements) so far: sessions that ended or were
+    /// handed to the fleet together give up their leases in one.
+    pub release_batches: u64,
+    /// Leases they released (or found taken over).
+    pub releases: u64,
+    /// Releases waiting for a batch now.
+    pub releases_waiting: u64,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -225,6 +234,7 @@ impl PgStore {
         ));
         let db = Arc::new(Db {
             commits: GroupCommit::start(Arc::clone(&pool), lanes),
+            releases: Releases::start(Arc::clone(&pool)),
             pool,
             leases,
             location,
@@ -242,13 +252,18 @@ impl PgStore {
     pub fn stats(&self) -> StoreStats {
         let db = &self.inner.db;
         let commits = db.commits.stats();
+        let releases = db.releases.stats();
+        let read = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         StoreStats {
             connections: db.pool.open(),
             max_connections: db.pool.size(),
             leases: db.leases.len(),
-            batches: commits.batches.load(std::sync::atomic::Ordering::Relaxed),
-            records: commits.records.load(std::sync::atomic::Ordering::Relaxed),
-            waiting: commits.waiting.load(std::sync::atomic::Ordering::Relaxed),
+            batches: read(&commits.batches),
+            records: read(&commits.records),
+            waiting: read(&commits.waiting),
+            release_batches: read(&releases.batches),
+            releases: read(&releases.releases),
+            releases_waiting: read(&releases.waiting),
         }
     }
 
