@@ -415,3 +415,40 @@ async fn sessions_ending_together_give_up_their_leases_in_one_statement_each_fen
     taken.writer.shutdown().await.unwrap();
     assert_eq!(row(ids[3]).await.get::<_, String>(1), "idle");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_session_read_before_it_is_opened_is_opened_from_that_read() {
+    let pg = Postgres::start();
+    let a = store(&pg, "worker", 2).await;
+    let id = Uuid::new_v4();
+    a.submit(&header(id), &[LogRecord::Item(Item::user("the task"))])
+        .await
+        .unwrap();
+    assert_eq!(a.claim().await.unwrap().map(|c| c.id), Some(id));
+    // A fleet worker reads the session to plan its start, then opens it:
+    // the claim's lease kept anyone from appending in between, so the
+    // open continues from the read.
+    let before = a.stats().log_reads;
+    let read = a.read(id).await.unwrap();
+    let opened = a.open(id, Durability::Turn).await.unwrap();
+    assert_eq!(a.stats().log_reads - before, 1, "the open read nothing");
+    assert_eq!(opened.contents.header, read.header);
+    assert_eq!(user_texts(&opened.contents.records), ["the task"]);
+    // Its writer continues after the records read.
+    opened
+        .writer
+        .append(&LogRecord::Item(Item::user("next")), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        user_texts(&a.read(id).await.unwrap().records),
+        ["the task", "next"]
+    );
+    opened.writer.shutdown().await.unwrap();
+    // An open that was not claimed reads the records itself.
+    let before = a.stats().log_reads;
+    let again = a.open(id, Durability::Turn).await.unwrap();
+    assert_eq!(a.stats().log_reads - before, 1);
+    assert_eq!(user_texts(&again.contents.records), ["the task", "next"]);
+    again.writer.shutdown().await.unwrap();
+}

@@ -154,7 +154,26 @@ struct Inner {
     config: PgStoreConfig,
     db: Arc<Db>,
     // Leases taken by `claim` and not yet opened.
-    claimed: parking_lot::Mutex<HashMap<Uuid, i64>>,
+    claimed: parking_lot::Mutex<HashMap<Uuid, Claim>>,
+    // Reads of sessions' records, for `StoreStats`.
+    log_reads: std::sync::atomic::AtomicU64,
+}
+
+/// A lease taken by a claim and not yet opened, and the session's records
+/// if they were read since. The lease freezes them: from the claim on,
+/// only this store may append, and it appends only once it opened the
+/// session. So `open` continues from that read instead of reading again
+/// (a fleet worker reads a session to plan its start, then opens it).
+struct Claim {
+    epoch: i64,
+    read: Option<ClaimedRead>,
+}
+
+/// What a read of a claimed session found.
+struct ClaimedRead {
+    header: Option<SessionHeader>,
+    records: Vec<LogRecord>,
+    next_seq: i64,
 }
 
 /// What a store's open sessions share: connections, the group commit and
@@ -189,6 +208,9 @@ pub struct StoreStats {
     pub releases: u64,
     /// Releases waiting for a batch now.
     pub releases_waiting: u64,
+    /// Reads of a session's records from the database (a claimed session
+    /// read before it is opened is opened from that read).
+    pub log_reads: u64,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -244,6 +266,7 @@ impl PgStore {
                 config,
                 db,
                 claimed: parking_lot::Mutex::new(HashMap::new()),
+                log_reads: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
@@ -264,6 +287,7 @@ impl PgStore {
             release_batches: read(&releases.batches),
             releases: read(&releases.releases),
             releases_waiting: read(&releases.waiting),
+            log_reads: read(&self.inner.log_reads),
         }
     }
 
@@ -474,7 +498,13 @@ impl PgStore {
             if c.orphaned {
                 pod::stats::lease_taken_over();
             }
-            held.insert(c.id, c.epoch);
+            held.insert(
+                c.id,
+                Claim {
+                    epoch: c.epoch,
+                    read: None,
+                },
+            );
             // Renewed from the claim on: a worker starting hundreds of
             // claimed sessions may take longer than a lease to open the
             // last of them.
@@ -487,7 +517,7 @@ impl PgStore {
     /// now and it becomes `state` (queued again, or idle when it cannot
     /// run, so that no worker claims it over and over).
     pub async fn unclaim(&self, id: Uuid, state: SessionState) -> Result<(), PodError> {
-        let Some(epoch) = self.inner.claimed.lock().remove(&id) else {
+        let Some(Claim { epoch, .. }) = self.inner.claimed.lock().remove(&id) else {
             return Ok(());
         };
         self.inner.db.leases.forget(id, epoch);
@@ -599,6 +629,9 @@ impl PgStore {
     }
 
     async fn records(&self, client: &Client, id: Uuid) -> Result<(LogContents, i64), PodError> {
+        self.inner
+            .log_reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let rows = client
             .query(
                 "SELECT seq, record::text FROM pod_records WHERE session_id = $1::uuid ORDER BY seq",
@@ -747,7 +780,20 @@ impl SessionStore for PgStore {
     async fn open(&self, id: Uuid, durability: Durability) -> Result<OpenedLog, PodError> {
         let claimed = self.inner.claimed.lock().remove(&id);
         let epoch = match claimed {
-            Some(epoch) => epoch,
+            Some(Claim {
+                epoch,
+                read: Some(read),
+            }) => {
+                return Ok(OpenedLog {
+                    contents: LogContents {
+                        header: read.header,
+                        records: read.records,
+                        ..LogContents::default()
+                    },
+                    writer: self.writer(id, epoch, read.next_seq, durability),
+                })
+            }
+            Some(Claim { epoch, read: None }) => epoch,
             None => self.take_lease(id).await?,
         };
         match self.open_log(id, epoch, durability).await {
@@ -760,9 +806,27 @@ impl SessionStore for PgStore {
     }
 
     async fn read(&self, id: Uuid) -> Result<LogContents, PodError> {
+        let claimed = self.inner.claimed.lock().get(&id).map(|c| c.epoch);
         let conn = self.conn().await?;
-        let client = &conn.client;
-        Ok(self.records(client, id).await?.0)
+        let (contents, next_seq) = self.records(&conn.client, id).await?;
+        // Read under this store's claim (the claim came before the read):
+        // kept for the open (see `Claim`).
+        if let Some(epoch) = claimed {
+            if let Some(claim) = self
+                .inner
+                .claimed
+                .lock()
+                .get_mut(&id)
+                .filter(|c| c.epoch == epoch)
+            {
+                claim.read = Some(ClaimedRead {
+                    header: contents.header.clone(),
+                    records: contents.records.clone(),
+                    next_seq,
+                });
+            }
+        }
+        Ok(contents)
     }
 
     async fn read_after(&self, id: Uuid, skip: usize) -> Result<Vec<LogRecord>, PodError> {
