@@ -64,6 +64,19 @@ async fn pod_waits_on_a_lock(sql: &tokio_postgres::Client) -> bool {
     waiting > 0
 }
 
+/// A connection holding session `id`'s row locked until it runs
+/// `COMMIT`.
+async fn lock_row(pg: &Postgres, id: Uuid) -> tokio_postgres::Client {
+    let locker = raw(pg).await;
+    locker
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM pod_sessions WHERE id = '{id}' FOR UPDATE"
+        ))
+        .await
+        .unwrap();
+    locker
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_fenced_session_in_a_batch_fails_alone() {
     let pg = Postgres::start();
@@ -75,14 +88,7 @@ async fn one_fenced_session_in_a_batch_fails_alone() {
     let ids: Vec<Uuid> = logs.iter().map(|(id, _)| *id).collect();
 
     // The first batch (session 0 alone) waits on a row lock held here.
-    let locker = raw(&pg).await;
-    locker
-        .batch_execute(&format!(
-            "BEGIN; SELECT 1 FROM pod_sessions WHERE id = '{}' FOR UPDATE",
-            ids[0]
-        ))
-        .await
-        .unwrap();
+    let locker = lock_row(&pg, ids[0]).await;
     let first = append(&logs[0].1, "zero");
     until("the first batch to wait on the lock", || {
         pod_waits_on_a_lock(&sql)
@@ -301,14 +307,7 @@ async fn sessions_ending_together_give_up_their_leases_in_one_statement_each_fen
     let ids: Vec<Uuid> = logs.iter().map(|(id, _)| *id).collect();
 
     // The first release (session 0 alone) waits on a row lock held here.
-    let locker = raw(&pg).await;
-    locker
-        .batch_execute(&format!(
-            "BEGIN; SELECT 1 FROM pod_sessions WHERE id = '{}' FOR UPDATE",
-            ids[0]
-        ))
-        .await
-        .unwrap();
+    let locker = lock_row(&pg, ids[0]).await;
     let end = |i: usize| {
         let log = logs[i].1.clone();
         tokio::spawn(async move { log.shutdown().await.map(|()| true) })

@@ -58,7 +58,7 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments object. Shared: a tool whose schema
     /// never changes hands every session the same value (see
-    /// `pod_worker::tool::shared_schema`).
+    /// `pod_worker::schema!`).
     pub parameters: Arc<serde_json::Value>,
 }
 

@@ -126,16 +126,47 @@ impl std::error::Error for Shared {
 /// The group committer of one store.
 pub(crate) struct GroupCommit {
     queue: mpsc::UnboundedSender<Append>,
-    stats: Arc<CommitStats>,
+    stats: Arc<BatchStats>,
 }
 
-/// Counters of what the committer did.
+/// The queue of a batcher (the group commit, the releases) and what it
+/// did.
 #[derive(Default)]
-pub(crate) struct CommitStats {
+pub(crate) struct BatchStats {
+    /// Statements sent.
     pub batches: AtomicU64,
-    pub records: AtomicU64,
-    /// Appends queued and not yet in a batch.
+    /// What they held (records, releases).
+    pub items: AtomicU64,
+    /// Queued and not yet in a batch.
     pub waiting: AtomicU64,
+}
+
+impl BatchStats {
+    /// Queues `item` on `queue`; gives it back if the batcher is gone.
+    pub fn queue<T>(&self, queue: &mpsc::UnboundedSender<T>, item: T) -> Result<(), T> {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        queue.send(item).map_err(|refused| {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            refused.0
+        })
+    }
+
+    /// `first` and whatever else `queue` holds now, up to [`MAX_BATCH`]:
+    /// the next batch, counted.
+    pub fn take<T>(&self, first: T, queue: &mut mpsc::UnboundedReceiver<T>) -> Vec<T> {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        let taken = batch.len() as u64;
+        self.waiting.fetch_sub(taken, Ordering::Relaxed);
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.items.fetch_add(taken, Ordering::Relaxed);
+        batch
+    }
 }
 
 impl GroupCommit {
@@ -145,22 +176,20 @@ impl GroupCommit {
         // Unbounded: each open session has at most one append queued, so
         // the queue is bounded by the sessions a worker runs.
         let (queue, appends) = mpsc::unbounded_channel();
-        let stats = Arc::new(CommitStats::default());
+        let stats = Arc::new(BatchStats::default());
         tokio::spawn(run(appends, pool, lanes.max(1), Arc::clone(&stats)));
         Self { queue, stats }
     }
 
     /// Queues `append`; its `done` hears the outcome.
     pub fn submit(&self, append: Append) {
-        self.stats.waiting.fetch_add(1, Ordering::Relaxed);
-        if let Err(refused) = self.queue.send(append) {
-            self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
-            let _ = refused.0.done.send(Err(Refused::Stopped));
+        if let Err(refused) = self.stats.queue(&self.queue, append) {
+            let _ = refused.done.send(Err(Refused::Stopped));
         }
     }
 
     /// What it did so far.
-    pub fn stats(&self) -> &CommitStats {
+    pub fn stats(&self) -> &BatchStats {
         &self.stats
     }
 }
@@ -169,7 +198,7 @@ async fn run(
     mut appends: mpsc::UnboundedReceiver<Append>,
     pool: Arc<Pool>,
     lanes: usize,
-    stats: Arc<CommitStats>,
+    stats: Arc<BatchStats>,
 ) {
     let lanes = Arc::new(Semaphore::new(lanes));
     while let Some(first) = appends.recv().await {
@@ -177,20 +206,7 @@ async fn run(
         let Ok(lane) = Arc::clone(&lanes).acquire_owned().await else {
             return;
         };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match appends.try_recv() {
-                Ok(append) => batch.push(append),
-                Err(_) => break,
-            }
-        }
-        stats
-            .waiting
-            .fetch_sub(batch.len() as u64, Ordering::Relaxed);
-        stats.batches.fetch_add(1, Ordering::Relaxed);
-        stats
-            .records
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let batch = stats.take(first, &mut appends);
         let pool = Arc::clone(&pool);
         tokio::spawn(async move {
             commit(batch, &pool).await;

@@ -7,15 +7,14 @@
 //! second as it starts; one `UPDATE` and one synchronous commit each was
 //! the database's second largest cost after the records' inserts. Releases
 //! queue on a channel; one task takes everything queued (up to
-//! [`MAX_BATCH`]) and sends it as one statement, and the next batch grows
+//! [`MAX_BATCH`](crate::commit::MAX_BATCH)) and sends it as one statement, and the next batch grows
 //! while it runs. Each release is answered only after its batch committed,
 //! as a single one was.
 
-use crate::commit::{with_retries, Attempt, Failure, MAX_BATCH};
+use crate::commit::{with_retries, Attempt, BatchStats, Failure};
 use crate::pool::{Pool, Pooled};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
@@ -64,21 +63,10 @@ pub(crate) struct Release {
     pub done: oneshot::Sender<Result<bool, Arc<Failure>>>,
 }
 
-/// Counters of what the releaser did.
-#[derive(Default)]
-pub(crate) struct ReleaseStats {
-    /// Statements sent.
-    pub batches: AtomicU64,
-    /// Releases in them.
-    pub releases: AtomicU64,
-    /// Releases queued and not yet in a batch.
-    pub waiting: AtomicU64,
-}
-
 /// The releaser of one store.
 pub(crate) struct Releases {
     queue: mpsc::UnboundedSender<Release>,
-    stats: Arc<ReleaseStats>,
+    stats: Arc<BatchStats>,
 }
 
 impl Releases {
@@ -87,7 +75,7 @@ impl Releases {
         // Unbounded: a session releases once, so the queue is bounded by
         // the sessions a worker runs.
         let (queue, releases) = mpsc::unbounded_channel();
-        let stats = Arc::new(ReleaseStats::default());
+        let stats = Arc::new(BatchStats::default());
         tokio::spawn(run(releases, pool, Arc::clone(&stats)));
         Self { queue, stats }
     }
@@ -101,22 +89,20 @@ impl Releases {
         after: After,
     ) -> Result<bool, Arc<Failure>> {
         let (done, outcome) = oneshot::channel();
-        self.stats.waiting.fetch_add(1, Ordering::Relaxed);
         let release = Release {
             session,
             epoch,
             after,
             done,
         };
-        if self.queue.send(release).is_err() {
-            self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
+        if self.stats.queue(&self.queue, release).is_err() {
             return Err(Arc::new(Failure::Stopped));
         }
         outcome.await.unwrap_or(Err(Arc::new(Failure::Stopped)))
     }
 
     /// What it did so far.
-    pub fn stats(&self) -> &ReleaseStats {
+    pub fn stats(&self) -> &BatchStats {
         &self.stats
     }
 }
@@ -124,23 +110,10 @@ impl Releases {
 async fn run(
     mut releases: mpsc::UnboundedReceiver<Release>,
     pool: Arc<Pool>,
-    stats: Arc<ReleaseStats>,
+    stats: Arc<BatchStats>,
 ) {
     while let Some(first) = releases.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match releases.try_recv() {
-                Ok(release) => batch.push(release),
-                Err(_) => break,
-            }
-        }
-        stats
-            .waiting
-            .fetch_sub(batch.len() as u64, Ordering::Relaxed);
-        stats.batches.fetch_add(1, Ordering::Relaxed);
-        stats
-            .releases
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let batch = stats.take(first, &mut releases);
         // One batch at a time: the next grows meanwhile.
         match with_retries(&batch, &pool, "releasing leases").await {
             Ok(released) => {

@@ -282,10 +282,10 @@ impl PgStore {
             max_connections: db.pool.size(),
             leases: db.leases.len(),
             batches: read(&commits.batches),
-            records: read(&commits.records),
+            records: read(&commits.items),
             waiting: read(&commits.waiting),
             release_batches: read(&releases.batches),
-            releases: read(&releases.releases),
+            releases: read(&releases.items),
             releases_waiting: read(&releases.waiting),
             log_reads: read(&self.inner.log_reads),
         }

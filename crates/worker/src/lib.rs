@@ -40,6 +40,12 @@ pub use interceptor::{
 pub use observer::{NullObserver, PersistError, PersistKind, TurnObserver, WorkerEvent};
 pub use stack::InterceptorStack;
 pub use step::{Answer, CallsStop, Ending, Step, Turn};
+/// What the exported macros use.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde_json;
+}
+
 pub use tool::{shared_schema, DynTool, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
 pub use tool_state::{CommittedCall, ToolState, ToolStates};
 pub use worker::{Compaction, TurnEndReason, TurnOutcome, Worker, WorkerConfig};

@@ -66,7 +66,7 @@ pub trait Tool: Send + Sync + 'static {
     fn description(&self) -> String;
 
     /// JSON Schema of the arguments object (`json!({..}).into()`). A tool
-    /// whose schema never changes builds it once with [`shared_schema`]:
+    /// whose schema never changes builds it once with [`schema!`]:
     /// every session builds its tools, and building schemas was most of
     /// that.
     fn parameters(&self) -> Arc<serde_json::Value>;
@@ -200,6 +200,24 @@ pub fn shared_schema(
     build: impl FnOnce() -> serde_json::Value,
 ) -> Arc<serde_json::Value> {
     Arc::clone(cell.get_or_init(|| Arc::new(build())))
+}
+
+/// The parameters of a tool whose schema never changes, in `json!`'s
+/// syntax: built the first time it is asked for and shared after
+/// ([`shared_schema`], with a static of the call site's own).
+///
+/// ```
+/// let one = pod_worker::schema!({"type": "object", "properties": {}});
+/// assert_eq!(one["type"], "object");
+/// ```
+#[macro_export]
+macro_rules! schema {
+    ($($json:tt)+) => {{
+        static SCHEMA: ::std::sync::OnceLock<
+            ::std::sync::Arc<$crate::__private::serde_json::Value>,
+        > = ::std::sync::OnceLock::new();
+        $crate::shared_schema(&SCHEMA, || $crate::__private::serde_json::json!($($json)+))
+    }};
 }
 
 /// What a spec moved out of an array leaves behind (allocates nothing).

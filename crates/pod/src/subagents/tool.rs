@@ -122,31 +122,28 @@ impl Tool for TaskTool {
     }
 
     fn parameters(&self) -> Arc<serde_json::Value> {
-        static SCHEMA: std::sync::OnceLock<Arc<serde_json::Value>> = std::sync::OnceLock::new();
-        pod_worker::shared_schema(&SCHEMA, || {
-            serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "description": {
-                        "type": "string",
-                        "description": "3 to 8 words saying what the task is, for the user"
-                    },
-                    "prompt": {
-                        "type": "string",
-                        "description": "The whole task: the subagent sees nothing else"
-                    },
-                    "read_only": {
-                        "type": "boolean",
-                        "description": "Only tools that read: no writes, edits or commands"
-                    },
-                    "worktree": {
-                        "type": "boolean",
-                        "description": "Work in its own git worktree and branch (the workspace must be in a git repository)"
-                    }
+        pod_worker::schema!({
+            "type": "object",
+            "properties": {
+                "description": {
+                    "type": "string",
+                    "description": "3 to 8 words saying what the task is, for the user"
                 },
-                "required": ["description", "prompt"],
-                "additionalProperties": false
-            })
+                "prompt": {
+                    "type": "string",
+                    "description": "The whole task: the subagent sees nothing else"
+                },
+                "read_only": {
+                    "type": "boolean",
+                    "description": "Only tools that read: no writes, edits or commands"
+                },
+                "worktree": {
+                    "type": "boolean",
+                    "description": "Work in its own git worktree and branch (the workspace must be in a git repository)"
+                }
+            },
+            "required": ["description", "prompt"],
+            "additionalProperties": false
         })
     }
 

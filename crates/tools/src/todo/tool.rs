@@ -4,7 +4,7 @@ use super::render::render_todos;
 use super::validate::{parse_todo_write, validate_todos, MAX_CONTENT_CHARS, MAX_TODOS};
 use super::TodoStore;
 use pod_worker::{CommittedCall, Tool, ToolContext, ToolOutput, ToolState};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// The tool's name.
@@ -89,28 +89,25 @@ impl Tool for TodoWriteTool {
     }
 
     fn parameters(&self) -> Arc<Value> {
-        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
-        pod_worker::shared_schema(&SCHEMA, || {
-            json!({
-                "type": "object",
-                "properties": {
-                    "todos": {
-                        "type": "array",
-                        "description": "The complete list, in order.",
-                        "maxItems": MAX_TODOS,
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "id": {"type": "string", "minLength": 1},
-                                "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS},
-                                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
-                            },
-                            "required": ["id", "content", "status"]
-                        }
+        pod_worker::schema!({
+            "type": "object",
+            "properties": {
+                "todos": {
+                    "type": "array",
+                    "description": "The complete list, in order.",
+                    "maxItems": MAX_TODOS,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string", "minLength": 1},
+                            "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS},
+                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+                        },
+                        "required": ["id", "content", "status"]
                     }
-                },
-                "required": ["todos"]
-            })
+                }
+            },
+            "required": ["todos"]
         })
     }
 

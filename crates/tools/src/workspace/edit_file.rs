@@ -5,7 +5,7 @@ use super::write_file::{check_fresh, commit};
 use super::{blocking, Workspace};
 use pod_worker::{Tool, ToolContext, ToolOutput, ToolState};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// The tool's name.
@@ -57,19 +57,16 @@ impl Tool for EditFileTool {
     }
 
     fn parameters(&self) -> Arc<Value> {
-        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
-        pod_worker::shared_schema(&SCHEMA, || {
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Path relative to the workspace root."},
-                    "old_string": {"type": "string", "description": "The exact text to replace."},
-                    "new_string": {"type": "string", "description": "The replacement text."},
-                    "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence."}
-                },
-                "required": ["path", "old_string", "new_string"],
-                "additionalProperties": false
-            })
+        pod_worker::schema!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace root."},
+                "old_string": {"type": "string", "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The replacement text."},
+                "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence."}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
         })
     }
 

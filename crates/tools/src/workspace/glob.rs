@@ -5,7 +5,7 @@ use super::{blocking, Workspace};
 use globset::GlobBuilder;
 use pod_worker::{Tool, ToolContext, ToolOutput};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -56,17 +56,14 @@ impl Tool for GlobTool {
     }
 
     fn parameters(&self) -> Arc<Value> {
-        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
-        pod_worker::shared_schema(&SCHEMA, || {
-            json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Glob pattern, e.g. **/*.rs"},
-                    "path": {"type": "string", "description": "Directory to search (default: the root)."}
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            })
+        pod_worker::schema!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern, e.g. **/*.rs"},
+                "path": {"type": "string", "description": "Directory to search (default: the root)."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
         })
     }
 

@@ -7,7 +7,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use pod_worker::{Tool, ToolContext, ToolOutput};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -69,19 +69,16 @@ impl Tool for GrepTool {
     }
 
     fn parameters(&self) -> Arc<Value> {
-        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
-        pod_worker::shared_schema(&SCHEMA, || {
-            json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression."},
-                    "path": {"type": "string", "description": "File or directory to search (default: the root)."},
-                    "glob": {"type": "string", "description": "Only files matching this glob, e.g. **/*.rs"},
-                    "case_insensitive": {"type": "boolean", "default": false}
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            })
+        pod_worker::schema!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression."},
+                "path": {"type": "string", "description": "File or directory to search (default: the root)."},
+                "glob": {"type": "string", "description": "Only files matching this glob, e.g. **/*.rs"},
+                "case_insensitive": {"type": "boolean", "default": false}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
         })
     }
 

@@ -4,7 +4,7 @@ use super::walk::walk;
 use super::{blocking, Workspace};
 use pod_worker::{Tool, ToolContext, ToolOutput};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -51,15 +51,12 @@ impl Tool for ListDirTool {
     }
 
     fn parameters(&self) -> Arc<Value> {
-        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
-        pod_worker::shared_schema(&SCHEMA, || {
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Directory relative to the workspace root (default: the root)."}
-                },
-                "additionalProperties": false
-            })
+        pod_worker::schema!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory relative to the workspace root (default: the root)."}
+            },
+            "additionalProperties": false
         })
     }
 

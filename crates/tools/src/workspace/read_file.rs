@@ -6,7 +6,7 @@ use super::tracker::{FileMeta, FileStamp};
 use super::{blocking, Workspace};
 use pod_worker::{Tool, ToolContext, ToolOutput, ToolState};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -61,18 +61,15 @@ impl Tool for ReadFileTool {
     }
 
     fn parameters(&self) -> Arc<Value> {
-        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
-        pod_worker::shared_schema(&SCHEMA, || {
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Path relative to the workspace root."},
-                    "start_line": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
-                    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show (inclusive)."}
-                },
-                "required": ["path"],
-                "additionalProperties": false
-            })
+        pod_worker::schema!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace root."},
+                "start_line": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
+                "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show (inclusive)."}
+            },
+            "required": ["path"],
+            "additionalProperties": false
         })
     }
 

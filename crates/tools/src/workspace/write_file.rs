@@ -5,7 +5,7 @@ use super::tracker::{FileMeta, FileStamp};
 use super::{blocking, Workspace};
 use pod_worker::{Tool, ToolContext, ToolOutput, ToolState};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -52,17 +52,14 @@ impl Tool for WriteFileTool {
     }
 
     fn parameters(&self) -> Arc<Value> {
-        static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
-        pod_worker::shared_schema(&SCHEMA, || {
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Path relative to the workspace root."},
-                    "content": {"type": "string", "description": "The complete new content of the file."}
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false
-            })
+        pod_worker::schema!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace root."},
+                "content": {"type": "string", "description": "The complete new content of the file."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
         })
     }
 
