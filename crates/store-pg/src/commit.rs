@@ -219,13 +219,13 @@ async fn run(
 /// as a whole (not a lost connection) is split into single appends, so a
 /// record the server will not take fails alone.
 async fn commit(batch: Vec<Append>, pool: &Arc<Pool>) {
-    match commit_with_retries(&batch, pool).await {
+    match with_retries(&batch, pool, "a group commit").await {
         Ok(outcomes) => answer(batch, outcomes),
         Err(err) if batch.len() > 1 && err.refused_by_server() => {
             tracing::warn!(records = batch.len(), err = %err, "a group commit failed; committing its records one by one");
             for append in batch {
                 let one = vec![append];
-                match commit_with_retries(&one, pool).await {
+                match with_retries(&one, pool, "a group commit").await {
                     Ok(outcomes) => answer(one, outcomes),
                     Err(err) => fail(one, err),
                 }
@@ -286,13 +286,6 @@ impl Attempt for Vec<Append> {
     fn len(&self) -> usize {
         self.len()
     }
-}
-
-async fn commit_with_retries(
-    batch: &Vec<Append>,
-    pool: &Arc<Pool>,
-) -> Result<Vec<Result<(), Refused>>, Failure> {
-    with_retries(batch, pool, "a group commit").await
 }
 
 /// Runs `batch` on a connection of `pool`, again on a new one (after 200

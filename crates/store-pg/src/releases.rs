@@ -7,8 +7,8 @@
 //! second as it starts; one `UPDATE` and one synchronous commit each was
 //! the database's second largest cost after the records' inserts. Releases
 //! queue on a channel; one task takes everything queued (up to
-//! [`MAX_BATCH`](crate::commit::MAX_BATCH)) and sends it as one statement, and the next batch grows
-//! while it runs. Each release is answered only after its batch committed,
+//! [`MAX_BATCH`](crate::commit::MAX_BATCH)) and sends it as one
+//! statement, and the next batch grows while it runs. Each release is answered only after its batch committed,
 //! as a single one was.
 
 use crate::commit::{with_retries, Attempt, BatchStats, Failure};
@@ -24,7 +24,7 @@ use uuid::Uuid;
 /// `fleet` (a handed-over session is the fleet's; a released one keeps
 /// what it was). Rows are locked in id order, as the renewal and the group
 /// commit's fence lock them, so none of the three deadlock. Returns the
-/// ids it released.
+/// leases (id, epoch) it ended.
 const RELEASE_ALL: &str = "
     WITH r AS (
         SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[], $5::bool[])
@@ -39,7 +39,7 @@ const RELEASE_ALL: &str = "
     SET owner = NULL, lease_until = NULL, state = mine.state, wake_at = mine.wake_at,
         fleet = s.fleet OR mine.fleet
     FROM mine WHERE s.id = mine.id
-    RETURNING s.id";
+    RETURNING s.id, s.epoch";
 
 /// What a session becomes when its lease ends.
 #[derive(Clone, Copy, Debug)]
@@ -118,7 +118,7 @@ async fn run(
         match with_retries(&batch, &pool, "releasing leases").await {
             Ok(released) => {
                 for release in batch {
-                    let ours = released.contains(&release.session);
+                    let ours = released.contains(&(release.session, release.epoch));
                     let _ = release.done.send(Ok(ours));
                 }
             }
@@ -133,9 +133,9 @@ async fn run(
 }
 
 impl Attempt for Vec<Release> {
-    type Outcome = HashSet<Uuid>;
+    type Outcome = HashSet<(Uuid, i64)>;
 
-    async fn on(&self, conn: &mut Pooled) -> Result<HashSet<Uuid>, tokio_postgres::Error> {
+    async fn on(&self, conn: &mut Pooled) -> Result<Self::Outcome, tokio_postgres::Error> {
         let ids: Vec<Uuid> = self.iter().map(|r| r.session).collect();
         let epochs: Vec<i64> = self.iter().map(|r| r.epoch).collect();
         let mut states: Vec<&str> = Vec::with_capacity(self.len());
@@ -156,7 +156,7 @@ impl Attempt for Vec<Release> {
             .client
             .query(&statement, &[&ids, &epochs, &states, &wakes, &fleet])
             .await?;
-        Ok(rows.iter().map(|row| row.get(0)).collect())
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
     fn len(&self) -> usize {

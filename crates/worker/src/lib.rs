@@ -43,9 +43,10 @@ pub use step::{Answer, CallsStop, Ending, Step, Turn};
 /// What the exported macros use.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::tool::shared_schema;
     pub use serde_json;
 }
 
-pub use tool::{shared_schema, DynTool, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
+pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
 pub use tool_state::{CommittedCall, ToolState, ToolStates};
 pub use worker::{Compaction, TurnEndReason, TurnOutcome, Worker, WorkerConfig};

@@ -262,8 +262,8 @@ impl CompactionRecord {
 /// A front end's launch record ([`SessionHeader::launch`]), kept as the
 /// JSON text it was written as. The Pod stores it and never reads it, so
 /// reading a log does not build it: building it as a `Value` was most of
-/// the cost of reading a fleet session's header (a few kilobytes of
-/// settings, read again at every start). Equal when the text is.
+/// the cost of parsing a fleet session's records, read at every start.
+/// Equal when the text is.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct LaunchJson(Box<serde_json::value::RawValue>);

@@ -83,15 +83,15 @@ fn schemas_that_differ_only_in_key_order_are_not_shared() {
 }
 
 #[test]
-fn a_shared_schema_is_built_once_and_handed_out_as_the_same_value() {
+fn a_schema_is_built_once_and_handed_out_as_the_same_value() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::OnceLock;
-    static SCHEMA: OnceLock<Arc<serde_json::Value>> = OnceLock::new();
     static BUILT: AtomicUsize = AtomicUsize::new(0);
+    // One call site, asked twice (as every session asks its tools).
     let get = || {
-        pod_worker::shared_schema(&SCHEMA, || {
-            BUILT.fetch_add(1, Ordering::SeqCst);
-            serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}})
+        pod_worker::schema!({
+            "type": "object",
+            "properties": {"x": {"type": "string"}},
+            "built": BUILT.fetch_add(1, Ordering::SeqCst)
         })
     };
     let (one, two) = (get(), get());
