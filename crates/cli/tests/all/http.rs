@@ -479,18 +479,12 @@ async fn a_watcher_that_reconnects_with_last_event_id_misses_nothing() {
     assert_eq!(a.data, b.data);
     drop(first);
     // The write waits: answer it, then reconnect from record 3. The
-    // question is listed once the Pod has asked it, which may come a
-    // moment after record 3 reached the watchers.
-    let mut listed = None;
-    for _ in 0..3_000 {
-        let approvals = server.get("/approvals").await;
-        if let Some(id) = approvals["approvals"][0]["id"].as_str() {
-            listed = Some(id.to_owned());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let approval_id = listed.expect("the write's question is listed within a minute");
+    // question comes after record 3 (the model has not yet asked to
+    // write), so wait for the stream to say it is asked.
+    let asked = second
+        .until(|e| e.event == "approvals" && !e.data["approvals"].as_array().unwrap().is_empty())
+        .await;
+    let approval_id = asked.data["approvals"][0]["id"].as_str().unwrap();
     server
         .post(
             &format!("/approvals/{approval_id}"),
