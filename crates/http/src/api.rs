@@ -188,6 +188,7 @@ pub async fn diff(
         "files": files,
         "patch": patch,
         "not_captured": timeline.skipped(),
+        "unindexed": timeline.unindexed(),
         "checkpoints": true,
     })))
 }

@@ -55,7 +55,12 @@ pub fn load(home: &Path, given: Option<&Path>) -> Result<Token, ServeError> {
             ))
         }
     }
-    std::fs::create_dir_all(home)
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(home)
         .map_err(|err| ServeError::io(format!("cannot create {}", home.display()), err))?;
     // Two v4 uuids: 244 random bits from the OS generator.
     let value = format!(
@@ -252,7 +257,12 @@ pub async fn require(
         .then(|| query_token(request.uri().query().unwrap_or_default()))
         .flatten();
     match header.map(str::to_string).or(query) {
-        Some(given) if same(given.as_bytes(), token.as_bytes()) => Ok(next.run(request).await),
+        Some(given) if same(given.as_bytes(), token.as_bytes()) => {
+            if let Some(ticket) = request.extensions().get::<Arc<crate::admission::Ticket>>() {
+                ticket.promote();
+            }
+            Ok(next.run(request).await)
+        }
         Some(_) => Err(ApiError::unauthorized(
             "wrong token: use the one `pod serve --http` printed (kept in POD_HOME/http-token)",
         )),

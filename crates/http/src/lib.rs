@@ -21,6 +21,7 @@
 
 #![deny(missing_docs)]
 
+mod admission;
 mod api;
 mod assets;
 pub mod auth;

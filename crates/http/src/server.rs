@@ -4,7 +4,10 @@
 //!
 //! - At most [`Limits::max_connections`] connections are served at once; one
 //!   more is answered `503` (JSON) and closed instead of waiting in the
-//!   kernel's backlog holding a file descriptor.
+//!   kernel's backlog holding a file descriptor. Connections that have not
+//!   shown the token hold at most a quarter of them, the oldest making way
+//!   for a new one ([`super::admission`]): strangers cannot starve the
+//!   token holder.
 //! - A connection must send a request's headers within
 //!   [`Limits::header_timeout`], counted from when it opens or from the end of
 //!   its previous response (hyper's header-read timer): idle keep-alive
@@ -14,11 +17,12 @@
 //! - On stop, no new connection is accepted and open ones finish their
 //!   request (event streams end on their own) for at most [`DRAIN`].
 
+use super::admission::{Admission, Ticket};
 use super::config::Limits;
 use super::guard;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use pod::CancellationToken;
 use std::pin::Pin;
@@ -27,7 +31,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How long open connections get to finish after a stop.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -43,7 +46,7 @@ const PARSER_BUFFER: usize = 1024 * 1024;
 
 /// Serves `app` on `listener` until `stop` fires.
 pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, limits: Limits) {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let admission = Admission::new(limits.max_connections);
     let graceful = GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -51,6 +54,7 @@ pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, 
         .header_read_timeout(limits.header_timeout)
         .max_buf_size(PARSER_BUFFER)
         .keep_alive(true);
+    let builder = Arc::new(builder);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -63,23 +67,15 @@ pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, 
             },
             _ = stop.cancelled() => break,
         };
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            tokio::spawn(refuse_busy(stream));
-            continue;
-        };
-        // Answers are small and often single writes: send them at once.
-        let _ = stream.set_nodelay(true);
-        // Each request carries where it came from.
-        let service = TowerToHyperService::new(app.clone().layer(axum::Extension(Peer(peer))));
-        let io = TokioIo::new(Slotted {
-            _slot: slot,
-            stream,
-        });
-        let connection = graceful.watch(builder.serve_connection(io, service));
+        // Admitted in a task of its own: one waiting for a slot to come
+        // back must not hold up the connections behind it.
+        let admission = Arc::clone(&admission);
+        let (app, builder, watcher) = (app.clone(), Arc::clone(&builder), graceful.watcher());
         tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::debug!(%err, "connection ended");
-            }
+            let Some(ticket) = admission.admit().await else {
+                return refuse_busy(stream).await;
+            };
+            serve_one(stream, peer, app, &builder, watcher, ticket).await;
         });
     }
     if tokio::time::timeout(DRAIN, graceful.shutdown())
@@ -87,6 +83,41 @@ pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, 
         .is_err()
     {
         tracing::warn!("connections still open after {DRAIN:?}; closing them");
+    }
+}
+
+/// Serves one admitted connection until it ends, or until a newer one
+/// pushes it out.
+async fn serve_one(
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+    app: Router,
+    builder: &hyper::server::conn::http1::Builder,
+    watcher: Watcher,
+    ticket: Arc<Ticket>,
+) {
+    // Answers are small and often single writes: send them at once.
+    let _ = stream.set_nodelay(true);
+    // Each request carries where it came from, and the connection's
+    // ticket, which a request with the token promotes.
+    let service = TowerToHyperService::new(
+        app.layer(axum::Extension(Peer(peer)))
+            .layer(axum::Extension(Arc::clone(&ticket))),
+    );
+    let closing = ticket.closing().clone();
+    let io = TokioIo::new(Slotted {
+        _ticket: ticket,
+        stream,
+    });
+    let connection = watcher.watch(builder.serve_connection(io, service));
+    // Pushed out, an anonymous connection is dropped where it stands: it
+    // has shown no token, so nothing of the operator's is cut.
+    let ended = tokio::select! {
+        ended = connection => ended,
+        _ = closing.cancelled() => return,
+    };
+    if let Err(err) = ended {
+        tracing::debug!(%err, "connection ended");
     }
 }
 
@@ -99,7 +130,7 @@ pub struct Peer(pub std::net::SocketAddr);
 /// the close finds the slot free.
 struct Slotted {
     // Held, never read: dropping it frees the slot.
-    _slot: OwnedSemaphorePermit,
+    _ticket: Arc<Ticket>,
     stream: TcpStream,
 }
 

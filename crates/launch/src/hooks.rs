@@ -71,6 +71,22 @@ pub(crate) fn collect(
     Ok(read)
 }
 
+/// The hooks in the settings files at `paths` and nothing else (a replay's
+/// `--hooks`).
+pub(crate) fn from_files(paths: &[PathBuf]) -> Result<Vec<RecordedHooks>, LaunchError> {
+    let mut read = Vec::new();
+    for path in paths {
+        let path = std::path::absolute(path).map_err(|err| {
+            LaunchError::settings(
+                format!("cannot resolve the hooks file {}: {err}", path.display()),
+                "give its path relative to the current directory, or absolute",
+            )
+        })?;
+        read.extend(read_file(&path)?);
+    }
+    Ok(read)
+}
+
 /// The `"hooks"` object of the settings file at `path`, checked.
 fn read_file(path: &Path) -> Result<Option<RecordedHooks>, LaunchError> {
     let hint = "fix the file (docs/hooks.md lists the format), or leave it out";

@@ -275,14 +275,15 @@ impl Plan {
         let name = uuid::Uuid::new_v4().simple().to_string();
         let path = self.place.home.path().join("worktrees").join(&name);
         let branch = format!("pod/{}", &name[..8]);
-        let made = pod::checkpoints::worktree::add(&self.workspace, &path, &branch)
-            .await
-            .map_err(|err| {
-                LaunchError::settings(
-                    format!("cannot make a worktree: {err}"),
-                    "--worktree needs a workspace inside a git repository with a commit",
-                )
-            })?;
+        let made =
+            pod::checkpoints::make_worktree(&self.place.home, &self.workspace, &path, &branch)
+                .await
+                .map_err(|err| {
+                    LaunchError::settings(
+                        format!("cannot make a worktree: {err}"),
+                        "--worktree needs a workspace inside a git repository with a commit",
+                    )
+                })?;
         let recorded = crate::record::RecordedWorktree {
             repo: made.repo,
             path: made.path,

@@ -280,6 +280,10 @@ async fn connect(
                 .envs(env)
                 .current_dir(cwd.as_deref().unwrap_or(workspace))
                 .kill_on_drop(true);
+            if let Some(confine) = &config.confine {
+                (confine.0)(&mut cmd)
+                    .map_err(|err| start_error(format!("cannot confine {command}: {err}")))?;
+            }
             let (transport, _stderr) = TokioChildProcess::builder(cmd)
                 // A server's diagnostics would scribble over the terminal
                 // (or an ACP stream's stderr log); they are not ours.

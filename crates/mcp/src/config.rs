@@ -47,7 +47,33 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// How long one call may run.
     pub call_timeout: Duration,
+    /// What a stdio server's process is confined by before it starts
+    /// (a replay runs recorded servers under its sandbox); none: it runs
+    /// with the user's rights, as the user configured it.
+    pub confine: Option<Confine>,
 }
+
+/// Prepares a stdio server's command before it is spawned (a kernel
+/// sandbox applied between fork and exec, say); an error stops the start.
+#[derive(Clone)]
+pub struct Confine(pub std::sync::Arc<ConfineFn>);
+
+/// What a [`Confine`] calls on a server's command.
+pub type ConfineFn = dyn Fn(&mut tokio::process::Command) -> std::io::Result<()> + Send + Sync;
+
+impl std::fmt::Debug for Confine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Confine(..)")
+    }
+}
+
+impl PartialEq for Confine {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Confine {}
 
 /// Default time a server has to start: a server run through `npx` may
 /// download its package first.
@@ -65,7 +91,14 @@ impl ServerConfig {
             transport,
             startup_timeout: STARTUP_TIMEOUT,
             call_timeout: CALL_TIMEOUT,
+            confine: None,
         }
+    }
+
+    /// The same server, its process confined by `confine` (stdio only).
+    pub fn confined(mut self, confine: Confine) -> Self {
+        self.confine = Some(confine);
+        self
     }
 
     /// What a session records of it: the name and how it was started, with

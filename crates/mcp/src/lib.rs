@@ -20,7 +20,7 @@ pub mod names;
 mod tool;
 
 pub use client::{CallError, Connection, McpError};
-pub use config::{read_mcp_json, RecordedServer, ServerConfig, Transport};
+pub use config::{read_mcp_json, Confine, RecordedServer, ServerConfig, Transport};
 pub use tool::{normalise_schema, McpTool};
 
 use pod_worker::{DynTool, ToolRegistry, ToolSource};

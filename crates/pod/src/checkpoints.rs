@@ -105,6 +105,7 @@ impl Checkpoints {
                 phase,
                 tree,
                 skipped: self.shadow.skipped().await,
+                unindexed: self.shadow.unindexed().await,
                 at: Utc::now(),
             },
             Err(err) => return self.give_up(&err.to_string()),
@@ -148,6 +149,31 @@ impl Interceptor for Checkpoints {
 
 pub use pod_checkpoint::{worktree, Change, CheckpointError, Shadow, SIZE_LIMIT};
 
+/// Makes a worktree of the repository `workspace` is in, at `path` on
+/// branch `branch` ([`worktree::add`]): nothing the repository configures
+/// runs, and each git it takes may write only in the repository's git
+/// directory and the new worktree (the kernel's sandbox, where it has one).
+pub async fn make_worktree(
+    home: &crate::PodHome,
+    workspace: &std::path::Path,
+    path: &std::path::Path,
+    branch: &str,
+) -> Result<worktree::Worktree, CheckpointError> {
+    let store = home.path().join(STORE_DIR);
+    worktree::add(workspace, path, branch, &store, &confine_git).await
+}
+
+/// The confinement of pod's own git in a repository: writes beneath
+/// `writable` only, no network.
+fn confine_git(
+    command: &mut tokio::process::Command,
+    writable: &[std::path::PathBuf],
+) -> std::io::Result<()> {
+    pod_tools::Sandbox::writing_only(writable)
+        .confine(command)
+        .map_err(std::io::Error::other)
+}
+
 /// The checkpoints of session `id` (in pod's `home`) of `workspace`.
 pub fn shadow(home: &crate::PodHome, id: uuid::Uuid, workspace: std::path::PathBuf) -> Shadow {
     Shadow::new(
@@ -185,6 +211,19 @@ impl Timeline {
             .points
             .iter()
             .flat_map(|(_, c)| c.skipped.iter().cloned())
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// The paths left out of any snapshot because git cannot store their
+    /// names.
+    pub fn unindexed(&self) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .points
+            .iter()
+            .flat_map(|(_, c)| c.unindexed.iter().cloned())
             .collect();
         all.sort();
         all.dedup();
@@ -260,6 +299,7 @@ pub async fn fork_with_files(
         phase: CheckpointPhase::After,
         tree: tree.to_string(),
         skipped: Vec::new(),
+        unindexed: Vec::new(),
         at: Utc::now(),
     };
     opened

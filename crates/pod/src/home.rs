@@ -8,6 +8,23 @@ use uuid::Uuid;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodHome(PathBuf);
 
+/// What [`PodHome::secure`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HomeAccess {
+    /// Only its owner may enter it.
+    Private,
+    /// Others could enter it (`mode`); now only its owner can.
+    Tightened {
+        /// The mode it had.
+        mode: u32,
+    },
+    /// Others may enter it (`mode`), and it is the user's to change.
+    Open {
+        /// Its mode.
+        mode: u32,
+    },
+}
+
 /// File name of a session's log inside its directory.
 pub const LOG_FILE: &str = "log.jsonl";
 
@@ -29,6 +46,39 @@ impl PodHome {
         var("HOME")
             .map(|home| Self::new(PathBuf::from(home).join(".local/share/pod")))
             .ok_or(PodError::NoHome)
+    }
+
+    /// Makes the home private: one that others may enter is tightened to 0700 when `ours` (pod's default location,
+    /// made by pod), else left as it is and reported, for the front end to
+    /// warn about. What pod makes inside it is private either way
+    /// (sessions 0700, logs 0600, the checkpoint store 0700 with files
+    /// 0600), so an open home exposes names of directories, not contents.
+    pub fn secure(&self, ours: bool) -> Result<HomeAccess, PodError> {
+        let io = |source| PodError::Io {
+            path: self.0.clone(),
+            source,
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = match std::fs::metadata(&self.0) {
+                Ok(meta) => meta.permissions().mode() & 0o777,
+                // Made 0700 by whatever first writes in it.
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok(HomeAccess::Private)
+                }
+                Err(err) => return Err(io(err)),
+            };
+            if mode & 0o077 != 0 {
+                if !ours {
+                    return Ok(HomeAccess::Open { mode });
+                }
+                std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o700))
+                    .map_err(io)?;
+                return Ok(HomeAccess::Tightened { mode });
+            }
+        }
+        Ok(HomeAccess::Private)
     }
 
     /// The root path.

@@ -76,7 +76,7 @@ pub use events::PodEvent;
 pub use fork::{fork_item_count, fork_session, fork_session_in};
 pub use gate::ApprovalGate;
 pub use handle::PodHandle;
-pub use home::{PodHome, LOG_FILE};
+pub use home::{HomeAccess, PodHome, LOG_FILE};
 pub use interceptors::{context_estimate, CostBudget, SessionBudget, MAX_COMPACTION_FAILURES};
 pub use pod::Pod;
 pub use store::{FileStore, LogWriter, SessionStat, SessionStore, Store, Waits};

@@ -40,6 +40,7 @@ pub async fn diff(args: DiffArgs, place: super::Place) -> Result<Outcome> {
             "files": files_json(&changes),
             "patch": patch,
             "not_captured": timeline.skipped(),
+            "unindexed": timeline.unindexed(),
         });
         crate::output::print(&format!("{}\n", crate::render::safe::json(&doc, true)?))?;
     } else {
@@ -56,6 +57,18 @@ pub async fn diff(args: DiffArgs, place: super::Place) -> Result<Outcome> {
             let _ = crate::output::eprint(&format!(
                 "not captured (over {} MB, not in any snapshot): {}\n",
                 pod::checkpoints::SIZE_LIMIT >> 20,
+                names.join(", ")
+            ));
+        }
+        let unindexed = timeline.unindexed();
+        if !unindexed.is_empty() {
+            let names: Vec<_> = unindexed
+                .iter()
+                .map(|p| crate::render::safe::line(p).into_owned())
+                .collect();
+            let _ = crate::output::eprint(&format!(
+                "not captured (git cannot store these names; what is in them is not in any \
+                 snapshot): {}\n",
                 names.join(", ")
             ));
         }
@@ -126,10 +139,35 @@ pub async fn rewind(args: RewindArgs, place: super::Place) -> Result<Outcome> {
         }
     }
     let restored = shadow.changes(&now, target).await?;
-    shadow
-        .restore(&now, target)
-        .await
-        .context("cannot restore the workspace")?;
+    match shadow.restore(&now, target).await {
+        Ok(()) => {}
+        Err(pod::checkpoints::CheckpointError::Blocked { paths, done }) => {
+            let shown = first_paths(&paths, 10);
+            let what = match done {
+                true => format!(
+                    "{} changed while it was restored: {} not written, since a symbolic link, a \
+                     file or a directory session {id}'s checkpoints do not hold lies on the way \
+                     ({shown}); the other files are back as after item {}",
+                    workspace.display(),
+                    crate::render::plural(paths.len(), "path"),
+                    args.to
+                ),
+                false => format!(
+                    "{} in {} would be written through a symbolic link, a file or a directory \
+                     session {id}'s checkpoints do not hold ({shown}); nothing was changed",
+                    crate::render::plural(paths.len(), "path"),
+                    workspace.display()
+                ),
+            };
+            bail!(Failure::new(
+                what,
+                "the workspace changed after the session's last checkpoint (a link may lead \
+                 outside it): look at those paths, remove what should not be there, then rewind \
+                 again"
+            ));
+        }
+        Err(err) => return Err(err).context("cannot restore the workspace"),
+    }
     let fork = pod::checkpoints::fork_with_files(store, id, args.to, target, None)
         .await
         .with_context(|| {
@@ -154,6 +192,19 @@ pub async fn rewind(args: RewindArgs, place: super::Place) -> Result<Outcome> {
         ))?;
     }
     Ok(Outcome::Done)
+}
+
+/// The first `n` of `paths`, safe to print, and how many more.
+fn first_paths(paths: &[String], n: usize) -> String {
+    let mut shown: Vec<String> = paths
+        .iter()
+        .take(n)
+        .map(|p| crate::render::safe::line(p).into_owned())
+        .collect();
+    if paths.len() > n {
+        shown.push(format!("and {} more", paths.len() - n));
+    }
+    shown.join(", ")
 }
 
 /// Changed files as `--json` lists them.

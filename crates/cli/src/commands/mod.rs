@@ -97,6 +97,32 @@ pub async fn flush_notifications(outbox: &pod_notify::Outbox) {
     }
 }
 
+/// Makes pod's home private (see [`pod::PodHome::secure`]): tightened when
+/// it is pod's default location, warned about (once per process) when it
+/// is the user's `POD_HOME`.
+fn secure_home(home: &pod::PodHome) -> Result<()> {
+    let ours = std::env::var_os("POD_HOME").is_none_or(|v| v.is_empty());
+    match home.secure(ours)? {
+        pod::HomeAccess::Open { mode } => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                let _ = crate::output::eprint(&format!(
+                    "warning: POD_HOME {} is open to other users (mode {mode:o}); what pod keeps \
+                     in it is private (0700/0600), but its names show: chmod 700 {}\n",
+                    home.path().display(),
+                    home.path().display()
+                ));
+            });
+        }
+        pod::HomeAccess::Tightened { mode } => tracing::info!(
+            home = %home.path().display(),
+            "pod's home was open to other users (mode {mode:o}); made it 0700"
+        ),
+        pod::HomeAccess::Private => {}
+    }
+    Ok(())
+}
+
 /// Where a command finds sessions: pod's home (scratch directories, and
 /// the session logs of the file store) and the store of session logs.
 #[derive(Clone)]
@@ -120,6 +146,7 @@ impl Place {
 
     async fn resolve(global: &GlobalArgs, tuning: crate::store::Tuning) -> Result<Self> {
         let home = pod::PodHome::from_env()?;
+        secure_home(&home)?;
         let (home, store, fleet) =
             crate::store::open(global.store.as_deref(), home, tuning).await?;
         Ok(Self { home, store, fleet })

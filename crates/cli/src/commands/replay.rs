@@ -151,29 +151,45 @@ fn at(report: &Report) -> String {
     text
 }
 
-/// One line per session (`--dir`).
+/// One line per session (`--dir`), with a line under it for each part
+/// of the recorded policy the replay did not apply.
 fn short(report: &Report) -> String {
     let title = report
         .title
         .as_deref()
         .map(|t| format!("  {}", safe::line(t)))
         .unwrap_or_default();
-    match report.identical() {
+    let mut text = match report.identical() {
         true => format!("{}  identical {}{title}", report.session, counts(report)),
         false => format!("{}  diverged  at {}{title}", report.session, at(report)),
+    };
+    for note in &report.narrowed {
+        text.push_str(&format!("\n  narrowed: {}", safe::line(note)));
     }
+    text
+}
+
+/// The lines saying what of the recorded policy was not applied.
+fn narrowed(report: &Report) -> String {
+    report
+        .narrowed
+        .iter()
+        .map(|note| format!("narrowed: {}\n", safe::line(note)))
+        .collect()
 }
 
 /// The whole report of one session.
 fn full(report: &Report) -> String {
     let Some(located) = &report.divergence else {
         return format!(
-            "session {} replayed identically: {}\n",
+            "session {} replayed identically: {}\n{}",
             report.session,
-            counts(report)
+            counts(report),
+            narrowed(report)
         );
     };
     let mut text = format!("session {} diverged at {}\n", report.session, at(report));
+    text.push_str(&narrowed(report));
     text.push_str(&safe::text(&located.divergence.diff));
     text.push_str(&format!(
         "{} of {} the same before it ({})\n",

@@ -12,6 +12,7 @@ mod ctrl_c;
 mod dashboard;
 mod demo;
 mod errors;
+mod escapes;
 mod first_steps;
 mod fleet;
 mod fleet_scale;

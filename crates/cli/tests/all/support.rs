@@ -19,6 +19,13 @@ impl TestEnv {
         for sub in ["home", "pod-home", "config", "data", "workspace"] {
             std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
         }
+        // As pod makes it: an open POD_HOME is warned about.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            dir.path().join("pod-home"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .expect("chmod");
         Self { dir }
     }
 

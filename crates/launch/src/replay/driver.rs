@@ -54,7 +54,7 @@ pub async fn replay(
         home: PodHome::new(scratch.path().join("home")),
         store: Arc::new(FileStore::new(PodHome::new(scratch.path().join("home")))) as Store,
     };
-    let (handle, servers) = start(recording, &place, &dir, what_if).await?;
+    let (handle, servers, narrowed) = start(recording, &place, home, &dir, what_if).await?;
     let actual_id = handle.session_id();
     let mut renames = Renames::default();
     renames.add(
@@ -74,7 +74,9 @@ pub async fn replay(
         root.header.workspace.display().to_string(),
     );
     let actual = actual_logs(recording, actual_id, &place, &mut renames).await?;
-    Ok(report(recording, &actual, &renames))
+    let mut report = report(recording, &actual, &renames);
+    report.narrowed = narrowed;
+    Ok(report)
 }
 
 /// Starts the Pod: the recording's settings (over the config file, or the
@@ -84,9 +86,10 @@ pub async fn replay(
 async fn start(
     recording: &Recording,
     place: &Place,
+    place_home: &PodHome,
     dir: &Path,
     what_if: &WhatIf,
-) -> Result<(PodHandle, McpServers), LaunchError> {
+) -> Result<(PodHandle, McpServers, Vec<String>), LaunchError> {
     let root = &recording.root;
     let recorded = Launch::from_header(&root.header);
     let flags = Flags {
@@ -98,6 +101,8 @@ async fn start(
         None => crate::model::config_file(&ModelFlags::default())?,
     };
     let mut settings = Resolved::resolve_in(file, &flags, recorded.as_ref())?;
+    let (sandbox, narrowed) = super::confine::narrow(settings.sandbox);
+    settings.sandbox = sandbox;
     settings.notify = pod_notify::NotifyConfig::default();
     settings.file.mcp_servers = None;
     settings.choice.raw.mcp_servers = None;
@@ -119,18 +124,22 @@ async fn start(
         context_window,
         &runs::crash_points(&root.records, every),
     );
-    let hooks = crate::hooks::collect(
-        &flags,
-        &settings.file,
-        &settings.choice.raw,
-        recorded.as_ref(),
-        dir,
-    )?;
+    // Only the hooks the replay's command line names: a recording's (or
+    // the replaying user's config file's) would run as the user.
+    let hooks = crate::hooks::from_files(&what_if.hooks)?;
     let checkpoints = recorded.as_ref().is_none_or(|launch| launch.checkpoints);
-    let servers = super::servers::servers(
-        recorded.as_ref().map_or(&[][..], |l| &l.mcp_servers[..]),
-        &what_if.mcp_config,
-    )?;
+    // Out of reach of the replay's commands and servers: the user's own
+    // sessions and token, besides the scratch home.
+    let private = vec![place_home.path().to_path_buf()];
+    let servers = super::confine::servers(
+        super::servers::servers(
+            recorded.as_ref().map_or(&[][..], |l| &l.mcp_servers[..]),
+            &what_if.mcp_config,
+        )?,
+        settings.sandbox,
+        dir,
+        &private,
+    );
     let plan = Plan::replaying(
         place.clone(),
         settings,
@@ -143,6 +152,7 @@ async fn start(
     let sessions = std::iter::once(root).chain(&recording.children);
     let options = Options {
         approver: ReplayApprover::of(sessions).map(|a| Arc::new(a) as Arc<dyn pod::Approver>),
+        private_paths: private,
         ..Options::default()
     };
     let mut prepared = plan.prepare(options).await?;
@@ -157,7 +167,7 @@ async fn start(
         tune(&mut prepared.config);
     }
     let session = prepared.start().await?;
-    Ok((session.handle, session.mcp))
+    Ok((session.handle, session.mcp, narrowed))
 }
 
 /// The config file at `path`, which must exist.
@@ -293,6 +303,7 @@ fn report(recording: &Recording, actual: &[Vec<LogRecord>], renames: &Renames) -
         cut: false,
         beyond: 0,
         divergence: None,
+        narrowed: Vec::new(),
     };
     for (recorded, actual) in sessions.iter().zip(actual) {
         let skip = interrupted_calls(&recorded.records);

@@ -16,13 +16,19 @@
 //! with its item number, both records and a short diff. A subagent's log is
 //! compared under its parent's.
 //!
-//! The recording's stdio MCP servers are started again ([`servers`]);
+//! A replay never reaches further than its scratch workspace ([`confine`]):
+//! the recording's sandbox is narrowed to at most `workspace-write` with no
+//! network (a wider recorded policy is reported, never applied), only the
+//! hooks its command line names run, the user's `POD_HOME` is out of reach,
+//! and the recording's stdio MCP servers, started again ([`servers`]), run
+//! under the same sandbox;
 //! what is not replayed: MCP servers over HTTP (their calls fail as unknown
 //! tools), notifications, and the model's failures (a recording's provider
 //! errors and retries leave no answer to play).
 
 mod approver;
 mod compare;
+mod confine;
 mod driver;
 mod normalise;
 mod runs;
@@ -236,6 +242,11 @@ pub struct Report {
     /// The first divergence, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub divergence: Option<Located>,
+    /// What of the recording's policy the replay did not apply (a replay
+    /// runs with at most its scratch workspace writable, no network, and
+    /// only the hooks its command line names).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub narrowed: Vec<String>,
 }
 
 impl Report {

@@ -99,6 +99,10 @@ pub struct CheckpointRecord {
     /// Files left out for their size (`pod_checkpoint::SIZE_LIMIT`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
+    /// Paths left out because git cannot store their names (`.GIT/…`); a
+    /// directory ends in `/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unindexed: Vec<String>,
     /// When.
     pub at: DateTime<Utc>,
 }

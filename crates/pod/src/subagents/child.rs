@@ -184,8 +184,13 @@ pub(crate) async fn run(parent: &Inner, task: Task, cancel: &CancellationToken) 
                     .path()
                     .join("worktrees")
                     .join(task.id.simple().to_string());
-                match crate::checkpoints::worktree::add(&parent.config.workspace, &path, &branch)
-                    .await
+                match crate::checkpoints::make_worktree(
+                    &config.home,
+                    &parent.config.workspace,
+                    &path,
+                    &branch,
+                )
+                .await
                 {
                     Ok(made) => config.workspace = made.workspace,
                     Err(err) => {

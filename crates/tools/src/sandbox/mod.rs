@@ -201,6 +201,7 @@ pub struct Sandbox {
     workspace: PathBuf,
     tmpdir: Option<PathBuf>,
     private: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -211,6 +212,7 @@ impl Sandbox {
             workspace: PathBuf::new(),
             tmpdir: None,
             private: Vec::new(),
+            writable: Vec::new(),
         }
     }
 
@@ -225,6 +227,33 @@ impl Sandbox {
             workspace: workspace.to_path_buf(),
             tmpdir,
             private: Vec::new(),
+            writable: Vec::new(),
+        }
+    }
+
+    /// Commands that may write beneath `writable` only (none: nowhere),
+    /// read everything else and use no network: the confinement pod puts
+    /// around a program of its own that works in a directory the agent
+    /// controls (its git in a repository, say), so that a symbolic link
+    /// planted there cannot lead the program's writes elsewhere.
+    pub fn writing_only(writable: &[PathBuf]) -> Self {
+        let mode = match writable.is_empty() {
+            true => SandboxMode::ReadOnly,
+            false => SandboxMode::WorkspaceWrite,
+        };
+        let policy = SandboxPolicy {
+            mode,
+            network: false,
+        };
+        let (first, rest) = writable
+            .split_first()
+            .map_or((PathBuf::new(), &[][..]), |(f, r)| (f.clone(), r));
+        Self {
+            policy,
+            workspace: first,
+            tmpdir: None,
+            private: Vec::new(),
+            writable: rest.to_vec(),
         }
     }
 
@@ -254,15 +283,38 @@ impl Sandbox {
         self.tmpdir.as_deref()
     }
 
+    /// Makes `command` start under this sandbox (applied between fork and
+    /// exec); unconfined where the sandbox is off or, outside `strict`,
+    /// cannot be enforced.
+    pub fn confine(&self, command: &mut tokio::process::Command) -> Result<(), SandboxError> {
+        let prepared = self.prepare()?;
+        if !prepared.is_empty() {
+            // SAFETY: runs in the child between fork and exec; `apply`
+            // makes system calls only, on values built before the fork. Its
+            // error fails the spawn: the program never runs less confined.
+            unsafe {
+                command.pre_exec(move || prepared.apply());
+            }
+        }
+        Ok(())
+    }
+
     /// The restrictions for one command, built in the parent. `Ok` with
     /// nothing to apply when the sandbox is off or cannot be enforced (and
     /// the mode allows running unconfined).
     pub fn prepare(&self) -> Result<Prepared, SandboxError> {
         if let Some(tmpdir) = &self.tmpdir {
-            std::fs::create_dir_all(tmpdir).map_err(|source| SandboxError::Rules {
-                path: tmpdir.clone(),
-                source,
-            })?;
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            // Private: it is inside pod's home, beside the session's log.
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder
+                .create(tmpdir)
+                .map_err(|source| SandboxError::Rules {
+                    path: tmpdir.clone(),
+                    source,
+                })?;
         }
         if self.policy.mode == SandboxMode::Off {
             return Ok(Prepared::default());
@@ -312,9 +364,11 @@ impl Sandbox {
         // In read-only, `landlock` turns these into reads. A private path
         // inside the workspace (a workspace at `~` holds pod's home) stays
         // out of it; the workspace itself is granted even when private.
-        for path in [Some(&self.workspace), self.tmpdir.as_ref()]
+        let workspace = Some(&self.workspace).filter(|w| !w.as_os_str().is_empty());
+        for path in [workspace, self.tmpdir.as_ref()]
             .into_iter()
             .flatten()
+            .chain(&self.writable)
         {
             let path = path.canonicalize().unwrap_or_else(|_| path.clone());
             let inside: Vec<PathBuf> = private.iter().filter(|p| **p != path).cloned().collect();
