@@ -46,7 +46,8 @@ pub fn stop_reason(reason: &TurnEndReason) -> StopReason {
         | TurnEndReason::Paused(_)
         | TurnEndReason::Parked(_)
         | TurnEndReason::Yielded(_)
-        | TurnEndReason::Stalled => StopReason::EndTurn,
+        | TurnEndReason::Stalled
+        | TurnEndReason::GoalUnmet(_) => StopReason::EndTurn,
         TurnEndReason::MaxTokens => StopReason::MaxTokens,
         TurnEndReason::Refusal | TurnEndReason::Rejected(_) => StopReason::Refusal,
         // Every budget limit: the client may prompt again to go on, with a

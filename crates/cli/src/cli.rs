@@ -1,6 +1,8 @@
 //! The command line: every flag and subcommand, with the help text users read.
 
+mod goal;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+pub use goal::GoalArgs;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -656,6 +658,9 @@ pub struct SessionArgs {
 
     #[command(flatten)]
     pub mcp: McpArgs,
+
+    #[command(flatten)]
+    pub goal: GoalArgs,
 }
 
 impl SessionArgs {
@@ -671,6 +676,7 @@ impl SessionArgs {
             hooks: self.mcp.hooks.clone(),
             workspace_hooks: self.mcp.workspace_hooks,
             no_checkpoints: self.mcp.no_checkpoints,
+            goal: self.goal.flags(),
         }
     }
 }

@@ -54,10 +54,15 @@ enum Interruption {
 struct CallsSeen {
     started: HashSet<String>,
     not_run: Vec<String>,
+    // The last verification round's outcome.
+    verified: Option<bool>,
 }
 
 impl CallsSeen {
     fn observe(&mut self, event: &PodEvent) {
+        if let PodEvent::Verified { record } = event {
+            self.verified = Some(record.passed);
+        }
         match event {
             PodEvent::ToolCallStarted { call_id, .. } => {
                 self.started.insert(call_id.clone());
@@ -226,6 +231,7 @@ pub async fn drive(
         interrupted: interrupted.is_some(),
         stopped: stopped.clone(),
         not_run: std::mem::take(&mut calls.not_run),
+        verified: calls.verified,
     };
     if interrupted != Some(Interruption::OutputClosed) {
         match out.finished(&finished) {
@@ -254,6 +260,9 @@ pub async fn drive(
     let outcome = match (interrupted, &stopped) {
         (Some(Interruption::OutputClosed), _) => Outcome::OutputClosed,
         (Some(Interruption::User), _) => Outcome::Interrupted,
+        (None, Some(_)) if matches!(finished.reason, Some(TurnEndReason::GoalUnmet(_))) => {
+            Outcome::Unverified
+        }
         (None, Some(_)) => Outcome::Stopped,
         (None, None) => Outcome::Done,
     };
@@ -272,6 +281,10 @@ fn stop_of(reason: &TurnEndReason, until_done: bool, todos: Progress) -> Option<
             limit: None,
             message: "stopped: the model ended its turn without progress on the unfinished plan"
                 .into(),
+        }),
+        TurnEndReason::GoalUnmet(why) => Some(Stopped {
+            limit: None,
+            message: format!("unverified: {why}"),
         }),
         // An until-done run that ended otherwise (the output limit, a
         // refusal) with work left is stopped too.
@@ -303,6 +316,7 @@ fn tell_terminal(finished: &Finished, outcome: Outcome, shown_on_stdout: bool) {
         (_, Outcome::Interrupted) => Some("interrupted".to_string()),
         (Some(stopped), _) => Some(stopped.message.clone()),
         (None, Outcome::Stopped) => Some("stopped".to_string()),
+        (None, Outcome::Unverified) => Some("unverified".to_string()),
     };
     if let Some(what) = what {
         let todos = finished.todos;

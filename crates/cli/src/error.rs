@@ -14,6 +14,9 @@ pub const EXIT_ERROR: u8 = 1;
 pub const EXIT_STOPPED: u8 = 3;
 /// `pod replay`: a session replayed otherwise than its log holds.
 pub const EXIT_DIVERGED: u8 = 4;
+/// The run ended but the operator's checks (`--verify`) kept failing: the
+/// work is not verified.
+pub const EXIT_UNVERIFIED: u8 = 5;
 /// The user interrupted it: Ctrl-C, or end of input at a prompt (128 +
 /// SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -34,6 +37,9 @@ pub enum Outcome {
     OutputClosed,
     /// A replay went otherwise than its recording.
     Diverged,
+    /// The run ended with its work not verified (`--verify` checks kept
+    /// failing); the session can be resumed.
+    Unverified,
 }
 
 impl From<Outcome> for ExitCode {
@@ -44,6 +50,7 @@ impl From<Outcome> for ExitCode {
             Outcome::Stopped => EXIT_STOPPED,
             Outcome::OutputClosed => EXIT_OUTPUT_CLOSED,
             Outcome::Diverged => EXIT_DIVERGED,
+            Outcome::Unverified => EXIT_UNVERIFIED,
         })
     }
 }

@@ -46,7 +46,8 @@ pub fn accepted_todo_lists(records: &[LogRecord]) -> Vec<(usize, Vec<TodoItem>)>
             | LogRecord::Ended(_)
             | LogRecord::Hook(_)
             | LogRecord::Checkpoint(_)
-            | LogRecord::Trace(_) => {}
+            | LogRecord::Trace(_)
+            | LogRecord::Verify(_) => {}
         }
     }
     lists

@@ -307,6 +307,7 @@ fn reason_label(reason: &pod::TurnEndReason) -> String {
         R::Parked(_) => "parked",
         R::Yielded(_) => "yielded",
         R::Stalled => "stalled",
+        R::GoalUnmet(_) => "unverified",
         R::Rejected(_) => "rejected",
     }
     .to_string()

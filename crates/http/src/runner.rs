@@ -69,6 +69,20 @@ pub struct CreateSession {
     /// The run's budget, over the config file's (`pod run`'s budget flags).
     #[serde(default)]
     pub budget: Option<CreateBudget>,
+    /// Checks that decide whether the run is done, by the names the
+    /// server's config gives them (`[goal.checks]`): never commands. Over
+    /// the config's `[goal] verify`.
+    #[serde(default)]
+    pub verify: Vec<String>,
+    /// Failed verification rounds before the run stops unverified.
+    #[serde(default)]
+    pub max_verify: Option<u32>,
+    /// A profile of the server's config whose model grades the work.
+    #[serde(default)]
+    pub grader: Option<String>,
+    /// What the grader judges against.
+    #[serde(default)]
+    pub rubric: Option<String>,
 }
 
 /// The `budget` of `POST /api/sessions`: `pod run`'s budget flags.
@@ -477,6 +491,15 @@ impl Runner {
             approval,
             sandbox,
             until_done,
+            // Checks by the names the server's config gives them: an API
+            // client never names a command to run.
+            goal: pod_launch::goal::GoalFlags {
+                verify: Vec::new(),
+                checks: request.verify.clone(),
+                max_rounds: request.max_verify,
+                grader: request.grader.clone(),
+                rubric: request.rubric.clone(),
+            },
             // An API client never names commands to run: the server's
             // config file's hooks apply.
             ..Default::default()

@@ -71,4 +71,23 @@ pub struct Flags {
     pub workspace_hooks: bool,
     /// `--no-checkpoints`: no snapshots of the workspace around calls.
     pub no_checkpoints: bool,
+    /// What "done" means (`--verify`, `--grader`, `--rubric`).
+    pub goal: GoalFlags,
+}
+
+/// The checks that decide whether a run is done (`--verify CMD`,
+/// `--max-verify N`, `--grader PROFILE`, `--rubric TEXT`), and the named
+/// checks an API request may ask for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GoalFlags {
+    /// Command lines, over the config's `[goal] verify`.
+    pub verify: Vec<String>,
+    /// Names of `[goal.checks]` (what an API client may give).
+    pub checks: Vec<String>,
+    /// Failed rounds before the run stops unverified.
+    pub max_rounds: Option<u32>,
+    /// A profile whose model grades the work.
+    pub grader: Option<String>,
+    /// The rubric's text.
+    pub rubric: Option<String>,
 }

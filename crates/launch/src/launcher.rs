@@ -377,6 +377,7 @@ impl Plan {
             .map(|(max, prices)| pod::CostBudget::new(max, prices));
         config.approval = settings.approval.clone();
         config.sandbox = settings.sandbox;
+        config.verify = crate::goal::verify_config(settings.goal.as_ref(), &settings.file)?;
         config.subagents = subagents;
         config.approver = options.approver;
         // Every front end's sessions notify, whoever spawns the Pod (ACP

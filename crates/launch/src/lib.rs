@@ -36,6 +36,7 @@ mod approval;
 mod budget;
 mod error;
 mod flags;
+pub mod goal;
 mod hooks;
 mod launcher;
 mod mcp;
@@ -47,6 +48,7 @@ mod sandbox;
 pub mod sessions;
 mod settings;
 mod subagents;
+pub mod verified;
 
 pub use approval::KNOWN_TOOLS;
 pub use budget::BudgetTable;

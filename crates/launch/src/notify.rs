@@ -129,6 +129,7 @@ fn event_of(event: &PodEvent, about: &About) -> Option<Event> {
                     Kind::Stopped,
                     "stopped: it made no progress on its unfinished plan".to_string(),
                 ),
+                TurnEndReason::GoalUnmet(why) => (Kind::Unverified, format!("unverified: {why}")),
                 TurnEndReason::Aborted(why) => (Kind::Failed, why.clone()),
                 TurnEndReason::Refusal => {
                     (Kind::Failed, "the provider refused the answer".to_string())

@@ -60,6 +60,9 @@ pub struct Launch {
     /// The git worktree made for the session (`--worktree`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<RecordedWorktree>,
+    /// What "done" means: the checks and grader that verify its runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<crate::goal::RecordedGoal>,
 }
 
 fn yes() -> bool {
@@ -195,6 +198,7 @@ mod tests {
             hooks: Vec::new(),
             checkpoints: true,
             worktree: None,
+            goal: None,
         };
         let mut header = SessionHeader::new(uuid::Uuid::nil(), "m".into(), "/w".into());
         header.launch = launch.to_json();

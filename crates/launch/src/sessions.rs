@@ -45,6 +45,9 @@ pub enum Status {
     Failed,
     /// Someone cancelled its last run (the API, the dashboard, an editor).
     Cancelled,
+    /// The model answered, but the operator's checks (`--verify`) kept
+    /// failing until the rounds were spent; the reason says which.
+    Unverified,
     /// Its log cannot be read; the reason says where it is damaged.
     Damaged,
 }
@@ -63,6 +66,7 @@ impl Status {
             Status::Stopped => "stopped",
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",
+            Status::Unverified => "unverified",
             Status::Damaged => "damaged",
         }
     }
@@ -130,6 +134,10 @@ pub struct Summary {
     /// (its `asked_at` is when it started waiting).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub question: Option<pod::log::QuestionRecord>,
+    /// What the operator's checks said of its last answer, when it has
+    /// checks (`done` with `verified`, `unverified`, or a round cut short).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::verified::Verification>,
     /// The limit that stopped its last run, when the status is `stopped`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<pod_worker::Limit>,
@@ -230,6 +238,7 @@ pub fn damaged(
         parent: None,
         question: None,
         stopped_by: None,
+        verification: None,
         reason: Some(pod_llm::error_chain(error)),
         damage,
         usage: pod_llm::Usage::default(),
@@ -288,8 +297,32 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         }
         status
     };
-    let (usage, _) = pod::ledger::session_usage(&contents.records);
     let launch = crate::record::Launch::from_header(&header);
+    // A done answer is done only once its checks passed.
+    let verification = match status {
+        Status::Done => crate::verified::of(
+            &contents.records,
+            &replayed.history,
+            launch.as_ref().and_then(|l| l.goal.as_ref()),
+        ),
+        _ => None,
+    };
+    let status = match &verification {
+        Some(crate::verified::Verification::Unverified { why }) => {
+            reason = Some(why.clone());
+            Status::Unverified
+        }
+        Some(crate::verified::Verification::Pending) => {
+            reason = Some(
+                "its process stopped while its checks ran (or before the model was told they \
+                 failed): `pod resume` runs them again"
+                    .into(),
+            );
+            Status::Interrupted
+        }
+        _ => status,
+    };
+    let (usage, _) = pod::ledger::session_usage(&contents.records);
     let cost = launch
         .as_ref()
         .and_then(|launch| launch.provider.prices.as_ref())
@@ -315,6 +348,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         forked_from: header.forked_from.map(|(id, at)| ForkedFrom { id, at }),
         parent: header.parent.clone(),
         question,
+        verification,
         stopped_by,
         reason,
         damage: None,

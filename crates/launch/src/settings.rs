@@ -38,6 +38,8 @@ pub struct Resolved {
     pub subagents: pod::SubagentConfig,
     /// Where notifications go (`[notify]`, the profile's over it).
     pub notify: pod_notify::NotifyConfig,
+    /// What "done" means: the checks and grader that verify runs.
+    pub goal: Option<crate::goal::RecordedGoal>,
 }
 
 impl Resolved {
@@ -71,6 +73,12 @@ impl Resolved {
         }
         let subagents = crate::subagents::resolve(&file)?;
         let notify = crate::notify::resolve(&file, choice.raw.notify.as_ref())?;
+        let goal = crate::goal::resolve(
+            &file,
+            choice.raw.goal.as_ref(),
+            recorded.and_then(|launch| launch.goal.as_ref()),
+            &flags.goal,
+        )?;
         let budget = budget::resolve(
             &file,
             choice.raw.budget.as_ref(),
@@ -89,6 +97,7 @@ impl Resolved {
             sandbox,
             subagents,
             notify,
+            goal,
         })
     }
 
@@ -98,6 +107,7 @@ impl Resolved {
         let mut provider = self.choice.raw.clone();
         provider.budget = None;
         provider.notify = None;
+        provider.goal = None;
         Launch {
             profile: self.choice.profile.clone(),
             provider,
@@ -109,6 +119,7 @@ impl Resolved {
             hooks: Vec::new(),
             checkpoints: true,
             worktree: None,
+            goal: self.goal.clone(),
         }
     }
 

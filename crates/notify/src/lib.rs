@@ -108,6 +108,8 @@ pub enum Kind {
     Failed,
     /// A run finished.
     Finished,
+    /// A run stopped because the operator's checks kept failing.
+    Unverified,
 }
 
 impl Kind {
@@ -118,6 +120,7 @@ impl Kind {
             Kind::Stopped => "session.stopped",
             Kind::Failed => "session.failed",
             Kind::Finished => "session.finished",
+            Kind::Unverified => "session.unverified",
         }
     }
 }

@@ -50,10 +50,17 @@ pub(crate) struct Checkpoints {
     // every file, seconds that would otherwise fall on the first call.
     warming: Option<tokio::task::JoinHandle<()>>,
     warmed: bool,
+    // The tree of the session's first checkpoint, once there is one:
+    // what its work started from (the verifier's grader is shown the diff).
+    first: FirstTree,
 }
 
+/// The tree of a session's first checkpoint, shared by whoever needs to
+/// know what the session started from.
+pub(crate) type FirstTree = std::sync::Arc<std::sync::OnceLock<String>>;
+
 impl Checkpoints {
-    pub(crate) fn new(shadow: Shadow, log: LogWriter, events: EventBus) -> Self {
+    pub(crate) fn new(shadow: Shadow, log: LogWriter, events: EventBus, first: FirstTree) -> Self {
         Self {
             shadow: std::sync::Arc::new(shadow),
             log,
@@ -61,6 +68,7 @@ impl Checkpoints {
             off: false,
             warming: None,
             warmed: false,
+            first,
         }
     }
 
@@ -100,10 +108,13 @@ impl Checkpoints {
         }
         let record = match self.shadow.snapshot().await {
             Ok(tree) => CheckpointRecord {
+                tree: {
+                    let _ = self.first.set(tree.clone());
+                    tree
+                },
                 call_id: call_id.to_string(),
                 tool: tool.to_string(),
                 phase,
-                tree,
                 skipped: self.shadow.skipped().await,
                 unindexed: self.shadow.unindexed().await,
                 at: Utc::now(),

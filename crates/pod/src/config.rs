@@ -124,6 +124,10 @@ pub struct PodConfig {
     /// it (`pod diff`, `pod rewind`); off by default (front ends turn it
     /// on).
     pub checkpoints: bool,
+    /// The operator's checks (and grader) that decide whether a run is
+    /// done ([`crate::verify`]); none by default. Only a root session
+    /// verifies: a subagent's work is its parent's to check.
+    pub verify: Option<crate::verify::VerifyConfig>,
 }
 
 /// The system prompt used when none is given.
@@ -165,6 +169,7 @@ impl PodConfig {
             subagents: SubagentConfig::default(),
             hooks: None,
             checkpoints: false,
+            verify: None,
         }
     }
 

@@ -134,6 +134,20 @@ pub enum PodEvent {
         /// Why.
         reason: String,
     },
+    /// The model ended its turn and the operator's checks start
+    /// ([`crate::verify`]).
+    VerifyStarted {
+        /// Which round since the last prompt.
+        round: u32,
+        /// How many checks it has.
+        checks: usize,
+    },
+    /// A verification round is over (and recorded): its checks, the
+    /// grader's verdict, whether it passed.
+    Verified {
+        /// The round (boxed: see `QuestionAsked`).
+        record: Box<crate::log::VerifyRecord>,
+    },
     /// A turn or the Pod hit an error.
     Error {
         /// What went wrong.

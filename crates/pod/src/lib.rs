@@ -64,6 +64,7 @@ pub mod subagents;
 mod tools;
 pub mod trace;
 mod turn;
+pub mod verify;
 
 pub use approval::{
     ApprovalDecision, ApprovalFlags, ApprovalPolicy, ApprovalRequest, Approver, SubagentLabel,

@@ -284,6 +284,10 @@ fn build_parts(
     // The hooks take up their decisions where the log left them, and tell
     // the approval after them what they allowed or want asked.
     let verdicts = HookVerdicts::default();
+    let first_tree = crate::checkpoints::FirstTree::default();
+    if let Some(tree) = questions.first_tree() {
+        let _ = first_tree.set(tree.to_string());
+    }
     let gatekeepers = Gatekeepers {
         hooks: hooks.map(|runner| {
             HookInterceptor::new(
@@ -306,6 +310,7 @@ fn build_parts(
                 ),
                 log.clone(),
                 events.clone(),
+                first_tree.clone(),
             )
         }),
     };
@@ -314,6 +319,7 @@ fn build_parts(
         todos: store,
         workspace,
         subagents,
+        checks,
     } = tools;
     let worker_config = WorkerConfig {
         system_prompt: config.system_prompt.clone(),
@@ -333,19 +339,55 @@ fn build_parts(
             history_id: None,
         }),
     });
+    let interceptor = stack(
+        config,
+        &store,
+        notifications,
+        trigger,
+        spent,
+        gatekeepers,
+        lineage.depth == 0,
+    );
+    let verifier = match (&config.verify, checks) {
+        (Some(verify), Some(workspace)) => Some(Arc::new(crate::verify::Verifier::new(
+            verify.clone(),
+            crate::verify::VerifierParts {
+                workspace,
+                changes: config.checkpoints.then(|| {
+                    let shadow = crate::checkpoints::shadow(
+                        &config.home,
+                        log.session_id(),
+                        config.workspace.clone(),
+                    );
+                    (shadow, first_tree.clone())
+                }),
+                log: log.clone(),
+                events: events.clone(),
+                todos: store.clone(),
+            },
+            questions.verified(),
+            &history,
+        ))),
+        _ => None,
+    };
+    // Verification sees the stack's combined answer at each turn's end.
+    let interceptor = match &verifier {
+        Some(verifier) => {
+            let mut outer = InterceptorStack::new();
+            outer.push(crate::verify::VerifyGate::new(
+                interceptor,
+                Arc::clone(verifier),
+            ));
+            outer
+        }
+        None => interceptor,
+    };
     let mut worker = Worker::new(config.provider.clone(), registry, worker_config);
     worker.set_history(history);
     Box::new(TurnParts {
         worker,
-        interceptor: stack(
-            config,
-            &store,
-            notifications,
-            trigger,
-            spent,
-            gatekeepers,
-            lineage.depth == 0,
-        ),
+        interceptor,
+        verifier,
         observer: PodObserver::new(
             log.clone(),
             events.clone(),

@@ -34,6 +34,10 @@ pub struct Questions {
     hooked: HashMap<String, HookRecord>,
     // The last run's span context, when traces were exported.
     last_trace: Option<String>,
+    // Every verification round, in log order.
+    verified: Vec<crate::log::VerifyRecord>,
+    // The tree of the session's first checkpoint: what it started from.
+    first_tree: Option<String>,
 }
 
 /// What a question waits for, or what was decided about it.
@@ -81,6 +85,10 @@ impl Questions {
                 self.hooked.insert(hook.call_id.clone(), hook.clone());
             }
             LogRecord::Trace(trace) => self.last_trace = Some(trace.traceparent.clone()),
+            LogRecord::Verify(verify) => self.verified.push(verify.clone()),
+            LogRecord::Checkpoint(checkpoint) if self.first_tree.is_none() => {
+                self.first_tree = Some(checkpoint.tree.clone());
+            }
             _ => {}
         }
     }
@@ -95,6 +103,16 @@ impl Questions {
             .filter(|(call, _)| waiting.contains(call.as_str()))
             .map(|(call, record)| (call.clone(), record.clone()))
             .collect()
+    }
+
+    /// Every verification round of the session, in log order.
+    pub fn verified(&self) -> &[crate::log::VerifyRecord] {
+        &self.verified
+    }
+
+    /// The tree of the session's first checkpoint, if it took any.
+    pub fn first_tree(&self) -> Option<&str> {
+        self.first_tree.as_deref()
     }
 
     /// The last run's span context (W3C `traceparent`), if one was

@@ -62,7 +62,8 @@ pub fn replay_into(
             | LogRecord::Ended(_)
             | LogRecord::Hook(_)
             | LogRecord::Checkpoint(_)
-            | LogRecord::Trace(_) => {}
+            | LogRecord::Trace(_)
+            | LogRecord::Verify(_) => {}
         }
     }
     let interrupted = unanswered_calls(&history)
@@ -141,7 +142,8 @@ impl TodoReplay {
             | LogRecord::Ended(_)
             | LogRecord::Hook(_)
             | LogRecord::Checkpoint(_)
-            | LogRecord::Trace(_) => {}
+            | LogRecord::Trace(_)
+            | LogRecord::Verify(_) => {}
         }
     }
 
@@ -170,7 +172,8 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
             | LogRecord::Ended(_)
             | LogRecord::Hook(_)
             | LogRecord::Checkpoint(_)
-            | LogRecord::Trace(_) => {}
+            | LogRecord::Trace(_)
+            | LogRecord::Verify(_) => {}
         }
     }
     items

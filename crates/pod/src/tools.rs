@@ -25,6 +25,9 @@ pub(crate) struct SessionTools {
     pub workspace: Option<Workspace>,
     /// The `task` tool's children, when the session may start any.
     pub subagents: Option<Subagents>,
+    /// Where the operator's checks run, when a root session verifies its
+    /// runs: the workspace tools' workspace, or one with their sandbox.
+    pub checks: Option<Workspace>,
 }
 
 /// Which session the tools are for.
@@ -54,19 +57,7 @@ impl SessionTools {
         registry.register(TodoWriteTool::new(todos.clone()));
         let workspace = match config.workspace_tools {
             true => {
-                let io = |path: &Path| {
-                    let path = path.to_path_buf();
-                    move |source| PodError::Io { path, source }
-                };
-                let workspace = Workspace::new(&config.workspace, FileTracker::new())
-                    .map_err(io(&config.workspace))?;
-                // Made by the sandbox when the first command runs.
-                let tmpdir = config.home.session_dir(session.id).join(TMP_DIR);
-                let private = std::iter::once(config.home.path().to_path_buf())
-                    .chain(config.private_paths.iter().cloned());
-                let sandbox = Sandbox::new(config.sandbox, workspace.root().path(), Some(tmpdir))
-                    .with_private(private);
-                let workspace = workspace.with_sandbox(sandbox);
+                let workspace = session_workspace(config, session.id)?;
                 match read_only {
                     true => workspace.register_read_only(&mut registry),
                     false => workspace.register(&mut registry),
@@ -82,11 +73,17 @@ impl SessionTools {
             registry.register(TaskTool::new(subagents.clone()));
         }
         registry.share_specs();
+        let checks = match (&config.verify, session.lineage.depth, &workspace) {
+            (Some(_), 0, Some(workspace)) => Some(workspace.clone()),
+            (Some(_), 0, None) => Some(session_workspace(config, session.id)?),
+            _ => None,
+        };
         Ok(Self {
             registry,
             todos,
             workspace,
             subagents,
+            checks,
         })
     }
 
@@ -94,4 +91,22 @@ impl SessionTools {
     pub fn states(&self) -> ToolStates {
         ToolStates::of(&self.registry)
     }
+}
+
+/// The session's workspace, under the session's sandbox: writes in the
+/// workspace and its temp dir, pod's own data private.
+fn session_workspace(config: &PodConfig, session: Uuid) -> Result<Workspace, PodError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PodError::Io { path, source }
+    };
+    let workspace =
+        Workspace::new(&config.workspace, FileTracker::new()).map_err(io(&config.workspace))?;
+    // Made by the sandbox when the first command runs.
+    let tmpdir = config.home.session_dir(session).join(TMP_DIR);
+    let private = std::iter::once(config.home.path().to_path_buf())
+        .chain(config.private_paths.iter().cloned());
+    let sandbox =
+        Sandbox::new(config.sandbox, workspace.root().path(), Some(tmpdir)).with_private(private);
+    Ok(workspace.with_sandbox(sandbox))
 }

@@ -15,7 +15,8 @@ use crate::subagents::Subagents;
 use pod_llm::{Item, Provider};
 use pod_tools::{FileTracker, TodoStore};
 use pod_worker::{
-    Compaction, CompactionOutcome, InterceptorStack, Limit, TurnEndReason, TurnOutcome, Worker,
+    Compaction, CompactionOutcome, InterceptorStack, Limit, TurnEndAction, TurnEndReason,
+    TurnOutcome, Worker,
 };
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -31,6 +32,8 @@ pub(crate) struct TurnParts {
     /// The last run's span context (W3C `traceparent`), when traces are
     /// exported: a run that continues the session carries on its trace.
     pub trace: Option<String>,
+    /// What verifies the session's runs, when the operator named checks.
+    pub verifier: Option<Arc<crate::verify::Verifier>>,
 }
 
 /// What compaction needs besides the worker.
@@ -56,6 +59,13 @@ impl TurnParts {
         if let Some(subagents) = &self.subagents {
             subagents.begin_run();
         }
+        // A continuation first finishes what a crash cut: the round of an
+        // answer never verified, or the reminder of one never told.
+        if text.is_none() {
+            if let Some(done) = self.resume_verification(cancel).await? {
+                return Ok(done);
+            }
+        }
         // A yield to compact is done within the run: the compaction's
         // outcome goes back to the turn and to the interceptors, and the run
         // keeps its one budget.
@@ -76,6 +86,47 @@ impl TurnParts {
             record_stop(&self.compaction.log, limit.clone(), &outcome).await?;
         }
         Ok(outcome)
+    }
+
+    /// What a continuation of a session whose last answer waits for its
+    /// verification does first; `Some` when that ended the run.
+    async fn resume_verification(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<TurnOutcome>, PodError> {
+        let Some(verifier) = self.verifier.clone() else {
+            return Ok(None);
+        };
+        match verifier.take_resume() {
+            crate::verify::Resume::Nothing => Ok(None),
+            crate::verify::Resume::Remind(reminder) => {
+                verifier.remind(reminder);
+                Ok(None)
+            }
+            crate::verify::Resume::Check { answer } => {
+                verifier.run_started(None, self.worker.history());
+                let ended = |reason| TurnOutcome {
+                    reason,
+                    requests: 0,
+                    usage: Default::default(),
+                };
+                match crate::verify::gate::verdict(verifier.round(answer, cancel).await) {
+                    TurnEndAction::Finish => Ok(Some(ended(TurnEndReason::EndTurn))),
+                    TurnEndAction::GiveUp(why) => Ok(Some(ended(TurnEndReason::GoalUnmet(why)))),
+                    TurnEndAction::ContinueWithMessages(items) => {
+                        for item in items {
+                            if let pod_llm::ItemKind::System { text, .. } = item.kind {
+                                verifier.remind(text);
+                            }
+                        }
+                        Ok(None)
+                    }
+                    TurnEndAction::Pause | TurnEndAction::Stall => Ok(Some(ended(
+                        TurnEndReason::Paused("verification did not finish".into()),
+                    ))),
+                }
+            }
+        }
     }
 
     /// Compacts now (a compaction a caller asked for).

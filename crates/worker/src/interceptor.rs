@@ -120,6 +120,10 @@ pub enum TurnEndAction {
     /// End the turn as [`Stalled`](crate::TurnEndReason::Stalled): it
     /// makes no progress toward its goal.
     Stall,
+    /// End the turn as [`GoalUnmet`](crate::TurnEndReason::GoalUnmet):
+    /// what decides that its goal is met (the operator's checks) kept
+    /// saying no, and asking again is not worth it. The text says what.
+    GiveUp(String),
 }
 
 /// Why a turn was aborted or cancelled.

@@ -138,22 +138,29 @@ impl Interceptor for InterceptorStack {
 
     async fn on_turn_end(&mut self, turn: &[Item]) -> TurnEndAction {
         let (mut pause, mut stall) = (false, false);
+        let mut give_up: Option<String> = None;
         let mut messages: Option<Vec<Item>> = None;
         for layer in &mut self.layers {
             match layer.on_turn_end(turn).await {
                 TurnEndAction::Finish => {}
                 TurnEndAction::Pause => pause = true,
                 TurnEndAction::Stall => stall = true,
+                TurnEndAction::GiveUp(why) => {
+                    give_up.get_or_insert(why);
+                }
                 TurnEndAction::ContinueWithMessages(items) => {
                     messages.get_or_insert_with(Vec::new).extend(items)
                 }
             }
         }
-        match (pause, stall, messages) {
-            (true, _, _) => TurnEndAction::Pause,
-            (false, true, _) => TurnEndAction::Stall,
-            (false, false, Some(items)) => TurnEndAction::ContinueWithMessages(items),
-            (false, false, None) => TurnEndAction::Finish,
+        // A pause wins (it keeps everything to go on with); then a layer
+        // that gave up on the goal, then a stall, then continuing.
+        match (pause, give_up, stall, messages) {
+            (true, ..) => TurnEndAction::Pause,
+            (false, Some(why), ..) => TurnEndAction::GiveUp(why),
+            (false, None, true, _) => TurnEndAction::Stall,
+            (false, None, false, Some(items)) => TurnEndAction::ContinueWithMessages(items),
+            (false, None, false, None) => TurnEndAction::Finish,
         }
     }
 

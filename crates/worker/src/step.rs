@@ -288,6 +288,7 @@ impl Turn {
                 "paused at turn end".into(),
             ))),
             TurnEndAction::Stall => State::Done(Ending::quiet(TurnEndReason::Stalled)),
+            TurnEndAction::GiveUp(why) => State::Done(Ending::quiet(TurnEndReason::GoalUnmet(why))),
         };
     }
 

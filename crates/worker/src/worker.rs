@@ -72,6 +72,10 @@ pub enum TurnEndReason {
     /// its goal (until-done: a continuation answered without any tool call
     /// while the plan is unfinished); continuing as it is would loop.
     Stalled,
+    /// An interceptor judged that the run's goal is not met and stopped
+    /// trying (the operator's checks failed round after round); what, in
+    /// words. Every tool call has its result; a later run may go on.
+    GoalUnmet(String),
     /// An interceptor aborted it.
     Aborted(String),
     /// An interceptor paused it; it can be continued with a new turn.

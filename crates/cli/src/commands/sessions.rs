@@ -151,14 +151,22 @@ fn table(summaries: &[Summary], style: Style) -> String {
     ));
     for s in summaries {
         let id = s.id.to_string();
-        let status = format!("{:<17}", s.status.as_str());
+        // A done session whose checks passed says so.
+        let shown = match (&s.status, &s.verification) {
+            (session::Status::Done, Some(pod_launch::verified::Verification::Verified { .. })) => {
+                "done, verified"
+            }
+            (status, _) => status.as_str(),
+        };
+        let status = format!("{shown:<17}");
         let status = match s.status {
             session::Status::Running => style.yellow(&status),
             session::Status::AwaitingApproval | session::Status::Answered => style.cyan(&status),
             session::Status::Done => style.green(&status),
-            session::Status::Interrupted | session::Status::Failed | session::Status::Damaged => {
-                style.red(&status)
-            }
+            session::Status::Interrupted
+            | session::Status::Failed
+            | session::Status::Damaged
+            | session::Status::Unverified => style.red(&status),
             session::Status::Stopped | session::Status::Cancelled => style.yellow(&status),
             session::Status::Idle | session::Status::Queued => status,
         };

@@ -121,6 +121,7 @@ impl HumanOutput {
             TurnEndReason::Parked(why) => Some(safe::line(why).into_owned()),
             TurnEndReason::Yielded(_) => Some("turn yielded".into()),
             TurnEndReason::Stalled => Some("no progress on the unfinished plan".into()),
+            TurnEndReason::GoalUnmet(why) => Some(format!("unverified: {}", safe::line(why))),
             TurnEndReason::Rejected(why) => Some(format!("prompt rejected: {}", safe::line(why))),
         };
         match note {
@@ -249,6 +250,14 @@ impl Output for HumanOutput {
                 self.lines(&s.cyan(&line))
             }
             PodEvent::TurnEnded { reason, .. } => self.turn_ended(reason),
+            PodEvent::VerifyStarted { round, checks } => self.lines(&s.cyan(&format!(
+                "  ⧗ verifying (round {round}): {}",
+                plural(*checks, "check")
+            ))),
+            PodEvent::Verified { record } => {
+                let text = render::history::verify_lines(record, s);
+                self.lines(text.trim_end_matches('\n'))
+            }
             PodEvent::RequestRetried { attempt, error } => self.lines(&s.yellow(&format!(
                 "  ↻ the model's stream broke ({}); retry {attempt}, the text above is void",
                 render::first_line(error, 80)
@@ -355,6 +364,11 @@ impl Output for HumanOutput {
                 ", {} of {} todos completed",
                 todos.completed, todos.total
             ));
+        }
+        match finished.verified {
+            Some(true) => state.push_str(", verified"),
+            Some(false) => state.push_str(", not verified"),
+            None => {}
         }
         let mut text = format!(
             "{} {} {}\n  log: {}",

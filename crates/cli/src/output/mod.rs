@@ -60,6 +60,10 @@ pub struct Finished {
     /// approval policy, or not run after the turn was stopped), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<String>,
+    /// Whether the run's last verification round passed (`--verify`); none
+    /// when no round ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
 }
 
 /// A run that ended by itself before its work was done.

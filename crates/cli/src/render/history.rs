@@ -119,10 +119,54 @@ impl Numbered {
                     );
                 }
             }
+            LogRecord::Verify(verify) => out.push_str(&verify_lines(verify, style)),
             LogRecord::Header(_) | LogRecord::Trace(_) => {}
         }
         out
     }
+}
+
+/// A verification round: one line for the round, one per check and the
+/// grader.
+pub fn verify_lines(verify: &pod::log::VerifyRecord, style: Style) -> String {
+    let head = match verify.passed {
+        true => style.green(&format!("      ✓ verified (round {})\n", verify.round)),
+        false => style.red(&format!("      ✗ not verified (round {})\n", verify.round)),
+    };
+    let mut out = head;
+    for check in &verify.checks {
+        let (mark, how) = match (check.passed(), &check.error, check.timed_out) {
+            (true, _, _) => ("✓", "exit 0".to_string()),
+            (false, Some(error), _) => ("✗", format!("not run: {}", super::safe::line(error))),
+            (false, None, true) => ("✗", "timed out".to_string()),
+            (false, None, false) => match (check.exit_code, check.signal) {
+                (Some(code), _) => ("✗", format!("exit {code}")),
+                (None, Some(signal)) => ("✗", format!("killed by signal {signal}")),
+                (None, None) => ("✗", "no exit code".to_string()),
+            },
+        };
+        out.push_str(&style.dim(&format!(
+            "        {mark} {} ({how}, {:.1}s)\n",
+            super::safe::line(&check.command),
+            check.duration_ms as f64 / 1000.0
+        )));
+    }
+    if let Some(verdict) = &verify.grader {
+        let said = match (&verdict.error, verdict.passed) {
+            (Some(error), _) => format!("no verdict: {}", super::safe::line(error)),
+            (None, true) => "pass".to_string(),
+            (None, false) => "fail".to_string(),
+        };
+        let reasons = match verdict.reasons.is_empty() {
+            true => String::new(),
+            false => format!(": {}", super::safe::line(&verdict.reasons.join("; "))),
+        };
+        out.push_str(&style.dim(&format!(
+            "        grader {}: {said}{reasons}\n",
+            super::safe::line(&verdict.model)
+        )));
+    }
+    out
 }
 
 /// A run that did not finish, and what it cut.

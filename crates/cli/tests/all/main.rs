@@ -35,4 +35,5 @@ mod subagents;
 mod terminal;
 mod trust;
 mod until_done;
+mod verify;
 mod watchers;

@@ -11,9 +11,9 @@ pub use reader::{
     read_log_before_damage, Damage, LogContents, LogCursor, TornTail,
 };
 pub use record::{
-    AnswerRecord, CheckpointPhase, CheckpointRecord, CompactionRecord, EndedHow, EndedRecord,
-    HookDecision, HookRecord, LaunchJson, LogRecord, ParentLink, QuestionRecord, SessionHeader,
-    StoppedRecord, TraceRecord, LOG_FORMAT_VERSION,
+    AnswerRecord, CheckRecord, CheckpointPhase, CheckpointRecord, CompactionRecord, EndedHow,
+    EndedRecord, HookDecision, HookRecord, LaunchJson, LogRecord, ParentLink, QuestionRecord,
+    SessionHeader, StoppedRecord, TraceRecord, VerdictRecord, VerifyRecord, LOG_FORMAT_VERSION,
 };
 pub(crate) use writer::lock as lock_exclusive;
 pub use writer::{is_locked, FileLog};

@@ -44,6 +44,9 @@ pub enum LogRecord {
     /// A run's span context, when traces are exported: a run that
     /// continues the session carries on its trace.
     Trace(TraceRecord),
+    /// A round of verification: the operator's checks run (and the grader
+    /// asked) when the model ended its turn, and what they said.
+    Verify(VerifyRecord),
 }
 
 impl LogRecord {
@@ -58,6 +61,7 @@ impl LogRecord {
             LogRecord::Question(question) => Some(question.asked_at),
             LogRecord::Answer(answer) => Some(answer.at),
             LogRecord::Ended(ended) => Some(ended.at),
+            LogRecord::Verify(verify) => Some(verify.at),
             LogRecord::Hook(hook) => Some(hook.at),
             LogRecord::Checkpoint(checkpoint) => Some(checkpoint.at),
             LogRecord::Trace(trace) => Some(trace.at),
@@ -351,4 +355,82 @@ impl SessionHeader {
             parent: None,
         }
     }
+}
+
+/// A round of verification (`--verify`): each check the operator named,
+/// run in the workspace when the model ended its turn, and the grader's
+/// verdict when one was asked. Written once the round is over; a round a
+/// crash cut has no record and runs again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VerifyRecord {
+    /// Which round since the last prompt (1 for the first).
+    pub round: u32,
+    /// The answer it verified: the model's last item before the checks.
+    pub answer: Uuid,
+    /// The checks, in order (the ones after a failure did not run).
+    pub checks: Vec<CheckRecord>,
+    /// The grader's verdict, when one was asked (only after every check
+    /// passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grader: Option<VerdictRecord>,
+    /// Whether the round passed: every check and the grader.
+    pub passed: bool,
+    /// When it ended.
+    pub at: DateTime<Utc>,
+}
+
+/// One check of a round.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckRecord {
+    /// Its name, when the config named it (`[goal.checks] NAME = "…"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The command line.
+    pub command: String,
+    /// Its exit code, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// It ran past its timeout and was killed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
+    /// Why it could not run at all (the sandbox refused it, no `bash`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The end of its output (standard output, then standard error).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output_tail: String,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
+}
+
+impl CheckRecord {
+    /// Whether it passed: it exited with code 0.
+    pub fn passed(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+/// What the grader said of a round whose checks passed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VerdictRecord {
+    /// Whether it judged the work done against the rubric.
+    pub passed: bool,
+    /// Its reasons, in its words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// Why there is no verdict: the grader could not be asked, or its
+    /// answer held none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The grader's model.
+    pub model: String,
+    /// Its tokens.
+    #[serde(default)]
+    pub usage: pod_llm::Usage,
+    /// What they cost, when the grader's profile has prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<pod_llm::Cost>,
 }

@@ -140,6 +140,7 @@ fn describe(reason: &TurnEndReason) -> String {
         TurnEndReason::Limit(limit) => format!("it was stopped by {limit}"),
         TurnEndReason::Cancelled => "it was cancelled".into(),
         TurnEndReason::Stalled => "it made no progress on its unfinished plan".into(),
+        TurnEndReason::GoalUnmet(why) => format!("its work was not verified ({why})"),
         TurnEndReason::Aborted(why) => format!("it was aborted ({why})"),
         TurnEndReason::Paused(why) => format!("it was paused ({why})"),
         TurnEndReason::Parked(why) => format!("it is {why}"),

@@ -65,6 +65,10 @@ pub struct ConfigFile {
     /// front ends, like `approval`.
     #[serde(default)]
     pub notify: Option<toml::Value>,
+    /// The `[goal]` table (the operator's checks, a grader and its rubric:
+    /// what "done" means), kept as parsed for front ends, like `approval`.
+    #[serde(default)]
+    pub goal: Option<toml::Value>,
     /// `hooks_file`: a Claude Code settings JSON file whose `"hooks"` run
     /// in every session (relative to this file's directory).
     #[serde(default)]

@@ -125,6 +125,11 @@ pub struct RawProviderConfig {
     /// Not part of what is stored of a profile.
     #[serde(default, skip_serializing)]
     pub notify: Option<toml::Value>,
+    /// The profile's `goal` table (the checks that decide whether a run is
+    /// done), kept as parsed for front ends, its keys over the top-level
+    /// `[goal]`'s. Not part of what is stored of a profile.
+    #[serde(default, skip_serializing)]
+    pub goal: Option<toml::Value>,
     /// The profile's `[profiles.NAME.mcp_servers.SERVER]` tables, kept as
     /// parsed for front ends. Never stored (they may hold secrets in `env`).
     #[serde(default, skip_serializing)]
@@ -313,6 +318,7 @@ impl RawProviderConfig {
             subagent_model: over.subagent_model.or(self.subagent_model),
             budget: over.budget.or(self.budget),
             notify: over.notify.or(self.notify),
+            goal: over.goal.or(self.goal),
             mcp_servers: over.mcp_servers.or(self.mcp_servers),
             hooks_file: over.hooks_file.or(self.hooks_file),
             workspace_hooks: over.workspace_hooks.or(self.workspace_hooks),

@@ -1,9 +1,11 @@
 //! The `bash` tool: runs a command in the workspace with a timeout, capped
 //! output and a scrubbed environment.
 
+mod command;
 mod env;
 mod process;
 
+pub use command::{run_command, CommandError, CommandRun};
 pub use env::{is_secret, scrub_env};
 
 use super::Workspace;
