@@ -2,7 +2,7 @@
 //! tables for BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints|serve] [--quick]
+//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints|serve|verify] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
 //! `serve --sessions=N` one worker of N sessions (with and without checkpoints);
@@ -20,6 +20,7 @@ mod serve;
 mod store;
 mod support;
 mod turns;
+mod verify;
 mod watchers;
 mod wire;
 
@@ -58,11 +59,12 @@ async fn main() -> ExitCode {
         "wire",
         "checkpoints",
         "serve",
+        "verify",
     ]
     .contains(&which)
     {
         eprintln!(
-            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http, wire, checkpoints or serve"
+            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http, wire, checkpoints, serve or verify"
         );
         return ExitCode::from(2);
     }
@@ -103,6 +105,9 @@ async fn main() -> ExitCode {
         }
         if run("serve") {
             serve::run(quick, &args).await?;
+        }
+        if run("verify") {
+            verify::run(quick).await?;
         }
         Ok::<(), Box<dyn std::error::Error>>(())
     }

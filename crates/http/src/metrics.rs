@@ -31,6 +31,9 @@ pub struct Metrics {
     // How turns ended -> turns.
     turns: Mutex<BTreeMap<String, u64>>,
     questions: AtomicU64,
+    // Verification rounds that passed and that failed (`--verify`).
+    verified: AtomicU64,
+    unverified: AtomicU64,
 }
 
 /// What the scrape reads besides the counters.
@@ -72,6 +75,13 @@ impl Metrics {
             }
             PodEvent::QuestionAsked { .. } => {
                 self.questions.fetch_add(1, Ordering::Relaxed);
+            }
+            PodEvent::Verified { record } => {
+                let counter = match record.passed {
+                    true => &self.verified,
+                    false => &self.unverified,
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
             }
             // A subagent's work is this process's too.
             PodEvent::Subagent { inner, .. } => self.observe(inner, prices),
@@ -155,6 +165,14 @@ impl Metrics {
                 "pod_questions_total",
                 "Questions asked to a person (approvals).",
                 vec![(vec![], load(&self.questions))],
+            ),
+            Family::new(
+                "pod_verifications_total",
+                "Verification rounds (the operator's checks and grader, --verify) by outcome.",
+                vec![
+                    (vec![("outcome", "passed".into())], load(&self.verified)),
+                    (vec![("outcome", "failed".into())], load(&self.unverified)),
+                ],
             ),
             Family::new(
                 "pod_lease_renewals_total",

@@ -306,6 +306,39 @@ pub(crate) fn verify_config(
     }))
 }
 
+/// The Pod's verification for `goal` in a replay: the same checks, and a
+/// grader that answers with `verdicts` (the recording's, in order) instead
+/// of asking a model.
+pub(crate) fn replayed(goal: Option<&RecordedGoal>, verdicts: &[String]) -> Option<VerifyConfig> {
+    let goal = goal.filter(|g| g.is_set())?;
+    let steps = verdicts
+        .iter()
+        .map(|text| pod_llm::ScriptStep {
+            text: text.clone(),
+            ..pod_llm::ScriptStep::default()
+        })
+        .collect();
+    let grader = goal.grader.as_ref().map(|profile| Grader {
+        provider: std::sync::Arc::new(pod_llm::ScriptedProvider::from_steps(steps)),
+        profile: profile.clone(),
+        rubric: goal.rubric.clone().unwrap_or_default(),
+        prices: None,
+    });
+    Some(VerifyConfig {
+        checks: goal
+            .checks
+            .iter()
+            .map(|c| Check {
+                name: c.name.clone(),
+                command: c.command.clone(),
+            })
+            .collect(),
+        timeout: Duration::from_secs(goal.timeout_secs),
+        max_rounds: goal.max_rounds,
+        grader,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,9 +58,13 @@ pub struct Plan {
 
 /// What a replay decides instead of the settings: its model (the
 /// recording's answers) and its MCP servers (the recorded ones it starts).
-struct Replaying {
-    script: pod_llm::Script,
-    servers: Vec<pod_mcp::ServerConfig>,
+pub(crate) struct Replaying {
+    /// The recording's answers, as the model.
+    pub script: pod_llm::Script,
+    /// The MCP servers to start.
+    pub servers: Vec<pod_mcp::ServerConfig>,
+    /// The grader's recorded verdicts, in order: a replay calls no model.
+    pub verdicts: Vec<String>,
 }
 
 /// What a resume carries over from the log.
@@ -231,17 +235,16 @@ impl Launcher {
 }
 
 impl Plan {
-    /// A new session that replays `script` as its model, with `settings`,
-    /// `hooks` and MCP `servers` as they are (a replay decides them, see
-    /// `replay`).
+    /// A new session that replays `replaying`'s script as its model, with
+    /// `settings`, `hooks` and its MCP servers as they are (a replay decides
+    /// them, see `replay`).
     pub(crate) fn replaying(
         place: Place,
         settings: Resolved,
         workspace: PathBuf,
         hooks: Vec<crate::record::RecordedHooks>,
         checkpoints: bool,
-        script: pod_llm::Script,
-        servers: Vec<pod_mcp::ServerConfig>,
+        replaying: Replaying,
     ) -> Self {
         Self {
             place,
@@ -253,7 +256,7 @@ impl Plan {
             checkpoints,
             worktree: None,
             resume: None,
-            replay: Some(Replaying { script, servers }),
+            replay: Some(replaying),
         }
     }
 
@@ -377,7 +380,11 @@ impl Plan {
             .map(|(max, prices)| pod::CostBudget::new(max, prices));
         config.approval = settings.approval.clone();
         config.sandbox = settings.sandbox;
-        config.verify = crate::goal::verify_config(settings.goal.as_ref(), &settings.file)?;
+        config.verify = match &self.replay {
+            // The grader answers with its recorded verdicts.
+            Some(replay) => crate::goal::replayed(settings.goal.as_ref(), &replay.verdicts),
+            None => crate::goal::verify_config(settings.goal.as_ref(), &settings.file)?,
+        };
         config.subagents = subagents;
         config.approver = options.approver;
         // Every front end's sessions notify, whoever spawns the Pod (ACP

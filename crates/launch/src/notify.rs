@@ -52,6 +52,8 @@ struct About {
     pub title: Option<String>,
     /// Who answers its questions (the approver's `via`).
     pub answered_via: Option<String>,
+    /// Whether the run's last verification round passed, when one ran.
+    pub verified: Option<bool>,
 }
 
 /// The start hook that watches a session for `notifier`; `title` when it
@@ -66,6 +68,7 @@ pub(crate) fn hook(notifier: Notifier, title: Option<String>) -> pod::StartHook 
                 workspace: config.workspace.clone(),
                 title: title.clone(),
                 answered_via: config.approver.as_ref().map(|a| a.answerer().via),
+                verified: None,
             },
         );
     })
@@ -94,6 +97,11 @@ fn watch(handle: &PodHandle, notifier: Notifier, about: About) {
             {
                 about.title = Some(crate::sessions::title_of(prompt));
             }
+            match &event {
+                PodEvent::TurnStarted { .. } => about.verified = None,
+                PodEvent::Verified { record } => about.verified = Some(record.passed),
+                _ => {}
+            }
             if let Some(event) = event_of(&event, &about) {
                 notifier.send(event);
             }
@@ -106,6 +114,7 @@ fn event_of(event: &PodEvent, about: &About) -> Option<Event> {
     let made = |kind: Kind| {
         let mut made = Event::new(kind, about.session, about.workspace.clone());
         made.title = about.title.clone();
+        made.verified = about.verified;
         made
     };
     match event {
@@ -121,9 +130,14 @@ fn event_of(event: &PodEvent, about: &About) -> Option<Event> {
         },
         PodEvent::TurnEnded { reason, .. } => {
             let (kind, why) = match reason {
-                TurnEndReason::EndTurn => {
-                    (Kind::Finished, "the model finished its answer".to_string())
-                }
+                TurnEndReason::EndTurn => match about.verified {
+                    Some(true) => (
+                        Kind::Finished,
+                        "the model finished its answer, and the checks passed (verified)"
+                            .to_string(),
+                    ),
+                    _ => (Kind::Finished, "the model finished its answer".to_string()),
+                },
                 TurnEndReason::Limit(limit) => (Kind::Stopped, format!("stopped by {limit}")),
                 TurnEndReason::Stalled => (
                     Kind::Stopped,

@@ -196,6 +196,9 @@ pub enum SystemKind {
     Summary,
     /// State carried over a compaction (unfinished todos, files to re-read).
     CarryOver,
+    /// The operator's checks failed when the model ended its turn: what
+    /// they said, as a `<system-reminder>`.
+    Verification,
     /// Anything else the runtime says.
     #[default]
     #[serde(other)]

@@ -154,6 +154,10 @@ pub struct Event {
     /// The session on the dashboard, when `dashboard` is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
+    /// Whether the operator's checks passed (`finished` and `unverified`
+    /// events of a session that has checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
 }
 
 impl Event {
@@ -169,6 +173,7 @@ impl Event {
             answer_with: None,
             reason: None,
             link: None,
+            verified: None,
         }
     }
 

@@ -280,6 +280,7 @@ fn item_lines(number: usize, width: usize, item: &Item, style: Style) -> String 
                 SystemKind::Notification => "✉ notification",
                 SystemKind::Summary => "⇣ summary",
                 SystemKind::CarryOver => "⇣ carry-over",
+                SystemKind::Verification => "✗ checks failed",
                 SystemKind::Other => "system",
             };
             let body = first_line(gist(text), 100);

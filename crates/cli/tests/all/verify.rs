@@ -322,4 +322,110 @@ async fn a_grader_on_a_real_provider_fails_the_work_then_passes_it() {
     assert!(asked.contains("+    return a + b"), "{asked}");
     assert!(bodies[0]["tools"].is_null(), "the grader has no tools");
     assert_eq!(bodies[0]["model"], "judge-model");
+    // A replay plays the grader's verdicts back: it asks no model.
+    let mut replay = env.pod_process();
+    replay.env("JUDGE_KEY", "k").args(["replay", &id, "--json"]);
+    let replayed = tokio::task::spawn_blocking(move || replay.output().unwrap())
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_slice(&replayed.stdout).unwrap();
+    assert_eq!(report["status"], "identical", "{report}");
+    assert_eq!(server.bodies().len(), 2, "the replay asked the grader");
+}
+
+#[tokio::test]
+async fn an_api_client_names_the_servers_checks_and_never_a_command() {
+    let env = TestEnv::new();
+    env.config_file("[goal.checks]\ntest = \"python3 test_add.py\"\n");
+    with_a_test(&env.workspace());
+    let script = env.script("serve-script.json", &buggy_then(true));
+    let mut command = env.pod_process();
+    command.arg("--script").arg(script).arg("--yes");
+    let server = crate::http::Server::start_with(command, &env);
+    let ws = env.workspace();
+    // A command is not a name: refused, nothing created.
+    let (status, answer) = server
+        .post(
+            "/sessions",
+            &json!({"task": "t", "workspace": ws, "verify": ["python3 test_add.py"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    let error = answer["error"].as_str().unwrap();
+    assert!(
+        error.contains("no check named `python3 test_add.py`"),
+        "{answer}"
+    );
+    assert!(error.contains("test"), "{answer}");
+    assert!(env.sessions_json().is_empty());
+    // A name of the server's config is its command.
+    let (status, answer) = server
+        .post(
+            "/sessions",
+            &json!({"task": "Write add.py", "workspace": ws, "yes": true, "verify": ["test"]})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let id = answer["session_id"].as_str().unwrap().to_string();
+    let started = std::time::Instant::now();
+    loop {
+        let one = server.get(&format!("/sessions/{id}")).await;
+        if one["session"]["status"] == "done" {
+            assert_eq!(one["session"]["verification"]["state"], "verified", "{one}");
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "not done: {one}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let rounds = records(&env, &id, "verify");
+    assert_eq!(rounds.len(), 2);
+    assert_eq!(rounds[0]["checks"][0]["name"], "test");
+}
+
+#[test]
+fn a_verified_session_replays_identically_and_a_passing_test_diverges_at_its_round() {
+    let env = TestEnv::new();
+    with_a_test(&env.workspace());
+    let script = env.script("s.json", &buggy_then(true));
+    let out = env
+        .pod()
+        .args([
+            "run",
+            "--json",
+            "--yes",
+            "--verify",
+            "python3 test_add.py",
+            "--script",
+        ])
+        .arg(&script)
+        .arg("Write add.py")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = session_id(&ndjson(&out.stdout));
+    let replay = env.pod().args(["replay", &id, "--json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&replay.stdout).unwrap();
+    assert_eq!(report["status"], "identical", "{report}");
+    // The same session in a workspace whose test the buggy add passes:
+    // its first round passes, where the recording's failed.
+    let elsewhere = env.workspace().parent().unwrap().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("test_add.py"), "print('lenient')\n").unwrap();
+    let replay = env
+        .pod()
+        .args(["replay", &id, "--json", "--workspace"])
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(4));
+    let report: Value = serde_json::from_slice(&replay.stdout).unwrap();
+    let divergence = &report["divergence"];
+    assert!(
+        divergence["expected"].to_string().contains("\"verify\""),
+        "{report}"
+    );
 }

@@ -243,6 +243,7 @@ function statusDetail(s) {
   switch (s.status) {
     case "stopped": return s.stopped_by ? "stopped by " + limitText(s.stopped_by) : (s.reason || "");
     case "awaiting_approval": return s.question && s.question.request ? s.question.request.summary : "";
+    case "done": return s.verification && s.verification.state === "verified" ? "verified" : "";
     default: return typeof s.reason === "string" ? s.reason : "";
   }
 }

@@ -154,11 +154,36 @@ function systemNodes(item) {
   switch (item.kind) {
     case "reminder": return parts(item.text).map((p) => reminderNode(p.text));
     case "carry_over": return parts(item.text).map((p) => reminderNode(p.text, "carried over"));
+    case "verification": return parts(item.text).map((p) => reminderNode(p.text, "checks failed"));
     case "notification": return [el("div", "item note", item.text)];
     case "summary": return [folded("summary", [el("span", "tag", "summary"), el("span", "line", oneLine(item.text))],
       [el("div", "full", item.text)])];
     default: return textNodes("system", item.text);
   }
+}
+
+// A verification round: the operator's checks (and the grader) run when
+// the model ended its turn, folded to one line.
+function verifyNode(v) {
+  const head = (v.passed ? "✓ verified" : "✗ not verified") + " (round " + v.round + ")";
+  const rows = (v.checks || []).map((c) => {
+    const how = c.error ? "could not run: " + c.error
+      : c.timed_out ? "timed out"
+      : c.exit_code === 0 ? "exit 0"
+      : c.exit_code != null ? "exit " + c.exit_code
+      : "killed by signal " + c.signal;
+    const row = el("div", "check " + (c.exit_code === 0 ? "ok" : "bad"), "$ " + c.command + " → " + how);
+    if (c.exit_code !== 0 && c.output_tail) row.append(el("pre", "result", c.output_tail));
+    return row;
+  });
+  if (v.grader) {
+    const g = v.grader;
+    const said = g.error ? "no verdict: " + g.error : g.passed ? "pass" : "fail";
+    const why = (g.reasons || []).join("; ");
+    rows.push(el("div", "check " + (g.passed ? "ok" : "bad"), "grader " + g.model + ": " + said + (why ? " (" + why + ")" : "")));
+  }
+  const node = folded("verify " + (v.passed ? "ok" : "bad"), [el("span", "line", head)], rows);
+  return node;
 }
 
 function itemNodes(record) {
@@ -182,6 +207,7 @@ function itemNodes(record) {
   }
   // The workspace's snapshots around a call: `pod diff` shows them.
   if (record.checkpoint || record.trace) return [];
+  if (record.verify) return [verifyNode(record.verify)];
   if (record.hook) {
     const h = record.hook;
     if (h.decision === "none") return [];

@@ -140,14 +140,33 @@ async fn start(
         dir,
         &private,
     );
+    // The grader's verdicts as it gave them: a replay asks no model.
+    let verdicts = root
+        .records
+        .iter()
+        .filter_map(|record| match record {
+            LogRecord::Verify(verify) => verify.grader.as_ref(),
+            _ => None,
+        })
+        .map(|verdict| {
+            serde_json::json!({
+                "verdict": if verdict.passed { "pass" } else { "fail" },
+                "reasons": verdict.reasons,
+            })
+            .to_string()
+        })
+        .collect();
     let plan = Plan::replaying(
         place.clone(),
         settings,
         dir.to_path_buf(),
         hooks,
         checkpoints,
-        script,
-        servers,
+        crate::launcher::Replaying {
+            script,
+            servers,
+            verdicts,
+        },
     );
     let sessions = std::iter::once(root).chain(&recording.children);
     let options = Options {

@@ -18,6 +18,10 @@
 //! - A file tool's stamp: the file's modification time (`mtime_ns`); its
 //!   content hash and size stay.
 //! - An ended record's partial answer: whether there was one, not its id.
+//! - A verification round: which answer it verified, and its checks'
+//!   durations and output (a test runner prints its timings): what is
+//!   compared is each check's command and how it ended, and the grader's
+//!   verdict and reasons (a replay plays them back: it asks no model).
 //! - Every string: the replay's workspace path reads as the recorded one,
 //!   and the replay's session ids (the root's and its subagents') as the
 //!   recorded ones.
@@ -163,7 +167,8 @@ pub(crate) fn value_of(record: &LogRecord) -> Option<Value> {
         "question" => remove(body, &["id", "asked_at", "expires_at"]),
         "answer" => remove(body, &["question", "at", "by", "via", "from", "pending"]),
         "hook" => remove(body, &["at", "hooks"]),
-        "checkpoint" => remove(body, &["tree", "skipped", "at"]),
+        "checkpoint" => remove(body, &["tree", "skipped", "unindexed", "at"]),
+        "verify" => verify(body),
         "ended" => {
             let partial = body.get("partial_answer").is_some();
             remove(body, &["at", "partial_answer"]);
@@ -176,8 +181,34 @@ pub(crate) fn value_of(record: &LogRecord) -> Option<Value> {
     Some(value)
 }
 
+/// A verification round: what its checks and grader decided, not when,
+/// how long, what they printed or what the grader cost.
+fn verify(body: &mut Value) {
+    remove(body, &["at", "answer"]);
+    if let Some(checks) = body.get_mut("checks").and_then(Value::as_array_mut) {
+        for check in checks {
+            remove(check, &["duration_ms", "output_tail"]);
+        }
+    }
+    if let Some(grader) = body.get_mut("grader") {
+        let failed = grader.get("error").is_some();
+        remove(grader, &["model", "usage", "cost", "error"]);
+        if failed {
+            grader["error"] = Value::Bool(true);
+        }
+    }
+}
+
 fn item(value: &mut Value) {
     remove(value, &["id", "at"]);
+    // What failed checks told the model: their commands and how they
+    // ended, not what they printed (a test runner prints its timings).
+    if value["kind"] == "verification" {
+        if let Some(text) = value["text"].as_str() {
+            let kept: Vec<&str> = text.lines().filter(|l| l.starts_with("$ ")).collect();
+            value["text"] = Value::String(kept.join("\n"));
+        }
+    }
     if let Some(file) = value.pointer_mut("/meta/file") {
         remove(file, &["mtime_ns"]);
     }

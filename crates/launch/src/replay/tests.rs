@@ -59,8 +59,11 @@ async fn record(dir: &Path) -> (PodHome, uuid::Uuid) {
         workspace,
         Vec::new(),
         true,
-        script,
-        Vec::new(),
+        crate::launcher::Replaying {
+            script,
+            servers: Vec::new(),
+            verdicts: Vec::new(),
+        },
     );
     let handle = plan
         .prepare(Options::default())

@@ -79,6 +79,7 @@ fn render_item(item: &Item, cut: bool) -> String {
                 SystemKind::Notification => "notification",
                 SystemKind::Summary => "earlier summary",
                 SystemKind::CarryOver => "carried over",
+                SystemKind::Verification => "checks failed",
                 SystemKind::Other => "runtime",
             };
             format!("[{label}] {text}")

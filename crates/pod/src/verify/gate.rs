@@ -53,7 +53,7 @@ impl Interceptor for VerifyGate {
     async fn pending_history_appends(&mut self, history: &[Item]) -> Vec<Item> {
         let mut items = self.inner.pending_history_appends(history).await;
         if let Some(reminder) = self.verifier.take_pending() {
-            items.push(Item::system(SystemKind::Reminder, reminder));
+            items.push(Item::system(SystemKind::Verification, reminder));
         }
         items
     }
@@ -96,9 +96,10 @@ impl Interceptor for VerifyGate {
 pub(crate) fn verdict(round: Result<Round, crate::error::PodError>) -> TurnEndAction {
     match round {
         Ok(Round::Passed) => TurnEndAction::Finish,
-        Ok(Round::Failed { reminder }) => {
-            TurnEndAction::ContinueWithMessages(vec![Item::system(SystemKind::Reminder, reminder)])
-        }
+        Ok(Round::Failed { reminder }) => TurnEndAction::ContinueWithMessages(vec![Item::system(
+            SystemKind::Verification,
+            reminder,
+        )]),
         Ok(Round::GaveUp { why }) => TurnEndAction::GiveUp(why),
         // Cancelled mid-check, or the round could not be recorded: the turn
         // ends without a verdict, and a continuation runs the round again.

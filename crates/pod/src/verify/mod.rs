@@ -107,7 +107,7 @@ pub(crate) enum Round {
 }
 
 /// What a failed round tells the model.
-pub(crate) fn reminder(record: &VerifyRecord, max_rounds: u32) -> String {
+pub fn reminder(record: &VerifyRecord, max_rounds: u32) -> String {
     let mut text = format!(
         "<system-reminder>\nYou ended your turn, but the operator's checks did not pass \
          (verification round {} of at most {max_rounds}). The work is not done until they pass.\n",
@@ -147,11 +147,12 @@ pub fn check_line(check: &crate::log::CheckRecord) -> String {
         (None, false, None, Some(signal)) => format!("killed by signal {signal}"),
         (None, false, None, None) => "ended without an exit code".to_string(),
     };
-    format!(
-        "$ {}  ->  {how} ({:.1}s)",
-        check.command,
-        check.duration_ms as f64 / 1000.0
-    )
+    format!("$ {}  ->  {how}", check.command)
+}
+
+/// The end of a check's output as a round keeps it.
+pub fn output_tail(output: &str) -> String {
+    tail(output, OUTPUT_TAIL_BYTES)
 }
 
 /// The last `max` bytes of `text` (cut at a character boundary), marked
@@ -199,7 +200,7 @@ mod tests {
         assert!(text.starts_with("<system-reminder>"), "{text}");
         assert!(text.contains("round 2 of at most 3"), "{text}");
         assert!(
-            text.contains("$ python3 test_x.py  ->  exit code 1 (0.4s)"),
+            text.contains("$ python3 test_x.py  ->  exit code 1\n"),
             "{text}"
         );
         assert!(text.contains("AssertionError: 3 != 4"), "{text}");

@@ -414,7 +414,7 @@ mod tests {
         assert!(matches!(state.resume, Resume::Remind(_)));
         assert_eq!(state.failed, 1);
         // The model was told and answered again: that answer is checked.
-        let told = Item::system(SystemKind::Reminder, reminder(&failed[0], 3));
+        let told = Item::system(SystemKind::Verification, reminder(&failed[0], 3));
         let history = vec![prompt, first.clone(), told, second.clone()];
         let state = taken_up(&config(), &failed, &history);
         assert_eq!(state.resume, Resume::Check { answer: second.id });
