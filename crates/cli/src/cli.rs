@@ -36,13 +36,17 @@ States:
                      runs when the session continues
   queued             submitted to a fleet, waiting for a worker
   idle               nothing happened yet, or the model answered with todos left
-  done               the model answered and its plan, if any, is complete
+  done               the model answered and its plan, if any, is complete (and
+                     its --verify checks passed)
   stopped            a budget, --max-turns or the loop guard ended its last run
   failed             its last run failed: the provider's error, an abort
   cancelled          someone cancelled its last run (the API, the dashboard, an
                      editor)
   interrupted        its last run was cut short: Ctrl-C, or its process died
                      mid-turn (a crash, a kill)
+  unverified         the model answered, but its --verify checks kept failing
+  forked             made by `pod fork` and not run since
+  rewound            made by `pod rewind` and not run since
   damaged            its log cannot be read (a damaged line); `pod fork ID --at N`
                      saves the items before it
 

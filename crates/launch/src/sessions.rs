@@ -48,6 +48,12 @@ pub enum Status {
     /// The model answered, but the operator's checks (`--verify`) kept
     /// failing until the rounds were spent; the reason says which.
     Unverified,
+    /// Made by `pod fork` from another session's first items, and not run
+    /// since: `pod resume` goes on from there.
+    Forked,
+    /// Made by `pod rewind`: the files put back as after an item of
+    /// another session, and this session forked there; not run since.
+    Rewound,
     /// Its log cannot be read; the reason says where it is damaged.
     Damaged,
 }
@@ -67,6 +73,8 @@ impl Status {
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",
             Status::Unverified => "unverified",
+            Status::Forked => "forked",
+            Status::Rewound => "rewound",
             Status::Damaged => "damaged",
         }
     }
@@ -296,6 +304,26 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
             reason = Some(cut_by_a_crash(&replayed.history));
         }
         status
+    };
+    // A fork that has not run since it was made is a fork, whatever the
+    // point it was made at looks like (a call's result, not an answer).
+    let status = match header.forked_from {
+        Some((source, at))
+            if items == at
+                && matches!(status, Status::Interrupted | Status::Idle | Status::Done) =>
+        {
+            let rewound = matches!(contents.records.last(),
+                Some(LogRecord::Checkpoint(c)) if c.tool == pod::checkpoints::REWIND);
+            reason = Some(format!(
+                "{} from session {source} at item {at}; `pod resume` goes on from there",
+                if rewound { "rewound" } else { "forked" }
+            ));
+            match rewound {
+                true => Status::Rewound,
+                false => Status::Forked,
+            }
+        }
+        _ => status,
     };
     let launch = crate::record::Launch::from_header(&header);
     // A done answer is done only once its checks passed.

@@ -112,6 +112,10 @@ pub struct ScriptStep {
     /// for tests that act while an answer or a call is streaming.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_delay_ms: Option<u64>,
+    /// Report no usage: the answer a replay plays where the recording's was
+    /// cut short (a cut answer never got its usage).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_usage: bool,
 }
 
 /// A scripted failure.
@@ -246,7 +250,9 @@ impl ScriptStep {
             }
             events.push(StreamEvent::ToolCallEnd { index });
         }
-        events.push(StreamEvent::Usage { usage });
+        if !self.no_usage {
+            events.push(StreamEvent::Usage { usage });
+        }
         events.push(StreamEvent::Finish {
             reason: if self.tool_calls.is_empty() {
                 FinishReason::Stop

@@ -27,6 +27,10 @@ impl Drop for Checkpoints {
     }
 }
 
+/// The call id and tool of the checkpoint a rewind gives its fork: the
+/// files it was given, not a step of the session.
+pub const REWIND: &str = "rewind";
+
 /// Where the shadow object store lives in pod's home.
 pub const STORE_DIR: &str = "checkpoints.git";
 
@@ -305,8 +309,8 @@ pub async fn fork_with_files(
     let id = crate::fork_session_in(store, source, Some(at), workspace).await?;
     let opened = store.open(id, crate::Durability::Turn).await?;
     let record = CheckpointRecord {
-        call_id: "rewind".into(),
-        tool: "rewind".into(),
+        call_id: REWIND.into(),
+        tool: REWIND.into(),
         phase: CheckpointPhase::After,
         tree: tree.to_string(),
         skipped: Vec::new(),

@@ -21,6 +21,9 @@ const STATES: &[session::Status] = &[
     session::Status::Failed,
     session::Status::Cancelled,
     session::Status::Interrupted,
+    session::Status::Unverified,
+    session::Status::Forked,
+    session::Status::Rewound,
     session::Status::Damaged,
 ];
 
@@ -168,7 +171,10 @@ fn table(summaries: &[Summary], style: Style) -> String {
             | session::Status::Damaged
             | session::Status::Unverified => style.red(&status),
             session::Status::Stopped | session::Status::Cancelled => style.yellow(&status),
-            session::Status::Idle | session::Status::Queued => status,
+            session::Status::Idle
+            | session::Status::Queued
+            | session::Status::Forked
+            | session::Status::Rewound => status,
         };
         let todos = if s.todos.total == 0 {
             "-".to_string()

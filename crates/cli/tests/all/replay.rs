@@ -378,7 +378,10 @@ fn the_kept_corpus_replays_identically() {
         })
         .collect();
     // The demo (a kill, a resume, compactions), a compaction-heavy
-    // session, one with subagents, one with MCP calls: all of them there.
+    // session, one with subagents, one with MCP calls, one cut by Ctrl-C
+    // and resumed, one whose model server was unreachable, a session and
+    // its rewind's fork, and a write approved over HTTP while it was
+    // parked: all of them there.
     assert_eq!(
         titles,
         [
@@ -386,6 +389,11 @@ fn the_kept_corpus_replays_identically() {
             "Write a.txt and b.txt, then check both",
             "Write a note, then count the notes and list the files",
             "Echo through the test server",
+            "Write a.txt",
+            "Say hello",
+            "Write a.txt twice",
+            "Write a.txt twice",
+            "Write parked.txt",
         ],
         "{stdout}"
     );

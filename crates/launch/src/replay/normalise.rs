@@ -18,6 +18,14 @@
 //! - A file tool's stamp: the file's modification time (`mtime_ns`); its
 //!   content hash and size stay.
 //! - An ended record's partial answer: whether there was one, not its id.
+//! - Left out: an answer given while the session was parked (the same
+//!   answer is recorded again when the call runs);
+//!   the end of a run a person stopped (interrupted, cancelled:
+//!   a replay is never stopped, and its cut answer reports no usage, as the
+//!   recording's did not), and the checkpoint a rewind gives its fork.
+//! - The end of a run whose model request failed (a 401, an unreachable
+//!   server): that it failed there, not the server's words (the replay's
+//!   model fails the request at the same point).
 //! - A verification round: which answer it verified, and its checks'
 //!   durations and output (a test runner prints its timings): what is
 //!   compared is each check's command and how it ended, and the grader's
@@ -27,7 +35,7 @@
 //!   recorded ones.
 //! - Added: after each `todo_write` result, the plan it left (`plan`).
 
-use pod::log::LogRecord;
+use pod::log::{EndedHow, LogRecord};
 use pod::replay::TodoReplay;
 use pod_llm::ItemKind;
 use serde_json::Value;
@@ -111,9 +119,34 @@ pub(crate) fn entries(
             // The end of a run where the replay played the recording's crash.
             continue;
         }
+        if matches!(record, LogRecord::Ended(ended)
+            if matches!(ended.how, EndedHow::Interrupted | EndedHow::Cancelled))
+        {
+            // A person stopped the run (Ctrl-C, a cancel): a replay is
+            // never stopped, and plays the cut answer as it was kept.
+            continue;
+        }
+        if matches!(record, LogRecord::Answer(answer) if answer.pending) {
+            // An answer given while the session was parked: it is recorded
+            // again when the call runs, which is the one compared (a replay
+            // answers at once, as a person at a terminal does).
+            continue;
+        }
+        if matches!(record, LogRecord::Checkpoint(c) if c.tool == pod::checkpoints::REWIND) {
+            // The files a rewind gave its fork: not a step of the session.
+            continue;
+        }
         let Some(mut value) = value_of(record) else {
             continue;
         };
+        if let LogRecord::Ended(ended) = record {
+            if super::runs::is_model_failure(&records[..index], ended) {
+                // The model request failed: a 401, an unreachable server,
+                // or the replay's model playing that failure. Which words
+                // the error had is the server's, not the runtime's.
+                value["ended"]["reason"] = Value::String("the model request failed".into());
+            }
+        }
         if let LogRecord::Item(item) = record {
             if let ItemKind::ToolResult { call_id, .. } = &item.kind {
                 if tools.get(call_id).map(String::as_str) == Some(pod_tools::TODO_WRITE) {

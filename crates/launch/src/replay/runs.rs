@@ -75,6 +75,50 @@ pub(crate) fn next(
 /// ends with (an ended record the comparison leaves out).
 pub(crate) const CRASH: &str = "pod replay: the recorded session's process stopped here";
 
+/// What a replay's model says where the recording's model request failed
+/// (a 401, an unreachable server): the run fails there too.
+pub(crate) const MODEL_FAILED: &str = "pod replay: the recorded model request failed here";
+
+/// Whether `ended` (after `before`, the records ahead of it) is a run that
+/// failed because its model request did: it failed with a turn error
+/// while no answer was streaming, the model's turn being next.
+pub(crate) fn is_model_failure(before: &[LogRecord], ended: &pod::log::EndedRecord) -> bool {
+    if ended.how != pod::log::EndedHow::Failed || ended.partial_answer.is_some() {
+        return false;
+    }
+    if !ended
+        .reason
+        .as_deref()
+        .is_some_and(|r| r.starts_with("turn failed"))
+    {
+        return false;
+    }
+    let last_item = before.iter().rev().find_map(|record| match record {
+        LogRecord::Item(item) => Some(item),
+        _ => None,
+    });
+    !matches!(last_item, Some(item) if matches!(item.kind, ItemKind::Assistant { .. }))
+}
+
+/// The answers after which the recording's model request failed, one per
+/// failure: a replay fails its request there too.
+pub(crate) fn model_failures(records: &[LogRecord]) -> Vec<usize> {
+    let mut answers = 0;
+    let mut points = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        match record {
+            LogRecord::Item(item) if matches!(item.kind, ItemKind::Assistant { .. }) => {
+                answers += 1;
+            }
+            LogRecord::Ended(ended) if is_model_failure(&records[..index], ended) => {
+                points.push(answers);
+            }
+            _ => {}
+        }
+    }
+    points
+}
+
 /// Where the recording's process stopped mid-run and a resume started a
 /// new run without a prompt, as the number of answers before it. The log
 /// does not record a crash; its traces do: results a resume gave calls the

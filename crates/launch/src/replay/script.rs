@@ -33,7 +33,11 @@ pub(crate) fn script(
     Script {
         model,
         context_window,
-        steps: with_crashes(answers(&root.records), crashes),
+        steps: with_failures(
+            answers(&root.records),
+            crashes,
+            &super::runs::model_failures(&root.records),
+        ),
         compaction: compactions.into_iter().map(|(_, step)| step).collect(),
         agents: children
             .iter()
@@ -51,30 +55,48 @@ pub(crate) fn script(
 /// same: the same text, reasoning, calls (with their ids and raw
 /// arguments) and reported usage.
 pub(crate) fn answers(records: &[LogRecord]) -> Vec<ScriptStep> {
+    // Answers a person cut short (Ctrl-C, a cancel) never got a usage.
+    let cut: std::collections::HashSet<uuid::Uuid> = records
+        .iter()
+        .filter_map(|record| match record {
+            LogRecord::Ended(ended) => ended.partial_answer,
+            _ => None,
+        })
+        .collect();
     records
         .iter()
         .filter_map(|record| match record {
-            LogRecord::Item(item) => step_of(item),
+            LogRecord::Item(item) => step_of(item).map(|mut step| {
+                step.no_usage = cut.contains(&item.id);
+                step
+            }),
             _ => None,
         })
         .collect()
 }
 
-/// `steps` with a failing step after each number of answers in
-/// `crashes`: the run ends there, as the recording's process did.
-fn with_crashes(steps: Vec<ScriptStep>, crashes: &[usize]) -> Vec<ScriptStep> {
-    let mut out = Vec::with_capacity(steps.len() + crashes.len());
-    for (index, step) in steps.into_iter().enumerate() {
+/// `steps` with a failing step after each number of answers in `crashes`
+/// (the run ends there, as the recording's process did) and in `failures`
+/// (the recording's model request failed there).
+fn with_failures(steps: Vec<ScriptStep>, crashes: &[usize], failures: &[usize]) -> Vec<ScriptStep> {
+    let failing = |message: &str| ScriptStep {
+        fail: Some(pod_llm::ScriptFailure {
+            status: None,
+            message: message.into(),
+        }),
+        ..ScriptStep::default()
+    };
+    let count = steps.len();
+    let mut out = Vec::with_capacity(count + crashes.len() + failures.len());
+    let mut steps = steps.into_iter();
+    for index in 0..=count {
         for _ in crashes.iter().filter(|at| **at == index) {
-            out.push(ScriptStep {
-                fail: Some(pod_llm::ScriptFailure {
-                    status: None,
-                    message: super::runs::CRASH.into(),
-                }),
-                ..ScriptStep::default()
-            });
+            out.push(failing(super::runs::CRASH));
         }
-        out.push(step);
+        for _ in failures.iter().filter(|at| **at == index) {
+            out.push(failing(super::runs::MODEL_FAILED));
+        }
+        out.extend(steps.next());
     }
     out
 }
