@@ -54,6 +54,7 @@ enum Interruption {
 struct CallsSeen {
     started: HashSet<String>,
     not_run: Vec<String>,
+    refused: Vec<crate::output::Refused>,
     // The last verification round's outcome.
     verified: Option<bool>,
 }
@@ -67,6 +68,13 @@ impl CallsSeen {
             PodEvent::ToolCallStarted { call_id, .. } => {
                 self.started.insert(call_id.clone());
             }
+            PodEvent::CallNotRun {
+                name, by, reason, ..
+            } => self.refused.push(crate::output::Refused {
+                tool: name.clone(),
+                by: *by,
+                reason: reason.clone(),
+            }),
             PodEvent::ToolCallFinished { call_id, name, .. } if !self.started.contains(call_id) => {
                 self.not_run.push(name.clone())
             }
@@ -218,6 +226,7 @@ pub async fn drive(
     };
     // Read after the Pod shut down, so every answer is in the log.
     let session_usage = session_usage(&started).await;
+    let (key, resumed) = (started.key.clone(), started.resumed);
     let finished = Finished {
         session_id: started.session_id,
         log_path: started.log_path,
@@ -231,6 +240,7 @@ pub async fn drive(
         interrupted: interrupted.is_some(),
         stopped: stopped.clone(),
         not_run: std::mem::take(&mut calls.not_run),
+        refused: std::mem::take(&mut calls.refused),
         verified: calls.verified,
     };
     if interrupted != Some(Interruption::OutputClosed) {
@@ -241,9 +251,10 @@ pub async fn drive(
     }
     if let Err(err) = result {
         let id = finished.session_id;
+        let hint = failure_hint(&err, &finished, key.as_deref(), resumed);
         return Err(anyhow::Error::new(err).context(crate::error::Failure::new(
             format!("session {id} stopped on an error"),
-            format!("the session is saved; `pod resume {id}` retries from where it stopped"),
+            hint,
         )));
     }
     if let Some(TurnEndReason::Rejected(why)) = &finished.reason {
@@ -299,16 +310,15 @@ fn stop_of(reason: &TurnEndReason, until_done: bool, todos: Progress) -> Option<
 /// The lines a person needs when the run did not finish, or refused calls:
 /// on stderr, unless the human output already showed them on a terminal.
 fn tell_terminal(finished: &Finished, outcome: Outcome, shown_on_stdout: bool) {
+    // On a terminal the human output showed them; a piped stdout may go
+    // to a file nobody reads now, so stderr says them too.
     if shown_on_stdout && std::io::stdout().is_terminal() {
         return;
     }
-    let mut text = match finished.not_run.len() {
-        0 => String::new(),
-        n => format!(
-            "pod: {} not run; allow tools with --yes or --allow TOOL\n",
-            crate::render::plural(n, "tool call")
-        ),
-    };
+    let mut text: String = crate::output::not_run_lines(finished)
+        .into_iter()
+        .map(|line| format!("pod: {line}\n"))
+        .collect();
     let what = match (&finished.stopped, outcome) {
         // A drive never diverges: only `pod replay` does.
         (_, Outcome::Done | Outcome::Diverged) => None,
@@ -398,6 +408,49 @@ async fn next_notice(
     match notices {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+/// What to do after a run failed: check the key the provider refused; for
+/// a new session nothing answered, whether to keep it; else resume.
+fn failure_hint(
+    err: &pod::PodError,
+    finished: &Finished,
+    key: Option<&str>,
+    resumed: bool,
+) -> String {
+    let id = finished.session_id;
+    let refused = refused_status(err);
+    let mut hint = match (refused, key) {
+        (Some(status), Some(key)) => format!(
+            "the model's server refused the key (HTTP {status}): check the key in {key}, then \
+             `pod resume {id}` retries"
+        ),
+        (Some(status), None) => format!(
+            "the model's server refused the key (HTTP {status}): check the profile's key \
+             (api_key_env), then `pod resume {id}` retries"
+        ),
+        (None, _) => {
+            format!("the session is saved; `pod resume {id}` retries from where it stopped")
+        }
+    };
+    if !resumed && finished.requests == 0 && finished.session_usage.prompt_tokens == 0 {
+        hint.push_str(&format!(
+            "; nothing was answered yet: `pod rm {id}` drops the session instead"
+        ));
+    }
+    hint
+}
+
+/// The HTTP status of a refused key (401, 403), when the provider's
+/// answer failed the turn.
+fn refused_status(err: &pod::PodError) -> Option<u16> {
+    match err {
+        pod::PodError::Turn(pod_worker::WorkerError::Provider(pod_llm::ProviderError::Http {
+            status: status @ (401 | 403),
+            ..
+        })) => Some(*status),
+        _ => None,
     }
 }
 

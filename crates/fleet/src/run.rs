@@ -52,10 +52,8 @@ impl std::fmt::Display for Ended {
                 requests,
             } => write!(
                 f,
-                "{}, {}/{} todos done, {requests} requests",
-                format!("{reason:?}").to_lowercase(),
-                progress.completed,
-                progress.total
+                "{reason}, {}/{} todos done, {requests} requests",
+                progress.completed, progress.total
             ),
             Ended::Parked { why } => write!(f, "parked, {why}"),
             Ended::Requeued { progress } => write!(

@@ -6,28 +6,24 @@
 //! connection starts *anonymous*, in a pool of [`anonymous_share`] of the
 //! slots. A request with the right token moves its connection into the
 //! pool of the rest ([`Ticket::promote`]). When the anonymous pool is
-//! full, a new connection closes the oldest anonymous one and takes its
-//! place: idle connections opened by someone without the token (and
-//! reopened as fast as they are closed) can then delay the token holder's
-//! new connection by one close, never refuse it, since it sends its
-//! request as soon as it is open while theirs wait to be pushed out.
+//! full, a new connection takes the slot of the oldest anonymous one,
+//! which is closed: no connection ever waits behind another for a slot,
+//! so idle connections opened by someone without the token (and reopened
+//! as fast as they are closed) can never keep the token holder's new
+//! connection out, since it sends its request as soon as it is open while
+//! theirs wait to be pushed out.
 
 use pod::CancellationToken;
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
-/// How long a new connection waits for the anonymous connection it closed
-/// to give its slot back before it is refused.
-const EVICTION_WAIT: Duration = Duration::from_secs(2);
 
 /// The slots of a server.
 pub(crate) struct Admission {
     anonymous: Arc<Semaphore>,
     known: Arc<Semaphore>,
     // Anonymous connections, oldest first: the next to close when the
-    // pool is full. Held for a push or a pop, never across an await.
+    // pool is full. Locked before a ticket's slot, never the other way.
     queue: parking_lot::Mutex<VecDeque<Weak<Ticket>>>,
 }
 
@@ -48,20 +44,14 @@ impl Admission {
         })
     }
 
-    /// A slot for a new connection, as an anonymous one: at once when one
-    /// is free, else after closing the oldest anonymous connection; `None`
-    /// when no slot came back in time (every anonymous connection is busy
-    /// with a request).
-    pub(crate) async fn admit(self: &Arc<Self>) -> Option<Arc<Ticket>> {
+    /// A slot for a new connection, as an anonymous one: a free one, else
+    /// the slot of the oldest anonymous connection, which is told to
+    /// close; `None` only when every slot of the pool is held by a
+    /// connection that has shown the token.
+    pub(crate) fn admit(self: &Arc<Self>) -> Option<Arc<Ticket>> {
         let permit = match Arc::clone(&self.anonymous).try_acquire_owned() {
             Ok(permit) => permit,
-            Err(_) => {
-                self.evict_oldest();
-                tokio::time::timeout(EVICTION_WAIT, Arc::clone(&self.anonymous).acquire_owned())
-                    .await
-                    .ok()?
-                    .ok()?
-            }
+            Err(_) => self.take_oldest()?,
         };
         let ticket = Arc::new(Ticket {
             admission: Arc::downgrade(self),
@@ -74,25 +64,38 @@ impl Admission {
         Some(ticket)
     }
 
-    /// Asks the oldest anonymous connection still open to close.
-    fn evict_oldest(&self) {
+    /// Closes the oldest anonymous connection still open and hands its
+    /// slot over.
+    fn take_oldest(&self) -> Option<OwnedSemaphorePermit> {
         let mut queue = self.queue.lock();
         while let Some(oldest) = queue.pop_front() {
-            if let Some(ticket) = oldest.upgrade() {
-                if ticket.is_anonymous() {
+            let Some(ticket) = oldest.upgrade() else {
+                continue;
+            };
+            let mut slot = ticket.slot.lock();
+            match std::mem::replace(&mut *slot, Slot::Closed) {
+                Slot::Anonymous(permit) => {
                     tracing::debug!("closing the oldest connection without the token");
                     ticket.close.cancel();
-                    return;
+                    return Some(permit);
                 }
+                other => *slot = other,
             }
         }
+        None
     }
 }
 
 /// Which pool a connection's slot is in.
 enum Slot {
+    /// No token shown yet: closed for a newcomer when the pool is full.
     Anonymous(#[allow(dead_code)] OwnedSemaphorePermit),
+    /// The token was shown while the known pool was full: it keeps its
+    /// anonymous slot, and is never closed for a stranger.
+    Shown(#[allow(dead_code)] OwnedSemaphorePermit),
     Known(#[allow(dead_code)] OwnedSemaphorePermit),
+    /// Pushed out: its slot went to a newer connection.
+    Closed,
 }
 
 /// A connection's place in the server: dropped with the connection, which
@@ -110,24 +113,26 @@ impl Ticket {
         &self.close
     }
 
-    fn is_anonymous(&self) -> bool {
-        matches!(*self.slot.lock(), Slot::Anonymous(_))
-    }
-
     /// The connection showed the token: its slot moves to the known pool
-    /// when that has one free (else it stays anonymous, and is served).
+    /// when that has one free, else it stays where it is and can no
+    /// longer be pushed out.
     pub(crate) fn promote(&self) {
         let Some(admission) = self.admission.upgrade() else {
             return;
         };
         let mut slot = self.slot.lock();
-        if matches!(*slot, Slot::Known(_)) {
-            return;
-        }
-        if let Ok(permit) = Arc::clone(&admission.known).try_acquire_owned() {
+        let held = match std::mem::replace(&mut *slot, Slot::Closed) {
+            Slot::Anonymous(permit) | Slot::Shown(permit) => permit,
+            other => {
+                *slot = other;
+                return;
+            }
+        };
+        *slot = match Arc::clone(&admission.known).try_acquire_owned() {
             // The anonymous permit is dropped here, freeing its slot.
-            *slot = Slot::Known(permit);
-        }
+            Ok(permit) => Slot::Known(permit),
+            Err(_) => Slot::Shown(held),
+        };
     }
 }
 
@@ -143,32 +148,50 @@ mod tests {
         assert_eq!(anonymous_share(1), 1);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_full_anonymous_pool_closes_its_oldest_for_a_newcomer() {
+    #[test]
+    fn a_full_anonymous_pool_hands_its_oldest_slot_to_a_newcomer() {
         let admission = Admission::new(8);
-        let first = admission.admit().await.unwrap();
-        let second = admission.admit().await.unwrap();
+        let first = admission.admit().unwrap();
+        let second = admission.admit().unwrap();
         assert!(!first.closing().is_cancelled());
-        // The pool (2 of 8) is full: the next closes the oldest, which
-        // gives its slot back as its connection drops it.
-        let newcomer = {
-            let admission = Arc::clone(&admission);
-            tokio::spawn(async move { admission.admit().await })
-        };
-        tokio::task::yield_now().await;
+        // The pool (2 of 8) is full: the next takes the oldest's slot at
+        // once, and the oldest is told to close.
+        let third = admission.admit().unwrap();
         assert!(first.closing().is_cancelled());
         assert!(!second.closing().is_cancelled());
-        drop(first);
-        let newcomer = newcomer.await.unwrap().unwrap();
+        // Many more at once never wait: each pushes out the oldest.
+        let burst: Vec<_> = (0..20).map(|_| admission.admit().unwrap()).collect();
+        assert!(second.closing().is_cancelled() && third.closing().is_cancelled());
+        assert_eq!(
+            burst.iter().filter(|t| !t.closing().is_cancelled()).count(),
+            2
+        );
         // Shown the token, a connection leaves the anonymous pool and is
         // never closed for a stranger.
-        newcomer.promote();
-        let third = admission.admit().await.unwrap();
-        assert!(!newcomer.closing().is_cancelled());
-        drop(third);
-        // A pool whose anonymous connections never give their slot back
-        // refuses after the wait.
-        let _held = admission.admit().await.unwrap();
-        assert!(admission.admit().await.is_none());
+        let holder = admission.admit().unwrap();
+        holder.promote();
+        let _more: Vec<_> = (0..5).map(|_| admission.admit().unwrap()).collect();
+        assert!(!holder.closing().is_cancelled());
+        assert!(matches!(*holder.slot.lock(), Slot::Known(_)));
+    }
+
+    #[test]
+    fn a_token_holder_in_an_anonymous_slot_is_never_pushed_out() {
+        // One known slot, one anonymous one.
+        let admission = Admission::new(2);
+        let known = admission.admit().unwrap();
+        known.promote();
+        let shown = admission.admit().unwrap();
+        shown.promote();
+        assert!(matches!(*shown.slot.lock(), Slot::Shown(_)));
+        // Every slot is held by the token: a stranger is refused.
+        assert!(admission.admit().is_none());
+        assert!(!shown.closing().is_cancelled());
+        drop(known);
+        // A known slot came free: shown again, it moves there, and the
+        // anonymous pool is open to strangers once more.
+        shown.promote();
+        assert!(matches!(*shown.slot.lock(), Slot::Known(_)));
+        assert!(admission.admit().is_some());
     }
 }

@@ -192,7 +192,15 @@ impl Bound {
             )),
             false => lines.push(format!("token in {}", self.token.path.display())),
         }
-        lines.push(format!("dashboard: http://{bound}/#token=TOKEN"));
+        // The token is on screen only when it was just made: then the link
+        // carries it; later, the dashboard's form asks for it.
+        lines.push(match self.token.created {
+            true => format!("dashboard: http://{bound}/#token={}", self.token.value),
+            false => format!(
+                "dashboard: http://{bound}/ (it asks for the token in {})",
+                self.token.path.display()
+            ),
+        });
         lines
     }
 

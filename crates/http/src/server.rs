@@ -67,12 +67,11 @@ pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, 
             },
             _ = stop.cancelled() => break,
         };
-        // Admitted in a task of its own: one waiting for a slot to come
-        // back must not hold up the connections behind it.
-        let admission = Arc::clone(&admission);
+        // Admitted (or refused) at once; served in a task of its own.
+        let ticket = admission.admit();
         let (app, builder, watcher) = (app.clone(), Arc::clone(&builder), graceful.watcher());
         tokio::spawn(async move {
-            let Some(ticket) = admission.admit().await else {
+            let Some(ticket) = ticket else {
                 return refuse_busy(stream).await;
             };
             serve_one(stream, peer, app, &builder, watcher, ticket).await;

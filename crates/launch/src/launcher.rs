@@ -107,6 +107,7 @@ pub struct Prepared {
     busy_wait: Duration,
     outbox: pod_notify::Outbox,
     prices: Option<pod_llm::Prices>,
+    key: Option<String>,
 }
 
 /// A started session.
@@ -127,6 +128,9 @@ pub struct Session {
     /// The profile's prices, when it has them (what front ends show cost
     /// with).
     pub prices: Option<pod_llm::Prices>,
+    /// Where the model's key comes from (`OPENAI_API_KEY`, or the
+    /// variable a profile names), for a person whose key was refused.
+    pub key: Option<String>,
 }
 
 impl Launcher {
@@ -445,6 +449,14 @@ impl Plan {
             busy_wait: options.busy_wait,
             outbox: self.outbox.clone(),
             prices: settings.choice.raw.prices,
+            key: settings
+                .choice
+                .raw
+                .key_variable()
+                .map(|var| match &settings.choice.profile {
+                    Some(profile) => format!("{var} (profile `{profile}`)"),
+                    None => var,
+                }),
         })
     }
 }
@@ -480,6 +492,7 @@ impl Prepared {
                 model,
                 notifications: self.outbox,
                 prices: self.prices,
+                key: self.key,
             }),
             Err(err) => {
                 self.mcp.shutdown().await;

@@ -81,6 +81,20 @@ pub enum PodEvent {
         /// Whether it failed.
         is_error: bool,
     },
+    /// A tool call was refused before it ran: who refused it and why (its
+    /// result, an error saying so, follows as `ToolCallFinished`).
+    CallNotRun {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Raw JSON arguments.
+        arguments: String,
+        /// What refused it.
+        by: NotRunBy,
+        /// Why, in words (a hook's reason; the approval's rule).
+        reason: String,
+    },
     /// The todo list changed (the whole list).
     TodosChanged {
         /// The new list.
@@ -165,6 +179,36 @@ pub enum PodEvent {
         /// What happened in the subagent.
         inner: Box<PodEvent>,
     },
+}
+
+/// What refused a tool call before it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotRunBy {
+    /// An operator's `PreToolUse` hook blocked it.
+    Hook,
+    /// The approval policy denies the tool.
+    Policy,
+    /// A person refused it when asked.
+    Person,
+    /// It needs a person's approval and nobody can give it here (no
+    /// terminal, no API, no `--yes`).
+    NobodyToAsk,
+    /// Nobody answered its question in time.
+    Timeout,
+}
+
+impl NotRunBy {
+    /// What changes it, for a person reading an end line.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            NotRunBy::Hook => "the operator's PreToolUse hook blocked it (see its reason; change the hook or --hooks)",
+            NotRunBy::Policy => "the approval policy denies it ([approval.tools] or --deny)",
+            NotRunBy::Person => "refused when asked",
+            NotRunBy::NobodyToAsk => "nobody could approve it here: allow tools with --yes or --allow TOOL",
+            NotRunBy::Timeout => "nobody answered its question in time ([approval] timeout_secs)",
+        }
+    }
 }
 
 /// Where a Pod's events go: a broadcast channel made when the first

@@ -13,13 +13,13 @@
 //! recorded.
 
 use crate::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, ToolPolicy};
-use crate::events::{EventBus, PodEvent};
+use crate::events::{EventBus, NotRunBy, PodEvent};
 use crate::log::{AnswerRecord, LogRecord, QuestionRecord};
 use crate::questions::{Answerer, Questions};
 use crate::store::{LogWriter, Waits};
 use chrono::{DateTime, Utc};
 use pod_llm::Item;
-use pod_worker::PreToolAction;
+use pod_worker::{PreToolAction, ToolCallInfo};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -41,6 +41,8 @@ pub struct ApprovalGate {
     pending: HashMap<String, AnswerRecord>,
     // A subagent's turn must not park: its parent's call would move on.
     can_park: bool,
+    // What refused the last call that was refused, for its event.
+    refused: Option<NotRunBy>,
 }
 
 #[derive(Clone)]
@@ -87,6 +89,7 @@ impl ApprovalGate {
             open: HashMap::new(),
             pending: HashMap::new(),
             can_park: false,
+            refused: None,
         }
     }
 
@@ -139,11 +142,36 @@ impl ApprovalGate {
         arguments: &str,
         cancel: &CancellationToken,
     ) -> PreToolAction {
+        self.refused = None;
         match self.policy.get(tool) {
             ToolPolicy::Allow => PreToolAction::Continue,
-            ToolPolicy::Deny => denied(tool),
+            ToolPolicy::Deny => self.refuse(NotRunBy::Policy, denied(tool)),
             ToolPolicy::Ask => self.ask(call_id, tool, arguments, cancel).await,
         }
+    }
+
+    /// `action` (a refusal), noting who refused.
+    fn refuse(&mut self, by: NotRunBy, action: PreToolAction) -> PreToolAction {
+        self.refused = Some(by);
+        action
+    }
+
+    /// What refused the last call a check refused (the approval policy, a
+    /// person, nobody to ask, a timeout).
+    pub(crate) fn refused(&self) -> NotRunBy {
+        self.refused.unwrap_or(NotRunBy::Policy)
+    }
+
+    /// Tells the front ends that `call` was refused by `by`: `text` is its
+    /// result.
+    pub(crate) fn tell_refused(&self, call: &ToolCallInfo, by: NotRunBy, text: &str) {
+        self.announce(PodEvent::CallNotRun {
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            by,
+            reason: text.to_string(),
+        });
     }
 
     /// Decides about a call an operator's hook allowed: it runs without a
@@ -164,8 +192,9 @@ impl ApprovalGate {
         arguments: &str,
         cancel: &CancellationToken,
     ) -> PreToolAction {
+        self.refused = None;
         match self.policy.get(tool) {
-            ToolPolicy::Deny => denied(tool),
+            ToolPolicy::Deny => self.refuse(NotRunBy::Policy, denied(tool)),
             ToolPolicy::Allow | ToolPolicy::Ask => self.ask(call_id, tool, arguments, cancel).await,
         }
     }
@@ -193,7 +222,9 @@ impl ApprovalGate {
         }
         let question = match self.open.get(call_id) {
             Some(question) => question.clone(),
-            None if self.approver.is_none() => return nobody_can_answer(tool),
+            None if self.approver.is_none() => {
+                return self.refuse(NotRunBy::NobodyToAsk, nobody_can_answer(tool))
+            }
             None => {
                 let timeout = self.policy.timeout_secs.map(std::time::Duration::from_secs);
                 let question =
@@ -280,6 +311,7 @@ impl ApprovalGate {
             answer: Box::new(answer),
         });
         if by.via == "timeout" {
+            self.refused = Some(NotRunBy::Timeout);
             return PreToolAction::Skip(format!(
                 "Not run: nobody answered the question about this `{}` call in time, so it was \
                  refused. Do not retry it unchanged; go on without it or stop and say what you \
@@ -290,8 +322,9 @@ impl ApprovalGate {
         self.apply(&question.request.tool, decision)
     }
 
-    fn park(&self, question: &QuestionRecord) -> PreToolAction {
+    fn park(&mut self, question: &QuestionRecord) -> PreToolAction {
         let Some(record) = self.record.as_ref().filter(|_| self.can_park) else {
+            self.refused = Some(NotRunBy::NobodyToAsk);
             return nobody_can_answer(&question.request.tool);
         };
         record.parked.set(question.expires_at);
@@ -308,12 +341,16 @@ impl ApprovalGate {
                 self.policy.set(tool, ToolPolicy::Allow);
                 PreToolAction::Continue
             }
-            ApprovalDecision::RejectOnce => PreToolAction::Skip(format!(
-                "Not run: the user refused this `{tool}` call. Do not retry it unchanged; \
+            ApprovalDecision::RejectOnce => self.refuse(
+                NotRunBy::Person,
+                PreToolAction::Skip(format!(
+                    "Not run: the user refused this `{tool}` call. Do not retry it unchanged; \
                  ask the user or take another approach."
-            )),
+                )),
+            ),
             ApprovalDecision::RejectAlways => {
                 self.policy.set(tool, ToolPolicy::Deny);
+                self.refused = Some(NotRunBy::Person);
                 PreToolAction::Skip(format!(
                     "Not run: the user refused this `{tool}` call and every later `{tool}` call \
                      in this session. Find another way or ask the user."

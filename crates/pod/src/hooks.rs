@@ -403,6 +403,13 @@ impl Interceptor for HookInterceptor {
         }
         if record.decision == HookDecision::Deny {
             let reason = record.reason.unwrap_or_else(|| "denied by a hook".into());
+            self.runner.0.events.send(PodEvent::CallNotRun {
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                by: crate::events::NotRunBy::Hook,
+                reason: reason.clone(),
+            });
             return PreToolAction::Skip(format!(
                 "Not run: a PreToolUse hook blocked this `{}` call: {reason}",
                 call.name

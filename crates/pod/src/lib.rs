@@ -73,7 +73,7 @@ pub use approval::{
 pub use compact::{CompactionConfig, CompactionReport};
 pub use config::{Durability, InterceptorFactory, PodConfig, StartHook, DEFAULT_SYSTEM_PROMPT};
 pub use error::PodError;
-pub use events::PodEvent;
+pub use events::{NotRunBy, PodEvent};
 pub use fork::{fork_item_count, fork_session, fork_session_in};
 pub use gate::ApprovalGate;
 pub use handle::PodHandle;

@@ -92,6 +92,27 @@ pub enum TurnEndReason {
     Rejected(String),
 }
 
+/// How a turn ended, in words for people (a worker's log line, an end
+/// line); not a label to match on.
+impl std::fmt::Display for TurnEndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TurnEndReason::EndTurn => f.write_str("the model finished"),
+            TurnEndReason::MaxTokens => f.write_str("the answer hit the output token limit"),
+            TurnEndReason::Refusal => f.write_str("the provider refused the answer"),
+            TurnEndReason::Limit(limit) => write!(f, "stopped by {limit}"),
+            TurnEndReason::Cancelled => f.write_str("cancelled"),
+            TurnEndReason::Stalled => f.write_str("no progress on the unfinished plan"),
+            TurnEndReason::GoalUnmet(why) => write!(f, "unverified: {why}"),
+            TurnEndReason::Aborted(why) => write!(f, "aborted: {why}"),
+            TurnEndReason::Paused(why) => write!(f, "paused: {why}"),
+            TurnEndReason::Parked(why) => f.write_str(why),
+            TurnEndReason::Yielded(why) => write!(f, "yielded ({why:?})"),
+            TurnEndReason::Rejected(why) => write!(f, "the prompt was refused: {why}"),
+        }
+    }
+}
+
 /// The result of one turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {

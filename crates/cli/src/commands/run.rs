@@ -89,6 +89,7 @@ pub async fn drive_session(
         resumed,
         model: session.model.clone(),
         prices: session.prices,
+        key: session.key.clone(),
     };
     let mut out = output::for_flags(json);
     let outcome = drive(

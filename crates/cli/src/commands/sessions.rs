@@ -149,8 +149,8 @@ fn tree(summaries: Vec<Summary>) -> Vec<Summary> {
 /// parent.
 fn table(summaries: &[Summary], style: Style) -> String {
     let mut out = style.bold(&format!(
-        "{:<8}  {:<17}  {:<5}  {:<16}  {:<14}  {:<40}  {:<16}  {}\n",
-        "ID", "STATUS", "TODOS", "UPDATED", "TOKENS", "TASK", "MODEL", "WORKSPACE"
+        "{:<8}  {:<17}  {:<5}  {:<16}  {:>7}  {:>7}  {:<40}  {:<16}  {}\n",
+        "ID", "STATUS", "TODOS", "UPDATED", "TOKENS", "COST", "TASK", "MODEL", "WORKSPACE"
     ));
     for s in summaries {
         let id = s.id.to_string();
@@ -181,17 +181,15 @@ fn table(summaries: &[Summary], style: Style) -> String {
         } else {
             format!("{}/{}", s.todos.completed, s.todos.total)
         };
-        // Tokens in and out, with the cached share of the input or the
-        // cost when the profile has prices.
+        // Tokens in and out; what they cost, when the profile has prices.
         let total = s.usage.prompt_tokens + s.usage.completion_tokens;
-        let spent = match (s.cost, s.usage.prompt_tokens) {
-            (_, 0) => "-".to_string(),
-            (Some(cost), _) => format!("{} {:.2}", render::tokens(total), cost.amount()),
-            (None, prompt) => format!(
-                "{} {:.0}%c",
-                render::tokens(total),
-                s.usage.cache_read_tokens as f64 * 100.0 / prompt as f64
-            ),
+        let tokens = match total {
+            0 => "-".to_string(),
+            n => render::tokens(n),
+        };
+        let cost = match (s.cost, total) {
+            (Some(cost), 1..) => format!("{:.2}", cost.amount()),
+            _ => "-".to_string(),
         };
         // A subagent: its id indented by depth, and its task is the
         // parent's description of it. A damaged log: where it is damaged.
@@ -218,13 +216,14 @@ fn table(summaries: &[Summary], style: Style) -> String {
         };
         let task = render::safe::line(&task);
         out.push_str(&format!(
-            "{:<8}  {status}  {:<5}  {:<16}  {:<14}  {:<40}  {:<16}  {}\n",
+            "{:<8}  {status}  {:<5}  {:<16}  {:>7}  {:>7}  {:<40}  {:<16}  {}\n",
             id,
             todos,
             s.updated_at
                 .with_timezone(&chrono::Local)
                 .format("%Y-%m-%d %H:%M"),
-            spent,
+            tokens,
+            cost,
             render::shorten(&task, 40),
             crate::render::shorten(&s.model, 16),
             render::safe::line(&s.workspace.display().to_string())

@@ -28,6 +28,8 @@ pub struct HumanOutput {
     prices: Option<pod_llm::Prices>,
     // The plan as it stands, printed once more at the end on a terminal.
     todos: Vec<pod_tools::TodoItem>,
+    // Calls whose refusal was shown (their "not run" result is not).
+    refused: std::collections::HashSet<String>,
 }
 
 impl HumanOutput {
@@ -41,6 +43,7 @@ impl HumanOutput {
             live: None,
             prices: None,
             todos: Vec::new(),
+            refused: std::collections::HashSet::new(),
         }
     }
 
@@ -199,6 +202,35 @@ impl Output for HumanOutput {
                     live.phase(Phase::Running(call.clone()));
                 }
                 self.lines(&s.dim(&format!("  → {call}")))
+            }
+            PodEvent::CallNotRun {
+                call_id,
+                name,
+                arguments,
+                by,
+                reason,
+            } => {
+                self.refused.insert(call_id.clone());
+                // A hook's reason is its own; the approval's result says
+                // what allows this very tool (--allow write_file).
+                let why = match by {
+                    pod::NotRunBy::Hook => {
+                        format!(
+                            "not run: blocked by a PreToolUse hook: {}",
+                            safe::line(reason)
+                        )
+                    }
+                    _ => render::first_line(reason, 240),
+                };
+                let line = format!("  ✗ {} {why}", render::tool_call(name, arguments));
+                self.lines(&s.red(&line))
+            }
+            // Its refusal was shown, with the call.
+            PodEvent::ToolCallFinished { call_id, .. } if self.refused.remove(call_id) => {
+                if let Some(live) = &mut self.live {
+                    live.phase(Phase::Thinking);
+                }
+                Ok(())
             }
             PodEvent::ToolCallFinished {
                 name,
@@ -377,15 +409,8 @@ impl Output for HumanOutput {
             s.dim(&format!("({state})")),
             finished.log_path
         );
-        if !finished.not_run.is_empty() {
-            text.push_str(&format!(
-                "\n  {}",
-                s.yellow(&format!(
-                    "{} not run ({}): allow tools with --yes or --allow TOOL",
-                    plural(finished.not_run.len(), "tool call"),
-                    safe::line(&distinct(&finished.not_run).join(", "))
-                ))
-            ));
+        for line in super::not_run_lines(finished) {
+            text.push_str(&format!("\n  {}", s.yellow(&line)));
         }
         if let Some(stopped) = &finished.stopped {
             text.push_str(&format!("\n  {}", s.yellow(&stopped.message)));
@@ -405,17 +430,6 @@ impl Output for HumanOutput {
     }
 }
 
-/// The names once each, in first-seen order.
-fn distinct(names: &[String]) -> Vec<&str> {
-    let mut seen: Vec<&str> = Vec::new();
-    for name in names {
-        if !seen.contains(&name.as_str()) {
-            seen.push(name);
-        }
-    }
-    seen
-}
-
 /// A reminder in a few words: how much of the plan is left.
 fn reminder_gist(text: &str) -> String {
     let unfinished = text
@@ -423,10 +437,19 @@ fn reminder_gist(text: &str) -> String {
         .filter(|l| l.starts_with("[>]") || l.starts_with("[ ]"))
         .count();
     if unfinished > 0 {
-        format!("{unfinished} todo(s) unfinished")
-    } else {
-        render::first_line(text, 80)
+        return format!("{unfinished} todo(s) unfinished");
     }
+    // The first line that says something: not the tag around it.
+    let said = text
+        .lines()
+        .map(str::trim)
+        .find(|line| {
+            !line.is_empty()
+                && !line.starts_with("<system-reminder")
+                && !line.starts_with("</system-reminder")
+        })
+        .unwrap_or_default();
+    render::first_line(said, 80)
 }
 
 /// A subagent's event as one line under its `task` call, indented by depth

@@ -31,6 +31,9 @@ pub struct Started {
     /// The profile's prices, when it has them (for the cost shown).
     #[serde(skip)]
     pub prices: Option<pod_llm::Prices>,
+    /// Where the model's key comes from (for a refused key's hint).
+    #[serde(skip)]
+    pub key: Option<String>,
 }
 
 /// Driving ended.
@@ -60,6 +63,9 @@ pub struct Finished {
     /// approval policy, or not run after the turn was stopped), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<String>,
+    /// Calls refused before they ran, with who refused them and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<Refused>,
     /// Whether the run's last verification round passed (`--verify`); none
     /// when no round ran.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,4 +140,78 @@ pub fn for_flags(json: bool) -> Box<dyn Output> {
     } else {
         Box::new(HumanOutput::new(crate::style::Style::for_stdout()))
     }
+}
+
+/// A call refused before it ran.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Refused {
+    /// Its tool.
+    pub tool: String,
+    /// What refused it.
+    pub by: pod::NotRunBy,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// The lines that say which calls did not run and what changes that: one
+/// per cause (a hook, the policy, a person, nobody to ask, a timeout), and
+/// one for calls that did not run for want of a turn (it was stopped).
+pub fn not_run_lines(finished: &Finished) -> Vec<String> {
+    use crate::render::{plural, safe};
+    let mut lines = Vec::new();
+    let mut causes: Vec<pod::NotRunBy> = Vec::new();
+    for refused in &finished.refused {
+        if !causes.contains(&refused.by) {
+            causes.push(refused.by);
+        }
+    }
+    let mut counted = 0;
+    for by in causes {
+        let of: Vec<&Refused> = finished.refused.iter().filter(|r| r.by == by).collect();
+        counted += of.len();
+        let tools = distinct(of.iter().map(|r| r.tool.as_str()));
+        let why = match by {
+            pod::NotRunBy::Hook => format!(
+                "blocked by the operator's PreToolUse hook: {} (change the hook, or its --hooks file)",
+                safe::line(&of[0].reason)
+            ),
+            other => other.remedy().to_string(),
+        };
+        lines.push(format!(
+            "{} not run ({}): {why}",
+            plural(of.len(), "tool call"),
+            safe::line(&tools.join(", "))
+        ));
+    }
+    let rest = finished.not_run.len().saturating_sub(counted);
+    if rest > 0 {
+        let refused: Vec<&str> = finished.refused.iter().map(|r| r.tool.as_str()).collect();
+        let tools = distinct(
+            finished
+                .not_run
+                .iter()
+                .map(String::as_str)
+                .filter(|t| !refused.contains(t)),
+        );
+        lines.push(format!(
+            "{} not run{}: the turn ended before they could",
+            plural(rest, "tool call"),
+            match tools.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", safe::line(&tools.join(", "))),
+            }
+        ));
+    }
+    lines
+}
+
+/// The names once each, in first-seen order.
+fn distinct<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for name in names {
+        if !seen.contains(&name) {
+            seen.push(name);
+        }
+    }
+    seen
 }

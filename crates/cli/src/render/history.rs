@@ -97,6 +97,9 @@ impl Numbered {
                 }
             ))),
             LogRecord::Ended(ended) => out.push_str(&style.red(&ended_line(ended))),
+            // A hook that decided nothing changed nothing: not a line.
+            LogRecord::Hook(hook)
+                if hook.decision == pod::log::HookDecision::None && hook.reason.is_none() => {}
             LogRecord::Hook(hook) => out.push_str(&style.yellow(&format!(
                 "      ⚓ hook on {} ({}): {}{}\n",
                 super::safe::line(&hook.call_id),
@@ -112,13 +115,15 @@ impl Numbered {
                     .map(|r| format!(" ({})", super::safe::line(r)))
                     .unwrap_or_default()
             ))),
-            LogRecord::Checkpoint(c) => {
+            // The files a call changed, once: at its "after" snapshot.
+            LogRecord::Checkpoint(c) if c.phase == pod::log::CheckpointPhase::After => {
                 if let Some(files) = self.files.get(&c.call_id) {
                     out.push_str(
                         &style.dim(&format!("      files: {}\n", super::safe::line(files))),
                     );
                 }
             }
+            LogRecord::Checkpoint(_) => {}
             LogRecord::Verify(verify) => out.push_str(&verify_lines(verify, style)),
             LogRecord::Header(_) | LogRecord::Trace(_) => {}
         }

@@ -215,3 +215,38 @@ fn a_broken_config_file_shows_the_place_and_how_to_run_without_it() {
         )))
         .stderr(predicate::str::contains("set it to /dev/null for none"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_key_names_its_variable_and_an_empty_session_can_be_dropped() {
+    use pod_testkit::server::{LoopbackServer, Reply};
+    let server = LoopbackServer::start(vec![Reply::status(
+        401,
+        r#"{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}"#,
+    )])
+    .await;
+    let env = TestEnv::new();
+    env.config_file(&format!(
+        "[profiles.work]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"WORK_KEY\"\n",
+        server.url("/v1")
+    ));
+    let mut cmd = env.pod_process();
+    cmd.env("WORK_KEY", "wrong")
+        .args(["run", "--profile", "work", "Say hello"]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the model's server refused the key (HTTP 401): check the key in WORK_KEY (profile `work`)"),
+        "{stderr}"
+    );
+    // Nothing was answered: the session may be dropped instead.
+    let id = env.sessions_json()[0]["id"].as_str().unwrap().to_string();
+    assert!(
+        stderr.contains(&format!("`pod rm {id}` drops the session")),
+        "{stderr}"
+    );
+    // The key's value appears nowhere.
+    assert!(!stderr.contains("wrong"), "{stderr}");
+}

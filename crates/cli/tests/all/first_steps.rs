@@ -465,7 +465,10 @@ fn a_refused_call_reads_once_and_a_piped_run_says_so() {
     // On screen with its advice, not cut before it.
     assert!(stdout.contains("--allow write_file"), "{stdout}");
     assert!(
-        stdout.contains("1 tool call not run (write_file): allow tools with --yes or --allow TOOL"),
+        stdout.contains(
+            "1 tool call not run (write_file): nobody could approve it here: allow tools with \
+             --yes or --allow TOOL"
+        ),
         "{stdout}"
     );
     assert!(stderr.contains("1 tool call not run"), "{stderr}");

@@ -145,6 +145,46 @@ sys.exit(0)
     assert_eq!(decided[0]["decision"], "deny");
     assert_eq!(decided[0]["tool"], "bash");
     assert_eq!(decided[1]["decision"], "none");
+    // The JSON stream says who refused the call, with its command.
+    let refused = crate::support::events(&events, "call_not_run");
+    assert_eq!(refused.len(), 1, "{events:?}");
+    assert_eq!(refused[0]["by"], "hook");
+    assert!(refused[0]["arguments"]
+        .as_str()
+        .unwrap()
+        .contains("rm -rf keep"));
+    // Under --yes, a person reads the blocked command and the hook's
+    // reason, not advice about approval.
+    let script = env.script(
+        "again.json",
+        &script(vec![
+            call("bash", json!({"command": "rm -rf keep"})),
+            say("Ok."),
+        ]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--yes", "--hooks"])
+        .arg(&hooks)
+        .arg("--script")
+        .arg(&script)
+        .arg("Clean up")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(r#"✗ bash({"command":"rm -rf keep"}) not run: blocked by a PreToolUse hook: rm -rf is not allowed here"#),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 tool call not run (bash): blocked by the operator's PreToolUse hook"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("--allow"), "{stdout}");
+    let shown = env.pod().args(["show", &id]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(!shown.contains("no decision"), "{shown}");
 }
 
 #[test]

@@ -143,6 +143,15 @@ function callNode(call) {
   return node;
 }
 
+// A question or answer about a call goes in the call's entry, before its
+// result (which arrives after it); without the entry, on a line of its own.
+function intoCall(callId, node) {
+  const call = callId && current.calls.get(callId);
+  if (!call) return [node];
+  call.append(node);
+  return [];
+}
+
 // Fills a call's entry with its result.
 function resultInto(node, item) {
   node.classList.add(item.is_error ? "error" : "ok");
@@ -194,7 +203,7 @@ function itemNodes(record) {
   if (record.stopped) return [el("div", "item system", "stopped by " + (limitText(record.stopped.limit) || "its budget"))];
   if (record.question) {
     const q = record.question;
-    return [el("div", "item asked", "asked: " + (q.request ? q.request.summary : ""))];
+    return intoCall(q.request && q.request.call_id, el("div", "item asked", "asked: " + (q.request ? q.request.summary : "")));
   }
   if (record.answer) {
     const a = record.answer;
@@ -203,7 +212,7 @@ function itemNodes(record) {
     if (current.answered.has(a.question)) return [];
     current.answered.add(a.question);
     const by = [a.by, a.via && "via " + a.via].filter(Boolean).join(" ");
-    return [el("div", "item asked", "answered: " + words(a.decision) + (by ? " (" + by + ")" : ""))];
+    return intoCall(a.call_id, el("div", "item asked", "answered: " + words(a.decision) + (by ? " (" + by + ")" : "")));
   }
   // The workspace's snapshots around a call: `pod diff` shows them.
   if (record.checkpoint || record.trace) return [];
@@ -297,6 +306,8 @@ function renderMeta() {
   $("s-detail").hidden = !detail || s.status === "awaiting_approval";
   $("s-detail").textContent = shown(detail);
   $("s-detail").className = "detail status " + s.status;
+  // Only a turn that runs here can be cancelled.
+  $("cancel").hidden = !(s.status === "running" || s.status === "awaiting_approval");
 }
 
 async function openSession(id) {

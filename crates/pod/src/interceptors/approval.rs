@@ -43,18 +43,29 @@ impl Interceptor for Approval {
     }
 
     async fn pre_tool_call(&mut self, call: &mut ToolCallInfo) -> PreToolAction {
-        match self.hooks.take(&call.call_id) {
-            Some(HookDecision::Allow) => self.gate.check_allowed(&call.name),
-            Some(HookDecision::Ask) => {
+        let (action, allowed) = match self.hooks.take(&call.call_id) {
+            Some(HookDecision::Allow) => (self.gate.check_allowed(&call.name), true),
+            Some(HookDecision::Ask) => (
                 self.gate
                     .check_asking(&call.call_id, &call.name, &call.arguments, &self.cancel)
-                    .await
-            }
-            _ => {
+                    .await,
+                false,
+            ),
+            _ => (
                 self.gate
                     .check(&call.call_id, &call.name, &call.arguments, &self.cancel)
-                    .await
-            }
+                    .await,
+                false,
+            ),
+        };
+        if let PreToolAction::Skip(text) = &action {
+            // A call a hook allowed is refused only by the policy.
+            let by = match allowed {
+                true => crate::events::NotRunBy::Policy,
+                false => self.gate.refused(),
+            };
+            self.gate.tell_refused(call, by, text);
         }
+        action
     }
 }

@@ -404,6 +404,23 @@ impl RawProviderConfig {
     /// The key from the named variable, else the usual one for the kind
     /// and host. Hosted APIs need a key; local servers (Ollama, llama.cpp)
     /// do not, so a missing default variable is an error only for them.
+    ///
+    /// The variable itself: what a person checks when the key is refused.
+    pub fn key_variable(&self) -> Option<String> {
+        let kind = self.kind?;
+        if kind == ProviderKind::Scripted {
+            return None;
+        }
+        let base_url = self.base_url.clone().unwrap_or_default();
+        Some(match (&self.api_key_env, kind) {
+            (Some(name), _) => name.clone(),
+            (None, ProviderKind::Anthropic) => "ANTHROPIC_API_KEY".into(),
+            (None, _) if base_url.contains("deepseek.com") => "DEEPSEEK_API_KEY".into(),
+            (None, _) => "OPENAI_API_KEY".into(),
+        })
+    }
+
+    /// The key for `kind` at `base_url`, from the environment.
     fn api_key(
         &self,
         kind: ProviderKind,
