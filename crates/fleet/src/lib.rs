@@ -39,7 +39,7 @@ pub trait Api: Send + Sync {
     /// The approver of session `id`'s `ask` calls.
     fn approver(&self, id: Uuid) -> Arc<dyn Approver>;
     /// Session `id` runs here now, through `handle`.
-    fn adopt(&self, id: Uuid, handle: PodHandle, prices: Option<pod_llm::Prices>);
+    fn adopt(&self, id: Uuid, handle: PodHandle, meter: pod_launch::Meter);
     /// The worker is done with session `id`.
     fn release(&self, id: Uuid);
 }

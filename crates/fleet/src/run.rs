@@ -103,9 +103,10 @@ impl Claim {
         // their size would stay reserved in every session's task long after
         // they finished.
         let session = Box::pin(self.start()).await?;
-        let (handle, mcp, prices) = (session.handle, session.mcp, session.prices);
+        let meter = session.meter();
+        let (handle, mcp) = (session.handle, session.mcp);
         if let Some(api) = &self.api {
-            api.adopt(id, handle.clone(), prices);
+            api.adopt(id, handle.clone(), meter);
         }
         let turn = handle.continue_turn();
         tokio::pin!(turn);

@@ -4,12 +4,17 @@
 //! Counted from the events of every session this process runs (started
 //! through the API, or claimed by its fleet worker), and its subagents';
 //! gauges are read at scrape time from the session list and the questions
-//! waiting. Labels are bounded: a tool's name, an outcome, a token kind, a
-//! status, a turn's end; never a session id.
+//! waiting; the model requests' times and failures are the providers'
+//! own counts ([`pod_providers::metered`]). Labels are bounded: a model
+//! and a profile (from the operator's config; past 64 pairs, `other`), a
+//! tool's name, an outcome, a token kind, a failure's kind, a status, a
+//! turn's end; never a session id.
 
 use parking_lot::Mutex;
 use pod::PodEvent;
-use pod_llm::{Prices, Usage};
+use pod_launch::Meter;
+use pod_llm::Usage;
+use pod_providers::metered::{Histogram, ModelStats};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,14 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The counters.
 #[derive(Default)]
 pub struct Metrics {
-    responses: AtomicU64,
-    retries: AtomicU64,
-    input: AtomicU64,
-    output: AtomicU64,
-    cache_read: AtomicU64,
-    cache_write: AtomicU64,
-    // Millionths of the currency the profiles' prices are in.
-    cost_micros: AtomicU64,
+    // (model, profile) -> what its responses used and cost.
+    spend: Mutex<BTreeMap<(String, String), Spend>>,
+    // Model -> requests whose stream broke midway and were sent again.
+    retries: Mutex<BTreeMap<String, u64>>,
     compactions: AtomicU64,
     // (tool, "ok" | "error") -> calls.
     tool_calls: Mutex<BTreeMap<(String, &'static str), u64>>,
@@ -34,6 +35,23 @@ pub struct Metrics {
     // Verification rounds that passed and that failed (`--verify`).
     verified: AtomicU64,
     unverified: AtomicU64,
+}
+
+/// Pairs of model and profile counted apart at most (the rest count as
+/// `other`): both come from the operator's config, so this only keeps the
+/// label set bounded whatever it holds.
+const MAX_PAIRS: usize = 64;
+
+/// The responses of one model and profile.
+#[derive(Default)]
+struct Spend {
+    responses: u64,
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    // Millionths of the currency the profile's prices are in.
+    cost_micros: u64,
 }
 
 /// What the scrape reads besides the counters.
@@ -49,12 +67,12 @@ pub struct Gauges {
 }
 
 impl Metrics {
-    /// Counts one event of a session priced at `prices` (if known).
-    pub fn observe(&self, event: &PodEvent, prices: Option<&Prices>) {
+    /// Counts one event of a session counted under `meter`.
+    pub fn observe(&self, event: &PodEvent, meter: &Meter) {
         match event {
-            PodEvent::Usage { usage } => self.usage(usage, prices),
+            PodEvent::Usage { usage } => self.usage(usage, meter),
             PodEvent::RequestRetried { .. } => {
-                self.retries.fetch_add(1, Ordering::Relaxed);
+                *self.retries.lock().entry(meter.model.clone()).or_default() += 1;
             }
             PodEvent::ToolCallFinished { name, is_error, .. } => {
                 let outcome = if *is_error { "error" } else { "ok" };
@@ -84,24 +102,28 @@ impl Metrics {
                 counter.fetch_add(1, Ordering::Relaxed);
             }
             // A subagent's work is this process's too.
-            PodEvent::Subagent { inner, .. } => self.observe(inner, prices),
+            // (Counted under the parent's model and profile.)
+            PodEvent::Subagent { inner, .. } => self.observe(inner, meter),
             _ => {}
         }
     }
 
-    fn usage(&self, usage: &Usage, prices: Option<&Prices>) {
-        self.responses.fetch_add(1, Ordering::Relaxed);
-        self.input.fetch_add(usage.fresh_input(), Ordering::Relaxed);
-        self.output
-            .fetch_add(usage.completion_tokens, Ordering::Relaxed);
-        self.cache_read
-            .fetch_add(usage.cache_read_tokens, Ordering::Relaxed);
-        self.cache_write
-            .fetch_add(usage.cache_write_tokens, Ordering::Relaxed);
-        if let Some(prices) = prices {
+    fn usage(&self, usage: &Usage, meter: &Meter) {
+        let mut spend = self.spend.lock();
+        let mut key = (meter.model.clone(), meter.profile.clone());
+        if !spend.contains_key(&key) && spend.len() >= MAX_PAIRS {
+            key = ("other".into(), "other".into());
+        }
+        let spend = spend.entry(key).or_default();
+        spend.responses += 1;
+        spend.input += usage.fresh_input();
+        spend.output += usage.completion_tokens;
+        spend.cache_read += usage.cache_read_tokens;
+        spend.cache_write += usage.cache_write_tokens;
+        if let Some(prices) = &meter.prices {
             let micros = (prices.cost(usage) * 1_000_000.0).round();
             if micros.is_finite() && micros > 0.0 {
-                self.cost_micros.fetch_add(micros as u64, Ordering::Relaxed);
+                spend.cost_micros += micros as u64;
             }
         }
     }
@@ -128,31 +150,66 @@ impl Metrics {
             .map(|(reason, n)| (vec![("reason", reason.clone())], *n as f64))
             .collect();
         let stats = pod::stats::snapshot();
+        let models = pod_providers::metered::snapshot();
+        let (mut responses, mut tokens, mut cost) = (Vec::new(), Vec::new(), Vec::new());
+        for ((model, profile), spend) in self.spend.lock().iter() {
+            let pair = || vec![("model", model.clone()), ("profile", profile.clone())];
+            responses.push((pair(), spend.responses as f64));
+            for (kind, n) in [
+                ("input", spend.input),
+                ("output", spend.output),
+                ("cache_read", spend.cache_read),
+                ("cache_write", spend.cache_write),
+            ] {
+                let mut labels = pair();
+                labels.push(("kind", kind.into()));
+                tokens.push((labels, n as f64));
+            }
+            cost.push((pair(), spend.cost_micros as f64 / 1_000_000.0));
+        }
+        // Both kinds of retry: a stream broken midway (the session's
+        // event), and an attempt that failed before anything streamed (the
+        // provider's own, which no session sees).
+        let mut retries = self.retries.lock().clone();
+        let mut failures = Vec::new();
+        for (model, counts) in &models {
+            *retries.entry(model.clone()).or_default() += counts.retries;
+            for (kind, n) in &counts.failures {
+                failures.push((
+                    vec![("model", model.clone()), ("kind", (*kind).to_string())],
+                    *n as f64,
+                ));
+            }
+        }
+        let retries = retries
+            .into_iter()
+            .map(|(model, n)| (vec![("model", model)], n as f64))
+            .collect();
         vec![
             Family::new(
                 "pod_model_responses_total",
-                "Model responses received (each with its usage).",
-                vec![(vec![], load(&self.responses))],
+                "Model responses received (each with its usage), by model and profile.",
+                responses,
             ),
             Family::new(
                 "pod_model_retries_total",
-                "Model requests whose stream broke and were sent again.",
-                vec![(vec![], load(&self.retries))],
+                "Model requests sent again: after an attempt failed, or after its stream broke midway.",
+                retries,
+            ),
+            Family::new(
+                "pod_model_request_failures_total",
+                "Failed model request attempts (retried or not) by model and kind: rate_limited, http_4xx, http_5xx, api, unreachable, transport, idle_timeout, malformed, scripted.",
+                failures,
             ),
             Family::new(
                 "pod_tokens_total",
-                "Tokens by kind: input (not from the cache), output, cache_read, cache_write.",
-                vec![
-                    (vec![("kind", "input".into())], load(&self.input)),
-                    (vec![("kind", "output".into())], load(&self.output)),
-                    (vec![("kind", "cache_read".into())], load(&self.cache_read)),
-                    (vec![("kind", "cache_write".into())], load(&self.cache_write)),
-                ],
+                "Tokens by model, profile and kind: input (not from the cache), output, cache_read, cache_write.",
+                tokens,
             ),
             Family::new(
                 "pod_cost_total",
-                "What the model responses cost at the profiles' prices (sessions without prices count nothing).",
-                vec![(vec![], load(&self.cost_micros) / 1_000_000.0)],
+                "What the model responses cost at the profiles' prices, by model and profile (sessions without prices count nothing).",
+                cost,
             ),
             Family::new("pod_tool_calls_total", "Tool calls by tool and outcome.", tools),
             Family::new("pod_turns_total", "Turns by how they ended.", turns),
@@ -253,9 +310,43 @@ impl Metrics {
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", stats.appends);
         let _ = writeln!(out, "{name}_sum {}", stats.append_seconds);
         let _ = writeln!(out, "{name}_count {}", stats.appends);
+        let models = pod_providers::metered::snapshot();
+        let times: [(&str, &str, Pick); 2] = [
+            (
+                "pod_model_request_seconds",
+                "From sending a model request to the end of its answer, by model (answers that ended whole).",
+                |m| &m.request,
+            ),
+            (
+                "pod_model_first_event_seconds",
+                "From sending a model request to the first event of its answer (time to first token), by model.",
+                |m| &m.first_event,
+            ),
+        ];
+        for (name, help, pick) in times {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} histogram");
+            for (model, counts) in &models {
+                let histogram = pick(counts);
+                let model = escape(model);
+                for (bound, n) in histogram.cumulative() {
+                    let _ = writeln!(out, "{name}_bucket{{model=\"{model}\",le=\"{bound}\"}} {n}");
+                }
+                let count = histogram.count;
+                let _ = writeln!(
+                    out,
+                    "{name}_bucket{{model=\"{model}\",le=\"+Inf\"}} {count}"
+                );
+                let _ = writeln!(out, "{name}_sum{{model=\"{model}\"}} {}", histogram.sum);
+                let _ = writeln!(out, "{name}_count{{model=\"{model}\"}} {count}");
+            }
+        }
         out
     }
 }
+
+/// Which histogram of a model's counts a family shows.
+type Pick = fn(&ModelStats) -> &Histogram;
 
 /// One metric family's name, help and samples.
 pub struct Family {
@@ -345,7 +436,7 @@ mod tests {
                 content: String::new(),
                 is_error: true,
             },
-            None,
+            &Meter::default(),
         );
         let text = metrics.render(&Gauges {
             sessions: BTreeMap::new(),

@@ -378,12 +378,13 @@ impl Runner {
             .map_err(|e| ApiError::internal(chain(&e)))?;
         let id = session.handle.session_id();
         *id_cell.lock() = Some(id);
+        let meter = session.meter();
         self.go_live(
             id,
             session.handle,
             Some(session.mcp),
             Some(request.task),
-            session.prices,
+            meter,
         );
         Ok(id)
     }
@@ -538,8 +539,8 @@ impl Runner {
             self.spawn_turn(id, handle, Some(text));
             return Ok(());
         }
-        let (handle, mcp, prices) = self.resume(id).await?;
-        self.go_live(id, handle, Some(mcp), Some(text), prices);
+        let (handle, mcp, meter) = self.resume(id).await?;
+        self.go_live(id, handle, Some(mcp), Some(text), meter);
         Ok(())
     }
 
@@ -590,8 +591,8 @@ impl Runner {
             // Already continued by someone else here.
             return Ok(());
         }
-        let (handle, mcp, prices) = self.resume(session).await?;
-        self.go_live(session, handle, Some(mcp), None, prices);
+        let (handle, mcp, meter) = self.resume(session).await?;
+        self.go_live(session, handle, Some(mcp), None, meter);
         Ok(())
     }
 
@@ -694,9 +695,9 @@ impl Runner {
 
     /// A session a fleet worker of this process runs: its questions come
     /// here, and notifications and cancels reach it, until [`Self::release`].
-    pub fn adopt(&self, id: Uuid, handle: PodHandle, prices: Option<pod_llm::Prices>) {
+    pub fn adopt(&self, id: Uuid, handle: PodHandle, meter: pod_launch::Meter) {
         let gone = CancellationToken::new();
-        self.watch_events(id, &handle, gone.clone(), prices);
+        self.watch_events(id, &handle, gone.clone(), meter);
         self.state.lock().live.insert(
             id,
             Live {
@@ -741,10 +742,10 @@ impl Runner {
         handle: PodHandle,
         mcp: Option<pod_mcp::McpServers>,
         text: Option<String>,
-        prices: Option<pod_llm::Prices>,
+        meter: pod_launch::Meter,
     ) {
         let gone = CancellationToken::new();
-        self.watch_events(id, &handle, gone.clone(), prices);
+        self.watch_events(id, &handle, gone.clone(), meter);
         self.state.lock().live.insert(
             id,
             Live {
@@ -766,7 +767,7 @@ impl Runner {
         id: Uuid,
         handle: &PodHandle,
         gone: CancellationToken,
-        prices: Option<pod_llm::Prices>,
+        meter: pod_launch::Meter,
     ) {
         let mut events = handle.subscribe();
         let state = Arc::clone(&self.state);
@@ -781,13 +782,13 @@ impl Runner {
                     _ = gone.cancelled() => {
                         // What it said before it was let go still counts.
                         while let Ok(event) = events.try_recv() {
-                            metrics.observe(&event, prices.as_ref());
+                            metrics.observe(&event, &meter);
                         }
                         return;
                     }
                 };
                 if let Ok(event) = &event {
-                    metrics.observe(event, prices.as_ref());
+                    metrics.observe(event, &meter);
                 }
                 match event {
                     Ok(pod::PodEvent::NotificationDelivered { .. }) => {
@@ -880,7 +881,7 @@ impl Runner {
     async fn resume(
         &self,
         id: Uuid,
-    ) -> Result<(PodHandle, pod_mcp::McpServers, Option<pod_llm::Prices>), ApiError> {
+    ) -> Result<(PodHandle, pod_mcp::McpServers, pod_launch::Meter), ApiError> {
         let store = self.launcher.place().store.as_ref();
         let stat = store.stat(id).await.map_err(not_found_or_internal)?;
         if let Some(holder) = stat.holder {
@@ -942,7 +943,10 @@ impl Runner {
             ApiError::conflict(format!("cannot resume session {id}: {}", chain(&e)))
         })?;
         match prepared.start().await {
-            Ok(session) => Ok((session.handle, session.mcp, session.prices)),
+            Ok(session) => {
+                let meter = session.meter();
+                Ok((session.handle, session.mcp, meter))
+            }
             Err(err) => match err.pod_error() {
                 Some(PodError::SessionBusy { .. } | PodError::SessionLeased { .. }) => Err(
                     ApiError::conflict(format!("session {id} is busy: {}", chain(&err))),

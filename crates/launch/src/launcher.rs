@@ -108,6 +108,7 @@ pub struct Prepared {
     outbox: pod_notify::Outbox,
     prices: Option<pod_llm::Prices>,
     key: Option<String>,
+    profile: Option<String>,
 }
 
 /// A started session.
@@ -131,6 +132,31 @@ pub struct Session {
     /// Where the model's key comes from (`OPENAI_API_KEY`, or the
     /// variable a profile names), for a person whose key was refused.
     pub key: Option<String>,
+    /// The profile the session runs on, if any.
+    pub profile: Option<String>,
+}
+
+/// What a session's usage is counted under: its model and profile (a
+/// metric's labels) and the prices its cost is figured at.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Meter {
+    /// The model's name.
+    pub model: String,
+    /// The profile's name, `default` without one.
+    pub profile: String,
+    /// The profile's prices, when it has them.
+    pub prices: Option<pod_llm::Prices>,
+}
+
+impl Session {
+    /// What this session's usage is counted under.
+    pub fn meter(&self) -> Meter {
+        Meter {
+            model: self.model.clone(),
+            profile: self.profile.clone().unwrap_or_else(|| "default".into()),
+            prices: self.prices,
+        }
+    }
 }
 
 impl Launcher {
@@ -457,6 +483,7 @@ impl Plan {
                     Some(profile) => format!("{var} (profile `{profile}`)"),
                     None => var,
                 }),
+            profile: settings.choice.profile.clone(),
         })
     }
 }
@@ -493,6 +520,7 @@ impl Prepared {
                 notifications: self.outbox,
                 prices: self.prices,
                 key: self.key,
+                profile: self.profile,
             }),
             Err(err) => {
                 self.mcp.shutdown().await;

@@ -54,7 +54,7 @@ pub use approval::KNOWN_TOOLS;
 pub use budget::BudgetTable;
 pub use error::LaunchError;
 pub use flags::{BudgetFlags, Flags, ModelFlags, SandboxFlags};
-pub use launcher::{Launcher, Options, Place, Plan, Prepared, Session};
+pub use launcher::{Launcher, Meter, Options, Place, Plan, Prepared, Session};
 pub use model::{Choice, Model};
 pub use record::{Launch, RecordedApproval, RecordedHooks, RecordedWorktree};
 pub use settings::Resolved;

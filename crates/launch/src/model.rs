@@ -125,7 +125,8 @@ impl Model {
         let provider = ScriptedProvider::new(script).without_recording();
         Self {
             compactor: Some(Arc::new(provider.compactor().without_recording())),
-            provider: Arc::new(provider.clone()),
+            // Counted like any model (its requests' times and failures).
+            provider: Arc::new(pod_providers::Metered::new(Arc::new(provider.clone()))),
             scripted: Some(provider),
         }
     }

@@ -213,4 +213,21 @@ impl ProviderError {
             ProviderError::Malformed(_) | ProviderError::Scripted(_) => false,
         }
     }
+
+    /// A short, fixed name for the kind of failure (a metric's label):
+    /// `rate_limited`, `http_4xx`, `http_5xx`, `api`, `unreachable`,
+    /// `transport`, `idle_timeout`, `malformed` or `scripted`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderError::Http { status: 429, .. } => "rate_limited",
+            ProviderError::Http { status, .. } if *status >= 500 => "http_5xx",
+            ProviderError::Http { .. } => "http_4xx",
+            ProviderError::Api { .. } => "api",
+            ProviderError::Unreachable { .. } => "unreachable",
+            ProviderError::Transport(_) => "transport",
+            ProviderError::IdleTimeout(_) => "idle_timeout",
+            ProviderError::Malformed(_) => "malformed",
+            ProviderError::Scripted(_) => "scripted",
+        }
+    }
 }

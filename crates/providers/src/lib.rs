@@ -37,6 +37,7 @@ mod endpoint;
 mod gate;
 mod http;
 mod kept;
+pub mod metered;
 mod openai;
 mod responses;
 mod retry;
@@ -52,6 +53,7 @@ pub use config::{
 pub use endpoint::{Endpoint, PromptCache};
 pub use gate::{Gate, Pass};
 pub use http::Timeouts;
+pub use metered::Metered;
 pub use openai::OpenAiProvider;
 pub use pod_llm::Prices;
 pub use responses::OpenAiResponsesProvider;
@@ -107,8 +109,12 @@ pub enum BuildError {
 }
 
 /// The provider `config` describes; HTTP providers come wrapped in their
-/// [`RetryingProvider`].
+/// [`RetryingProvider`], and every one is [`Metered`].
 pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, BuildError> {
+    Ok(Arc::new(Metered::new(unmetered(config)?)))
+}
+
+fn unmetered(config: &ProviderConfig) -> Result<Arc<dyn Provider>, BuildError> {
     let gate = |endpoint: &Endpoint| {
         Gate::shared(&endpoint.base_url, &endpoint.model, endpoint.max_concurrent)
     };

@@ -160,6 +160,7 @@ impl<P: Provider> Provider for RetryingProvider<P> {
                 // Every session of this endpoint waits, not only this one.
                 self.gate.pause(wait);
             }
+            crate::metered::retried(&self.inner.model_name(), &failure);
             tracing::warn!(
                 attempt,
                 wait_ms = wait.as_millis() as u64,

@@ -165,8 +165,8 @@ impl pod_fleet::Api for Api {
         self.0.approver(id)
     }
 
-    fn adopt(&self, id: Uuid, handle: pod::PodHandle, prices: Option<pod_llm::Prices>) {
-        self.0.adopt(id, handle, prices);
+    fn adopt(&self, id: Uuid, handle: pod::PodHandle, meter: pod_launch::Meter) {
+        self.0.adopt(id, handle, meter);
     }
 
     fn release(&self, id: Uuid) {

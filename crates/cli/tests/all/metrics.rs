@@ -88,7 +88,26 @@ async fn metrics_are_valid_prometheus_text_and_count_what_sessions_did() {
     );
 
     let got = samples(&text);
-    assert_eq!(got["pod_model_responses_total"], 3.0, "{text}");
+    // Spend is labelled with the model and the profile (none: `default`).
+    let pair = r#"model="scripted",profile="default""#;
+    assert_eq!(
+        got[&format!("pod_model_responses_total{{{pair}}}")],
+        3.0,
+        "{text}"
+    );
+    // Each request timed, to its end and to its first event.
+    for histogram in ["pod_model_request_seconds", "pod_model_first_event_seconds"] {
+        let key = format!("{histogram}_count{{model=\"scripted\"}}");
+        let count = *got
+            .get(&key)
+            .unwrap_or_else(|| panic!("no {key} in {text}"));
+        assert_eq!(count, 3.0, "{histogram}: {text}");
+        assert_eq!(
+            got[&format!("{histogram}_bucket{{model=\"scripted\",le=\"+Inf\"}}")],
+            count,
+            "{text}"
+        );
+    }
     assert_eq!(
         got["pod_tool_calls_total{tool=\"list_dir\",outcome=\"ok\"}"], 1.0,
         "{text}"
@@ -99,7 +118,7 @@ async fn metrics_are_valid_prometheus_text_and_count_what_sessions_did() {
     );
     assert_eq!(got["pod_turns_total{reason=\"end_turn\"}"], 1.0, "{text}");
     assert_eq!(
-        got["pod_tokens_total{kind=\"output\"}"],
+        got[&format!("pod_tokens_total{{{pair},kind=\"output\"}}")],
         usage["completion_tokens"].as_f64().unwrap(),
         "{text}"
     );
@@ -107,7 +126,7 @@ async fn metrics_are_valid_prometheus_text_and_count_what_sessions_did() {
     let cached = usage["cache_read_tokens"].as_f64().unwrap_or(0.0)
         + usage["cache_write_tokens"].as_f64().unwrap_or(0.0);
     assert_eq!(
-        got["pod_tokens_total{kind=\"input\"}"],
+        got[&format!("pod_tokens_total{{{pair},kind=\"input\"}}")],
         prompt - cached,
         "{text}"
     );
@@ -124,6 +143,52 @@ async fn metrics_are_valid_prometheus_text_and_count_what_sessions_did() {
     assert_eq!(got["pod_lease_takeovers_total"], 0.0, "{text}");
     // No session id is a label.
     assert!(!text.contains(&id), "{text}");
+}
+
+/// A model server nobody listens at: each failed attempt is counted by
+/// kind, the retry too, though no answer ever came.
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_model_requests_are_counted_by_kind_with_their_retries() {
+    let env = TestEnv::new();
+    // A port nothing listens on (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    env.config_file(&format!(
+        "[profiles.gone]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
+         model = \"m\"\nmax_attempts = 2\n"
+    ));
+    let mut command = env.pod_process();
+    command
+        .env("OPENAI_API_KEY", "anything")
+        .args(["--profile", "gone"]);
+    let server = Server::start_with(command, &env);
+    let id = server.create(&env, "Say hi").await;
+    server.until_let_go(&id).await;
+    let session = server.get(&format!("/sessions/{id}")).await;
+    assert_eq!(session["session"]["status"], "failed", "{session}");
+    let text = reqwest::Client::new()
+        .get(format!("{}/metrics", server.base))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let got = samples(&text);
+    assert_eq!(
+        got["pod_model_request_failures_total{model=\"m\",kind=\"unreachable\"}"], 2.0,
+        "{text}"
+    );
+    assert_eq!(got["pod_model_retries_total{model=\"m\"}"], 1.0, "{text}");
+    // Nothing answered: no time to an answer's end is recorded.
+    assert_eq!(
+        got["pod_model_request_seconds_count{model=\"m\"}"], 0.0,
+        "{text}"
+    );
 }
 
 /// `--log-format json`: every diagnostic line is one JSON object a log
