@@ -22,11 +22,15 @@ pub struct Postgres {
     dir: tempfile::TempDir,
     bin: PathBuf,
     server: Option<Child>,
+    fsync: bool,
+    max_connections: Option<u32>,
 }
 
 impl Postgres {
-    /// Creates and starts a cluster. `fsync` off is fine for tests (a test
-    /// never crashes the database server itself); benchmarks keep it on.
+    /// Creates and starts a cluster. `fsync` off is fine for tests: a
+    /// server stopped as a crash ([`crash`](Self::crash)) loses nothing
+    /// the kernel holds, and no test crashes the kernel; benchmarks keep it
+    /// on.
     pub fn start() -> Self {
         Self::start_with(false)
     }
@@ -81,31 +85,70 @@ impl Postgres {
                 std::fs::read_to_string(&log).unwrap_or_default()
             );
         }
-        let server_log = dir.path().join("server.log");
-        let mut server = as_user(Command::new(bin.join("postgres")), user);
-        if let Some(max) = max_connections {
-            server.args(["-c", &format!("max_connections={max}")]);
-        }
-        let server = server
-            .arg("-D")
-            .arg(&data)
-            .arg("-k")
-            .arg(dir.path())
-            .args(["-p", &PORT.to_string()])
-            .args(["-c", "listen_addresses="])
-            .args(["-c", &format!("fsync={}", if fsync { "on" } else { "off" })])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&server_log).expect("server log"))
-            .spawn()
-            .expect("start postgres");
         let mut pg = Self {
             dir,
             bin,
-            server: Some(server),
+            server: None,
+            fsync,
+            max_connections,
         };
-        pg.wait_ready(&server_log);
+        pg.launch();
         pg
+    }
+
+    /// Starts the server on the cluster's data directory and waits until
+    /// it accepts connections.
+    fn launch(&mut self) {
+        let user = server_user();
+        let server_log = self.dir.path().join("server.log");
+        let mut server = as_user(Command::new(self.bin.join("postgres")), user);
+        if let Some(max) = self.max_connections {
+            server.args(["-c", &format!("max_connections={max}")]);
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&server_log)
+            .expect("server log");
+        let server = server
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .arg("-k")
+            .arg(self.dir.path())
+            .args(["-p", &PORT.to_string()])
+            .args(["-c", "listen_addresses="])
+            .args([
+                "-c",
+                &format!("fsync={}", if self.fsync { "on" } else { "off" }),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start postgres");
+        self.server = Some(server);
+        self.wait_ready(&server_log);
+    }
+
+    /// Stops the server as a crash would (immediate shutdown: every
+    /// connection dropped, no checkpoint) and waits for it to be gone.
+    pub fn crash(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            let _ = Command::new("kill")
+                .args(["-QUIT", &server.id().to_string()])
+                .status();
+            let _ = server.wait();
+        }
+    }
+
+    /// Starts the server again on the same data (after [`crash`] or
+    /// [`stop`]); it recovers from its WAL first.
+    ///
+    /// [`crash`]: Self::crash
+    /// [`stop`]: Self::stop
+    pub fn start_again(&mut self) {
+        assert!(self.server.is_none(), "the server is running");
+        self.launch();
     }
 
     fn wait_ready(&mut self, server_log: &Path) {

@@ -295,6 +295,11 @@ pub struct ServeArgs {
     /// workers fit a default server's max_connections (100).
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub db_connections: Option<usize>,
+    /// How long sessions wait for an unreachable database before they fail
+    /// (default: as long as it takes; they pause meanwhile, and `pod
+    /// serve` started while the database is down waits for it).
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub db_outage_limit: Option<std::time::Duration>,
     /// Exit once every fleet session is idle (none queued, none running).
     #[arg(long)]
     pub exit_when_idle: bool,

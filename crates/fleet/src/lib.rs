@@ -17,7 +17,7 @@ mod run;
 
 use pod::{Approver, CancellationToken, PodHandle};
 use pod_launch::Launcher;
-use pod_store_pg::PgStore;
+use pod_store_pg::{Availability, PgStore};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
@@ -81,6 +81,22 @@ pub enum Report {
     },
     /// Claiming failed (the database, say); it tries again later.
     ClaimFailed(String),
+    /// The database cannot be reached: sessions pause (nothing is sent to
+    /// a model whose answer could not be recorded) and no session is
+    /// claimed until it is back.
+    StoreDown {
+        /// The store.
+        location: String,
+        /// Since when.
+        since: chrono::DateTime<chrono::Utc>,
+    },
+    /// The database is back: sessions continue.
+    StoreBack {
+        /// The store.
+        location: String,
+        /// How long it was down.
+        after: Duration,
+    },
     /// A session's run ended.
     Finished {
         /// The session.
@@ -126,6 +142,17 @@ impl std::fmt::Display for Report {
                 }
             ),
             Report::ClaimFailed(error) => write!(f, "cannot claim: {error}"),
+            Report::StoreDown { location, since } => write!(
+                f,
+                "pod serve: the database {location} is unreachable since {}; sessions pause until \
+                 it is back",
+                since.format("%H:%M:%S UTC")
+            ),
+            Report::StoreBack { location, after } => write!(
+                f,
+                "pod serve: the database {location} is back after {:.1}s; sessions continue",
+                after.as_secs_f64()
+            ),
             Report::Finished { id, ended } => write!(f, "finished {id}: {ended}"),
             Report::Dropped { id, error } => {
                 write!(f, "dropped {id}: {}", pod_llm::error_chain(error))
@@ -153,6 +180,8 @@ impl Worker {
         });
         let mut running: JoinSet<(Uuid, Result<Ended, RunError>)> = JoinSet::new();
         let mut pacing = ClaimPacing::default();
+        let mut availability = store.watch_availability();
+        let mut down_since: Option<Instant> = None;
         loop {
             while running.len() < self.slots as usize
                 && !stop.is_cancelled()
@@ -182,7 +211,10 @@ impl Worker {
                         }
                     }
                     Err(err) => {
-                        report(Report::ClaimFailed(pod_llm::error_chain(&err)));
+                        // An outage is said once, when it begins.
+                        if !matches!(store.availability(), Availability::Down { .. }) {
+                            report(Report::ClaimFailed(pod_llm::error_chain(&err)));
+                        }
                         pacing.claimed(false, Instant::now());
                         break;
                     }
@@ -204,6 +236,21 @@ impl Worker {
                     Ok((id, Err(error))) => report(Report::Dropped { id, error }),
                     Err(err) => report(Report::TaskFailed(err.to_string())),
                 },
+                Ok(()) = availability.changed() => {
+                    let now = *availability.borrow_and_update();
+                    let location = pod::SessionStore::location(store);
+                    match (now, down_since) {
+                        (Availability::Down { since }, None) => {
+                            down_since = Some(Instant::now());
+                            report(Report::StoreDown { location, since });
+                        }
+                        (Availability::Up, Some(at)) => {
+                            down_since = None;
+                            report(Report::StoreBack { location, after: at.elapsed() });
+                        }
+                        _ => {}
+                    }
+                }
                 _ = tokio::time::sleep(POLL) => {}
                 _ = stop.cancelled(), if !stop.is_cancelled() => report(Report::Stopping),
             }

@@ -191,8 +191,12 @@ impl Claim {
             Err(err) => {
                 // A session that cannot be opened (a damaged log, say) must
                 // not be claimed over and over; a database error may pass,
-                // so the session stays for the next claim.
-                if !matches!(err.pod_error(), Some(PodError::Store { .. })) {
+                // so the session goes back to the queue (or, with the
+                // database unreachable, its lease is no longer renewed and
+                // it is claimed again once it runs out).
+                if matches!(err.pod_error(), Some(PodError::Store { .. })) {
+                    let _ = store.unclaim(id, SessionState::Queued).await;
+                } else {
                     // Still claimed if it failed before opening the log.
                     let _ = store.unclaim(id, SessionState::Idle).await;
                     let _ = store.set_state(id, SessionState::Idle).await;

@@ -118,18 +118,21 @@ const PAGE: usize = 500;
 
 /// `GET /metrics`: the Prometheus text exposition ([`crate::metrics`]).
 pub async fn metrics(State(app): State<AppState>) -> Result<Response, ApiError> {
+    // During a database outage the store's gauges cannot be read, and
+    // that is when /metrics matters most: it answers with this process's
+    // own (pod_store_up 0 among them) and leaves out the session counts.
+    let entries = match app.summaries.all(app.store.as_ref()).await {
+        Ok(entries) => entries,
+        Err(_) if pod::stats::store_down_since().is_some() => Vec::new(),
+        Err(e) => return Err(ApiError::internal(format!("{e:#}"))),
+    };
     let mut sessions = std::collections::BTreeMap::new();
-    for entry in app
-        .summaries
-        .all(app.store.as_ref())
-        .await
-        .map_err(|e| ApiError::internal(format!("{e:#}")))?
-    {
+    for entry in &entries {
         *sessions
             .entry(entry.summary.status.as_str().to_string())
             .or_insert(0u64) += 1;
     }
-    let waiting = waiting(&app, None).await?;
+    let waiting = with_live(logged_questions(&entries), app.runner.approvals(), None);
     let now = chrono::Utc::now();
     let oldest = waiting
         .iter()

@@ -83,7 +83,21 @@ impl ApiError {
 }
 
 impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+    fn into_response(mut self) -> Response {
+        // A store error while the database is unreachable is the outage,
+        // not a fault of the server: 503, saying since when, and that
+        // sessions wait for it.
+        let down_since = pod::stats::store_down_since()
+            .filter(|_| self.status == StatusCode::INTERNAL_SERVER_ERROR);
+        if let Some(since) = down_since {
+            self.status = StatusCode::SERVICE_UNAVAILABLE;
+            self.message = format!(
+                "the session database is unreachable since {} (sessions are paused and continue \
+                 when it is back): {}",
+                since.format("%Y-%m-%d %H:%M:%S UTC"),
+                self.message
+            );
+        }
         if self.status.is_server_error() {
             tracing::warn!(status = %self.status, error = %self.message, "API request failed");
         }
@@ -91,7 +105,14 @@ impl IntoResponse for ApiError {
             Some(setting) => serde_json::json!({ "error": self.message, "setting": setting }),
             None => serde_json::json!({ "error": self.message }),
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if down_since.is_some() {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("5"),
+            );
+        }
+        response
     }
 }
 

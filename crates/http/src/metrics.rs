@@ -259,6 +259,16 @@ impl Metrics {
                 "Session log records those statements committed.",
                 vec![(vec![], stats.group_commit_records as f64)],
             ),
+            Family::new(
+                "pod_store_outages_total",
+                "Times the session store's database became unreachable (its sessions paused until it was back).",
+                vec![(vec![], stats.outages as f64)],
+            ),
+            Family::new(
+                "pod_store_outage_seconds_total",
+                "How long the outages that ended lasted, together.",
+                vec![(vec![], stats.outage_seconds)],
+            ),
         ]
     }
 
@@ -298,6 +308,12 @@ impl Metrics {
             &[(vec![], gauges.oldest_approval_seconds)],
         );
         let stats = pod::stats::snapshot();
+        gauge(
+            &mut out,
+            "pod_store_up",
+            "1 while the session store's database can be reached, 0 during an outage (sessions pause).",
+            &[(vec![], if stats.stores_down > 0 { 0.0 } else { 1.0 })],
+        );
         let name = "pod_log_append_seconds";
         let _ = writeln!(
             out,

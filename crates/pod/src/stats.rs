@@ -3,7 +3,8 @@
 //! leases fare. Atomics only: counting costs an append two clock reads and
 //! a few relaxed adds.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use chrono::{DateTime, Utc};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Upper bounds of the append-latency buckets, in seconds.
@@ -20,6 +21,11 @@ static LEASES_LOST: AtomicU64 = AtomicU64::new(0);
 static TAKEOVERS: AtomicU64 = AtomicU64::new(0);
 static GROUP_COMMITS: AtomicU64 = AtomicU64::new(0);
 static GROUP_RECORDS: AtomicU64 = AtomicU64::new(0);
+static STORES_DOWN: AtomicU64 = AtomicU64::new(0);
+static OUTAGES: AtomicU64 = AtomicU64::new(0);
+static OUTAGE_MILLIS: AtomicU64 = AtomicU64::new(0);
+// When the current outage began, in milliseconds since the epoch; 0: none.
+static DOWN_SINCE_MS: AtomicI64 = AtomicI64::new(0);
 
 /// A log append took `took` (committed, and synced if asked).
 pub fn appended(took: Duration) {
@@ -60,6 +66,35 @@ pub fn group_committed(records: u64) {
     GROUP_RECORDS.fetch_add(records, Ordering::Relaxed);
 }
 
+/// A store found its database unreachable at `since`: an outage began.
+pub fn store_down(since: DateTime<Utc>) {
+    if STORES_DOWN.fetch_add(1, Ordering::Relaxed) == 0 {
+        DOWN_SINCE_MS.store(since.timestamp_millis().max(1), Ordering::Relaxed);
+    }
+    OUTAGES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Since when a store of this process cannot reach its database, if one
+/// cannot now (for the API to answer 503 instead of 500 meanwhile).
+pub fn store_down_since() -> Option<DateTime<Utc>> {
+    match DOWN_SINCE_MS.load(Ordering::Relaxed) {
+        0 => None,
+        ms => DateTime::from_timestamp_millis(ms),
+    }
+}
+
+/// A store's outage ended after `lasted`.
+pub fn store_back(lasted: Duration) {
+    // Saturating: a store counts its own outages, one down per back.
+    let before =
+        STORES_DOWN.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    if before == Ok(1) {
+        DOWN_SINCE_MS.store(0, Ordering::Relaxed);
+    }
+    let millis = u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX);
+    OUTAGE_MILLIS.fetch_add(millis, Ordering::Relaxed);
+}
+
 /// The counters now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
@@ -81,6 +116,12 @@ pub struct Stats {
     pub group_commits: u64,
     /// The records they committed.
     pub group_commit_records: u64,
+    /// Stores whose database is unreachable now.
+    pub stores_down: u64,
+    /// Outages that began (a store found its database unreachable).
+    pub outages: u64,
+    /// How long the outages that ended lasted, in seconds.
+    pub outage_seconds: f64,
 }
 
 /// What has been counted in this process.
@@ -100,5 +141,8 @@ pub fn snapshot() -> Stats {
         takeovers: load(&TAKEOVERS),
         group_commits: load(&GROUP_COMMITS),
         group_commit_records: load(&GROUP_RECORDS),
+        stores_down: load(&STORES_DOWN),
+        outages: load(&OUTAGES),
+        outage_seconds: load(&OUTAGE_MILLIS) as f64 / 1e3,
     }
 }

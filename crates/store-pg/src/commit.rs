@@ -24,8 +24,9 @@ use uuid::Uuid;
 /// append at once.
 pub const MAX_BATCH: usize = 1024;
 
-/// Attempts at a batch whose connection failed (or that a deadlock or
-/// serialization failure aborted), after 200 ms, 400 ms, … 3.2 s.
+/// Attempts at a batch that a deadlock or serialization failure aborted,
+/// after 200 ms, 400 ms, … 3.2 s. An unreachable database is waited for
+/// instead ([`crate::health`]).
 const RETRIES: u32 = 5;
 
 /// Inserts the records of the batch whose session row still carries the
@@ -288,32 +289,47 @@ impl Attempt for Vec<Append> {
     }
 }
 
-/// Runs `batch` on a connection of `pool`, again on a new one (after 200
-/// ms, 400 ms, … 3.2 s) while connecting fails, the connection fails or a
-/// deadlock or serialization failure aborts it; a connection that failed
-/// is not given back.
+/// Runs `batch` on a connection of `pool`, again on a new one while a
+/// deadlock or serialization failure aborts it (after 200 ms, 400 ms, …
+/// 3.2 s), and for as long as the database cannot be reached (an outage:
+/// backoff with jitter up to 5 s between attempts, bounded only by the
+/// store's outage limit). A connection that failed is not given back.
 pub(crate) async fn with_retries<A: Attempt>(
     batch: &A,
     pool: &Arc<Pool>,
     what: &'static str,
 ) -> Result<A::Outcome, Failure> {
-    let mut attempt = 0;
+    let health = pool.health();
+    let (mut attempt, mut waits) = (0, 0);
     loop {
         let conn = match pool.get().await {
             Ok(conn) => conn,
             Err(err) => {
-                // Connecting failed: the server is down or restarting.
-                if attempt >= RETRIES {
+                // Connecting failed: the server is down or restarting (the
+                // pool told the store's health).
+                if !health.is_down() || health.exhausted() {
                     return Err(Failure::Connect(err));
                 }
-                attempt += 1;
-                tracing::warn!(attempt, err = %err, "cannot reach the session store; trying again");
-                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                waits += 1;
+                tracing::debug!(waits, err = %err, "{what} waits for the session store");
+                tokio::time::sleep(crate::health::backoff(waits)).await;
                 continue;
             }
         };
         match run_on(conn, batch).await {
-            Ok(outcomes) => return Ok(outcomes),
+            Ok(outcomes) => {
+                health.reachable();
+                return Ok(outcomes);
+            }
+            Err(err) if crate::health::unreachable(&err) => {
+                health.unreachable(&err);
+                if health.exhausted() {
+                    return Err(Failure::Db(err));
+                }
+                waits += 1;
+                tracing::debug!(waits, sessions = batch.len(), err = %err, "{what} waits for the session store");
+                tokio::time::sleep(crate::health::backoff(waits)).await;
+            }
             Err(err) if transient(&err) && attempt < RETRIES => {
                 attempt += 1;
                 tracing::warn!(

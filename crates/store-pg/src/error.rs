@@ -33,6 +33,19 @@ pub enum PgStoreError {
     },
 }
 
+impl PgStoreError {
+    /// Whether the database could not be reached (down, restarting,
+    /// failing over) rather than refusing: worth waiting for.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            PgStoreError::Connect { source, .. } | PgStoreError::Query { source, .. } => {
+                crate::health::unreachable(source)
+            }
+            PgStoreError::SchemaTooNew { .. } => false,
+        }
+    }
+}
+
 /// A failed statement as a Pod error.
 pub(crate) fn query(location: &str, what: &str, source: tokio_postgres::Error) -> pod::PodError {
     pod::PodError::Store {

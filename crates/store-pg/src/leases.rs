@@ -95,13 +95,19 @@ impl Leases {
     }
 }
 
-/// Renews every lease of `leases` every `period` until the store is gone.
+/// Renews every lease of `leases` every `period` until the store is gone,
+/// and at once when an outage ends (before the fleet's claims, after an
+/// outage, treat expired leases as orphans: see [`crate::PgStore::claim_many`]).
 /// A renewal that fails (the database is down) is tried again next
 /// period; a lease it cannot renew for a whole TTL expires, and the next
 /// append's fence finds out.
 pub(crate) async fn renew(leases: Weak<Leases>, pool: Arc<Pool>, ttl_ms: i64, period: Duration) {
+    let health = Arc::clone(pool.health());
     loop {
-        tokio::time::sleep(period).await;
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = health.back() => {}
+        }
         let Some(leases) = leases.upgrade() else {
             return;
         };
@@ -111,6 +117,7 @@ pub(crate) async fn renew(leases: Weak<Leases>, pool: Arc<Pool>, ttl_ms: i64, pe
         }
         match renew_once(&pool, &ids, &epochs, ttl_ms).await {
             Ok(renewed) => {
+                health.reachable();
                 pod::stats::leases_renewed(true, renewed.len() as u64);
                 for _ in 0..leases.mark_lost(&ids, &epochs, &renewed) {
                     pod::stats::lease_lost();
@@ -118,7 +125,17 @@ pub(crate) async fn renew(leases: Weak<Leases>, pool: Arc<Pool>, ttl_ms: i64, pe
             }
             Err(err) => {
                 pod::stats::leases_renewed(false, ids.len() as u64);
-                tracing::warn!(leases = ids.len(), err = %err, "cannot renew the leases");
+                if let Some(db) = err.downcast_ref::<tokio_postgres::Error>() {
+                    if crate::health::unreachable(db) {
+                        health.unreachable(db);
+                    }
+                }
+                // An outage is said once, by the store's health.
+                if health.is_down() {
+                    tracing::debug!(leases = ids.len(), err = %err, "cannot renew the leases");
+                } else {
+                    tracing::warn!(leases = ids.len(), err = %err, "cannot renew the leases");
+                }
             }
         }
     }

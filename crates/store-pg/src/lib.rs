@@ -43,6 +43,7 @@
 
 mod commit;
 mod error;
+mod health;
 mod leases;
 mod log;
 mod pool;
@@ -53,6 +54,7 @@ mod url;
 
 pub use commit::MAX_BATCH;
 pub use error::PgStoreError;
+pub use health::Availability;
 pub use pool::DEFAULT_POOL_SIZE;
 pub use schema::{migrate, SCHEMA_VERSION};
 pub use store::{Claimed, PgStore, PgStoreConfig, SessionState, StoreStats};

@@ -7,6 +7,7 @@
 //! `max_connections` (100) however many sessions each runs.
 
 use crate::error::query;
+use crate::health::Health;
 use pod::PodError;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,13 +66,15 @@ pub(crate) struct Pool {
     permits: Arc<Semaphore>,
     size: usize,
     open: AtomicUsize,
+    health: Arc<Health>,
 }
 
 impl Pool {
     /// A pool of at most `size` (at least one) connections to `url`.
-    pub fn new(url: Arc<str>, location: String, size: usize) -> Self {
+    pub fn new(url: Arc<str>, location: String, size: usize, health: Arc<Health>) -> Self {
         let size = size.max(1);
         Self {
+            health,
             url,
             location,
             idle: parking_lot::Mutex::new(Vec::with_capacity(size)),
@@ -84,6 +87,11 @@ impl Pool {
     /// The most connections it opens.
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// Whether its database can be reached, as its connections found.
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
     }
 
     /// Connections open now (in use or idle).
@@ -103,7 +111,8 @@ impl Pool {
 
     /// A connection: an idle one, else a new one; waits while all are in
     /// use. A closed one (the server restarted, a proxy timed it out) is
-    /// dropped and replaced.
+    /// dropped and replaced. Whether connecting worked tells [`Health`]
+    /// whether the database can be reached.
     pub async fn get(self: &Arc<Self>) -> Result<Pooled, PodError> {
         let permit = Arc::clone(&self.permits)
             .acquire_owned()
@@ -122,9 +131,16 @@ impl Pool {
             }
             self.open.fetch_sub(1, Ordering::Relaxed);
         }
-        let client = connect_raw(&self.url)
-            .await
-            .map_err(|e| query(&self.location, "connecting", e))?;
+        let client = match connect_raw(&self.url).await {
+            Ok(client) => client,
+            Err(err) => {
+                if crate::health::unreachable(&err) {
+                    self.health.unreachable(&err);
+                }
+                return Err(query(&self.location, "connecting", err));
+            }
+        };
+        self.health.reachable();
         self.open.fetch_add(1, Ordering::Relaxed);
         Ok(Pooled {
             conn: Some(PgConn {

@@ -2,6 +2,7 @@
 
 use crate::commit::GroupCommit;
 use crate::error::{query, PgStoreError};
+use crate::health::{Availability, Health};
 use crate::leases::Leases;
 use crate::log::PgLog;
 use crate::pool::{connect_raw, Pool, Pooled, DEFAULT_POOL_SIZE};
@@ -26,7 +27,8 @@ const CLAIM: &str = "
     WITH next AS (
         SELECT id, state, created_at FROM pod_sessions
         WHERE fleet AND (state = 'queued'
-              OR (state = 'running' AND (lease_until IS NULL OR lease_until < now()))
+              OR (state = 'running' AND (lease_until IS NULL
+                  OR lease_until < now() - $4::bigint * interval '1 millisecond'))
               OR (state = 'parked' AND wake_at <= now()))
         ORDER BY created_at
         LIMIT $3::bigint
@@ -54,6 +56,11 @@ pub struct PgStoreConfig {
     /// The most connections the store opens, for all its sessions
     /// together (default 16).
     pub connections: usize,
+    /// How long writes wait for a database that cannot be reached before
+    /// they fail (and their sessions with them); `None` (the default):
+    /// for as long as it takes. Meanwhile sessions pause: a Pod whose
+    /// record waits sends no model request.
+    pub outage_limit: Option<Duration>,
 }
 
 impl std::fmt::Debug for PgStoreConfig {
@@ -63,6 +70,7 @@ impl std::fmt::Debug for PgStoreConfig {
             .field("owner", &self.owner)
             .field("lease_ttl", &self.lease_ttl)
             .field("connections", &self.connections)
+            .field("outage_limit", &self.outage_limit)
             .finish()
     }
 }
@@ -81,6 +89,7 @@ impl PgStoreConfig {
             owner: default_owner(),
             lease_ttl: DEFAULT_LEASE_TTL,
             connections: DEFAULT_POOL_SIZE,
+            outage_limit: None,
         }
     }
 }
@@ -236,10 +245,12 @@ impl PgStore {
                     source,
                 })?;
         migrate(&mut client, &location).await?;
+        let health = Arc::new(Health::new(location.clone(), config.outage_limit));
         let pool = Arc::new(Pool::new(
             config.url.clone().into(),
             location.clone(),
             config.connections,
+            health,
         ));
         pool.adopt(client);
         // A quarter of the connections commit batches; the rest serve
@@ -311,7 +322,24 @@ impl PgStore {
 
     fn err(&self, what: &str) -> impl Fn(tokio_postgres::Error) -> PodError + '_ {
         let what = what.to_string();
-        move |source| query(self.location(), &what, source)
+        move |source| {
+            if crate::health::unreachable(&source) {
+                self.inner.db.pool.health().unreachable(&source);
+            }
+            query(self.location(), &what, source)
+        }
+    }
+
+    /// Whether the database can be reached now, as the store's last
+    /// statements found.
+    pub fn availability(&self) -> Availability {
+        *self.inner.db.pool.health().subscribe().borrow()
+    }
+
+    /// [`availability`](Self::availability) now and each time it changes:
+    /// one change when an outage begins, one when it ends.
+    pub fn watch_availability(&self) -> tokio::sync::watch::Receiver<Availability> {
+        self.inner.db.pool.health().subscribe()
     }
 
     /// A connection of the pool (a new one if an idle one was closed).
@@ -471,6 +499,16 @@ impl PgStore {
             return Ok(Vec::new());
         }
         let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        // For a lease after an outage: every worker's leases ran out while
+        // nobody could renew them. Their living workers renew as soon as
+        // the database is back; until they had a lease's time to, an
+        // expired lease is not yet an orphan.
+        let health = self.inner.db.pool.health();
+        let grace = if health.is_down() || health.back_within(self.lease_ttl()) {
+            self.ttl_ms()
+        } else {
+            0
+        };
         let mut conn = self.conn().await?;
         let statement = conn
             .prepared(CLAIM)
@@ -478,9 +516,10 @@ impl PgStore {
             .map_err(self.err("claiming sessions"))?;
         let rows = conn
             .client
-            .query(&statement, &[&self.owner(), &self.ttl_ms(), &limit])
+            .query(&statement, &[&self.owner(), &self.ttl_ms(), &limit, &grace])
             .await
             .map_err(self.err("claiming sessions"))?;
+        health.reachable();
         let mut claimed: Vec<Claimed> = rows
             .iter()
             .map(|row| Claimed {

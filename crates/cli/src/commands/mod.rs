@@ -44,6 +44,8 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
             let tuning = crate::store::Tuning {
                 lease_ttl: args.lease_ttl,
                 connections: args.db_connections,
+                outage_limit: args.db_outage_limit,
+                wait_for_database: true,
             };
             let place = Place::resolve(global, tuning).await?;
             serve::serve(args, place).await

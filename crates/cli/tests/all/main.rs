@@ -23,6 +23,7 @@ mod ledger;
 mod mcp;
 mod metrics;
 mod notify;
+mod outage;
 mod questions;
 mod replay;
 mod rewind;
