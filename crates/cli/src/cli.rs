@@ -1,8 +1,10 @@
 //! The command line: every flag and subcommand, with the help text users read.
 
 mod goal;
+mod schedule;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 pub use goal::GoalArgs;
+pub use schedule::{OverlapArg, ScheduleAddArgs, ScheduleCommand};
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -239,6 +241,11 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     /// Copy sessions between the file store and a PostgreSQL store.
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Start sessions by the clock: cron expressions in a time zone, or a
+    /// fixed period. Needs a PostgreSQL store; `pod serve` workers fire
+    /// each fire time once between them.
+    #[command(subcommand)]
+    Schedule(ScheduleCommand),
 }
 
 /// `pod store`.

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod run;
+pub mod schedule;
 
 use pod::{Approver, CancellationToken, PodHandle};
 use pod_launch::Launcher;
@@ -27,6 +28,9 @@ pub use run::{Ended, RunError};
 
 /// How often an idle worker looks for work.
 const POLL: Duration = Duration::from_millis(250);
+
+/// How often a worker looks for due schedules.
+const SCHEDULE_POLL: Duration = Duration::from_secs(1);
 
 /// The most sessions one claim takes: a worker with thousands of free
 /// slots fills them a batch at a time, and the sessions of one batch start
@@ -113,6 +117,10 @@ pub enum Report {
     },
     /// A session's task panicked or was cancelled.
     TaskFailed(String),
+    /// A schedule fired (or skipped a fire time).
+    Schedule(schedule::Fired),
+    /// Looking for due schedules failed; it tries again.
+    ScheduleFailed(String),
     /// Every fleet session is idle: it exits (`exit_when_idle`).
     Idle,
     /// It was told to stop.
@@ -158,6 +166,8 @@ impl std::fmt::Display for Report {
                 write!(f, "dropped {id}: {}", pod_llm::error_chain(error))
             }
             Report::TaskFailed(error) => write!(f, "a session's task failed: {error}"),
+            Report::Schedule(fired) => fired.fmt(f),
+            Report::ScheduleFailed(error) => write!(f, "cannot fire schedules: {error}"),
             Report::Idle => f.write_str("pod serve: the fleet is idle; exiting"),
             Report::Stopping => {
                 f.write_str("pod serve: stopping; unfinished sessions go back to the queue")
@@ -182,7 +192,22 @@ impl Worker {
         let mut pacing = ClaimPacing::default();
         let mut availability = store.watch_availability();
         let mut down_since: Option<Instant> = None;
+        let mut schedules_at = Instant::now();
         loop {
+            if !stop.is_cancelled()
+                && Instant::now() >= schedules_at
+                && !matches!(store.availability(), Availability::Down { .. })
+            {
+                schedules_at = Instant::now() + SCHEDULE_POLL;
+                match schedule::fire_due(store).await {
+                    Ok(fired) => fired.into_iter().for_each(|f| report(Report::Schedule(f))),
+                    Err(err) => {
+                        if !matches!(store.availability(), Availability::Down { .. }) {
+                            report(Report::ScheduleFailed(pod_llm::error_chain(&err)));
+                        }
+                    }
+                }
+            }
             while running.len() < self.slots as usize
                 && !stop.is_cancelled()
                 && pacing.may_claim(Instant::now())

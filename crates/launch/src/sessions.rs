@@ -138,6 +138,9 @@ pub struct Summary {
     /// The session whose `task` call started it, when it is a subagent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<pod::log::ParentLink>,
+    /// What started it when no person did (a schedule's fire).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<pod::log::Origin>,
     /// The question it waits on, when the status is `awaiting_approval`
     /// (its `asked_at` is when it started waiting).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -244,6 +247,7 @@ pub fn damaged(
         holder: stat.and_then(|s| s.holder),
         forked_from: None,
         parent: None,
+        origin: None,
         question: None,
         stopped_by: None,
         verification: None,
@@ -375,6 +379,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         holder: stat.holder,
         forked_from: header.forked_from.map(|(id, at)| ForkedFrom { id, at }),
         parent: header.parent.clone(),
+        origin: header.origin.clone(),
         question,
         verification,
         stopped_by,

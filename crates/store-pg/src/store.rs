@@ -316,11 +316,11 @@ impl PgStore {
         i64::try_from(self.inner.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
     }
 
-    fn location(&self) -> &str {
+    pub(crate) fn location(&self) -> &str {
         &self.inner.db.location
     }
 
-    fn err(&self, what: &str) -> impl Fn(tokio_postgres::Error) -> PodError + '_ {
+    pub(crate) fn err(&self, what: &str) -> impl Fn(tokio_postgres::Error) -> PodError + '_ {
         let what = what.to_string();
         move |source| {
             if crate::health::unreachable(&source) {
@@ -343,7 +343,7 @@ impl PgStore {
     }
 
     /// A connection of the pool (a new one if an idle one was closed).
-    async fn conn(&self) -> Result<Pooled, PodError> {
+    pub(crate) async fn conn(&self) -> Result<Pooled, PodError> {
         self.inner.db.pool.get().await
     }
 
@@ -431,13 +431,26 @@ impl PgStore {
         epoch: Option<i64>,
         first: &[LogRecord],
     ) -> Result<(), PodError> {
-        let text =
-            serde_json::to_string(&LogRecord::Header(header.clone())).map_err(PodError::Encode)?;
-        let workspace = header.workspace.display().to_string();
         let tx = client
             .transaction()
             .await
             .map_err(self.err("creating a session"))?;
+        self.insert_rows(&tx, header, epoch, first).await?;
+        tx.commit().await.map_err(self.err("creating a session"))
+    }
+
+    /// The rows of a new session, in the caller's transaction: `running`
+    /// under this store's lease of `epoch`, or queued for the fleet.
+    pub(crate) async fn insert_rows(
+        &self,
+        tx: &tokio_postgres::Transaction<'_>,
+        header: &SessionHeader,
+        epoch: Option<i64>,
+        first: &[LogRecord],
+    ) -> Result<(), PodError> {
+        let text =
+            serde_json::to_string(&LogRecord::Header(header.clone())).map_err(PodError::Encode)?;
+        let workspace = header.workspace.display().to_string();
         let inserted = match epoch {
             Some(epoch) => {
                 tx.execute(
@@ -481,7 +494,7 @@ impl PgStore {
             .await
             .map_err(self.err("writing the session's first records"))?;
         }
-        tx.commit().await.map_err(self.err("creating a session"))
+        Ok(())
     }
 
     /// Claims the oldest fleet session that is queued, whose worker died

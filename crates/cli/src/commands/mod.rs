@@ -11,6 +11,7 @@ mod replay;
 mod resume;
 mod rm;
 mod run;
+mod schedule;
 mod serve;
 mod sessions;
 mod show;
@@ -40,6 +41,7 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
         Command::Replay(args) => replay::run(args, place().await?).await,
         Command::Store(command) => transfer::run(command, place().await?).await,
         Command::Submit(args) => submit::run(args, place().await?).await,
+        Command::Schedule(command) => schedule::run(command, place().await?).await,
         Command::Serve(args) => {
             let tuning = crate::store::Tuning {
                 lease_ttl: args.lease_ttl,

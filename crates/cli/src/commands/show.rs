@@ -269,6 +269,9 @@ fn head_and_history(
             parent.session_id, parent.call_id, parent.description
         ));
     }
+    if let Some(origin) = &s.origin {
+        out.push_str(&format!("  started by {origin}\n"));
+    }
     if let Some(fork) = &s.forked_from {
         out.push_str(&format!(
             "  forked     from {} at item {}\n",

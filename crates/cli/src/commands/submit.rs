@@ -54,7 +54,7 @@ pub async fn run(args: SubmitArgs, place: Place) -> Result<Outcome> {
 
 /// What every session submitted with the same flags shares.
 #[derive(Clone)]
-struct Template {
+pub(super) struct Template {
     model_name: String,
     workspace: PathBuf,
     launch: Option<pod::log::LaunchJson>,
@@ -63,7 +63,7 @@ struct Template {
 impl Template {
     /// The settings `args` give, resolved without the API key: the worker
     /// that runs the session reads it from its own environment.
-    async fn new(args: &RunArgs, place: &Place) -> Result<Self> {
+    pub(super) async fn new(args: &RunArgs, place: &Place) -> Result<Self> {
         let workspace = super::run::workspace(args.workspace.as_deref())?;
         // A fleet runs every session until its plan is done.
         let mut plan = place
@@ -85,7 +85,7 @@ impl Template {
     }
 
     /// A new session of these settings doing `task`.
-    fn session(&self, task: String) -> (SessionHeader, Vec<LogRecord>) {
+    pub(super) fn session(&self, task: String) -> (SessionHeader, Vec<LogRecord>) {
         let mut header = SessionHeader::new(
             Uuid::new_v4(),
             self.model_name.clone(),

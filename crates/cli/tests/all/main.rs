@@ -29,6 +29,7 @@ mod replay;
 mod rewind;
 mod run_resume;
 mod sandbox;
+mod schedules;
 mod sessions_show;
 mod states;
 mod store;

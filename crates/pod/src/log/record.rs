@@ -320,6 +320,34 @@ pub struct SessionHeader {
     /// The session and call that started this one, when it is a subagent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
+    /// What started it when no person did: a schedule's fire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// What started a session by itself ([`SessionHeader::origin`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Origin {
+    /// A schedule (`pod schedule`), at one of its fire times.
+    Schedule {
+        /// The schedule's name.
+        name: String,
+        /// The fire time it was started for (one session per fire time).
+        fire_at: DateTime<Utc>,
+    },
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Schedule { name, fire_at } => write!(
+                f,
+                "schedule {name} ({})",
+                fire_at.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
+        }
+    }
 }
 
 /// Where a subagent's session comes from: its parent's `task` call.
@@ -353,6 +381,7 @@ impl SessionHeader {
             forked_from: None,
             launch: None,
             parent: None,
+            origin: None,
         }
     }
 }

@@ -1,0 +1,252 @@
+//! `pod schedule`: sessions started by the clock.
+//!
+//! A schedule is a row in the fleet's PostgreSQL store: when it fires
+//! (`pod_fleet::schedule::Timing`), the task, and the header of the
+//! sessions it starts, resolved from `pod submit`'s flags when it is added
+//! (API keys excepted: the worker's environment has them). `pod serve`
+//! workers fire it; this module only adds, lists and changes it.
+
+use super::Place;
+use crate::cli::{OverlapArg, ScheduleAddArgs, ScheduleCommand};
+use crate::error::{Failure, Outcome};
+use anyhow::{bail, Result};
+use chrono::{DateTime, Utc};
+use pod_fleet::schedule::{session_of, Timing};
+use pod_store_pg::{Fire, NewSchedule, Overlap, PgStore, Schedule};
+use serde_json::json;
+
+/// Runs a `pod schedule` subcommand.
+pub async fn run(command: ScheduleCommand, place: Place) -> Result<Outcome> {
+    let store = super::serve::fleet(&place, "schedule")?;
+    match command {
+        ScheduleCommand::Add(args) => add(*args, &place, &store).await,
+        ScheduleCommand::List(args) => list(&store, args.json).await,
+        ScheduleCommand::Show(args) => show(&store, &args.name, args.json).await,
+        ScheduleCommand::Pause(args) => pause(&store, &args.name, true).await,
+        ScheduleCommand::Resume(args) => pause(&store, &args.name, false).await,
+        ScheduleCommand::Rm(args) => {
+            if !store.remove_schedule(&args.name).await? {
+                bail!(no_such(&args.name));
+            }
+            crate::output::print(&format!("removed schedule {}\n", args.name))?;
+            Ok(Outcome::Done)
+        }
+        ScheduleCommand::RunNow(args) => run_now(&store, &args.name).await,
+    }
+}
+
+fn no_such(name: &str) -> Failure {
+    Failure::new(
+        format!("there is no schedule named {name}"),
+        "`pod schedule list` shows the schedules",
+    )
+}
+
+async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Outcome> {
+    let name = args.name.trim().to_string();
+    let valid = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !valid {
+        bail!(Failure::new(
+            format!("`{}` cannot name a schedule", args.name),
+            "use up to 100 letters, digits, `-`, `_` and `.`",
+        ));
+    }
+    let timing = match (&args.cron, args.every) {
+        (Some(expr), _) => Timing::cron(expr, args.tz.as_deref()),
+        (None, Some(every)) => Timing::every(every),
+        (None, None) => bail!("--cron or --every is needed"),
+    }
+    .map_err(|err| Failure::new(err.to_string(), "see `pod schedule add --help`"))?;
+    let task = super::run::task(args.run.task.as_deref(), args.run.task_file.as_deref())?;
+    let template = super::submit::Template::new(&args.run, place).await?;
+    let (header, _) = template.session(String::new());
+    let next_fire = timing.first(Utc::now())?;
+    let added = store
+        .add_schedule(&NewSchedule {
+            name: name.clone(),
+            timing: timing.to_json(),
+            task,
+            template: header,
+            overlap: match args.overlap {
+                OverlapArg::Skip => Overlap::Skip,
+                OverlapArg::Allow => Overlap::Allow,
+            },
+            next_fire,
+        })
+        .await?;
+    if !added {
+        bail!(Failure::new(
+            format!("a schedule named {name} exists"),
+            format!("pick another name, or `pod schedule rm {name}` first"),
+        ));
+    }
+    crate::output::print(&format!(
+        "schedule {name}: {}, next at {}\n",
+        timing.describe(),
+        at(next_fire)
+    ))?;
+    Ok(Outcome::Done)
+}
+
+fn at(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+fn when(schedule: &Schedule) -> String {
+    match Timing::from_json(&schedule.timing) {
+        Ok(timing) => timing.describe(),
+        Err(err) => err.to_string(),
+    }
+}
+
+fn as_json(schedule: &Schedule) -> serde_json::Value {
+    json!({
+        "name": schedule.name,
+        "timing": schedule.timing,
+        "when": when(schedule),
+        "task": schedule.task,
+        "workspace": schedule.template.workspace,
+        "overlap": schedule.overlap.as_str(),
+        "paused": schedule.paused,
+        "next_fire": schedule.next_fire,
+        "created_at": schedule.created_at,
+        "last_fire": schedule.last_fire,
+        "last_session": schedule.last_session,
+        "last_running": schedule.last_running,
+        "fires": schedule.fires,
+        "skipped": schedule.skipped,
+        "missed": schedule.missed,
+    })
+}
+
+async fn list(store: &PgStore, json: bool) -> Result<Outcome> {
+    let schedules = store.schedules().await?;
+    let mut out = String::new();
+    if json {
+        for schedule in &schedules {
+            out.push_str(&format!("{}\n", as_json(schedule)));
+        }
+    } else if schedules.is_empty() {
+        out.push_str("no schedules (pod schedule add NAME --cron EXPR TASK adds one)\n");
+    } else {
+        for s in &schedules {
+            let next = match s.paused {
+                true => "paused".to_string(),
+                false => format!("next {}", at(s.next_fire)),
+            };
+            let last = match s.last_session {
+                Some(id) => format!(
+                    "last {id}{}",
+                    if s.last_running { " (running)" } else { "" }
+                ),
+                None => "never fired".to_string(),
+            };
+            out.push_str(&format!(
+                "{}  {}  {next}  {last}  {} started, {} skipped, {} missed\n",
+                s.name,
+                when(s),
+                s.fires,
+                s.skipped,
+                s.missed
+            ));
+        }
+    }
+    crate::output::print(&out)?;
+    Ok(Outcome::Done)
+}
+
+async fn show(store: &PgStore, name: &str, json: bool) -> Result<Outcome> {
+    let Some(schedule) = store.schedule(name).await? else {
+        bail!(no_such(name));
+    };
+    let fires = store.schedule_fires(name, 20).await?;
+    if json {
+        let mut value = as_json(&schedule);
+        value["recent"] = fires
+            .iter()
+            .map(|f| json!({"fire_at": f.fire_at, "session": f.session, "fired_at": f.fired_at}))
+            .collect();
+        crate::output::print(&format!("{value}\n"))?;
+        return Ok(Outcome::Done);
+    }
+    let mut out = format!(
+        "schedule {}\n  when:      {}\n  task:      {}\n  workspace: {}\n  overlap:   {}\n",
+        schedule.name,
+        when(&schedule),
+        schedule.task,
+        schedule.template.workspace.display(),
+        schedule.overlap.as_str(),
+    );
+    out.push_str(&match schedule.paused {
+        true => "  paused\n".to_string(),
+        false => format!("  next:      {}\n", at(schedule.next_fire)),
+    });
+    out.push_str(&format!(
+        "  {} started, {} skipped (overlap), {} missed (downtime)\n",
+        schedule.fires, schedule.skipped, schedule.missed
+    ));
+    for fire in &fires {
+        out.push_str(&format!(
+            "  {}  {}\n",
+            at(fire.fire_at),
+            match fire.session {
+                Some(id) => id.to_string(),
+                None => "skipped: the last session was still going".into(),
+            }
+        ));
+    }
+    crate::output::print(&out)?;
+    Ok(Outcome::Done)
+}
+
+async fn pause(store: &PgStore, name: &str, paused: bool) -> Result<Outcome> {
+    let Some(schedule) = store.schedule(name).await? else {
+        bail!(no_such(name));
+    };
+    let next = match paused {
+        true => None,
+        false => Some(
+            Timing::from_json(&schedule.timing)?.next_after(schedule.read_at.max(Utc::now()))?,
+        ),
+    };
+    if !store.set_schedule_paused(name, paused, next).await? {
+        bail!(no_such(name));
+    }
+    crate::output::print(&match next {
+        None => format!("paused schedule {name}\n"),
+        Some(next) => format!("resumed schedule {name}: next at {}\n", at(next)),
+    })?;
+    Ok(Outcome::Done)
+}
+
+async fn run_now(store: &PgStore, name: &str) -> Result<Outcome> {
+    // A worker may fire it meanwhile (moving next_fire): read again then.
+    for _ in 0..5 {
+        let Some(schedule) = store.schedule(name).await? else {
+            bail!(no_such(name));
+        };
+        let now = Utc::now();
+        let (header, first) = session_of(&schedule, now);
+        let id = header.session_id;
+        let fire = Fire::Start {
+            header: Box::new(header),
+            first,
+        };
+        let next = schedule.next_fire;
+        if store.fire_schedule(name, next, now, next, 0, fire).await? {
+            crate::output::print(&format!("{id}\n"))?;
+            return Ok(Outcome::Done);
+        }
+        if schedule.paused {
+            bail!(Failure::new(
+                format!("schedule {name} is paused"),
+                format!("`pod schedule resume {name}` first"),
+            ));
+        }
+    }
+    bail!("schedule {name} kept changing; try again")
+}
