@@ -29,6 +29,8 @@ pub struct AppState {
     pub tails: super::tail::Tails,
     /// The reader of the session list, shared by its streams.
     pub listing: super::listing::Listing,
+    /// The webhook triggers (`[triggers.NAME]`).
+    pub triggers: std::sync::Arc<super::triggers::Triggers>,
 }
 
 /// One row of `GET /api/sessions`.

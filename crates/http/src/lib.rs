@@ -38,6 +38,7 @@ mod sse;
 mod summaries;
 mod tail;
 mod timeouts;
+mod triggers;
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -76,6 +77,7 @@ pub struct Bound {
     token: auth::Token,
     launcher: Launcher,
     guard: guard::Guard,
+    triggers: Arc<triggers::Triggers>,
 }
 
 /// Resolves what the server allows (its flags and config file: the
@@ -120,8 +122,22 @@ pub async fn start(
         ceiling: ceiling::Ceiling::new(&server, roots, &all_private),
         private,
     };
-    let bound = bind(options.addr, options.token_file, launcher.clone(), &http).await?;
-    Ok((Runner::new(launcher, allowed), bound))
+    let triggers = triggers::Triggers::read(&server.file)
+        .map_err(|why| ServeError::refused(why, "docs/triggers.md lists a trigger's keys"))?;
+    let mut bound = bind(options.addr, options.token_file, launcher.clone(), &http).await?;
+    let runner = Runner::new(launcher, allowed);
+    // A trigger cannot widen what the server allows: checked now, and at
+    // each delivery.
+    for (name, request) in triggers.templates() {
+        runner.check(&request).map_err(|err| {
+            ServeError::refused(
+                format!("[triggers.{name}]: {}", err.message()),
+                "a trigger's session settings must be within what the server allows",
+            )
+        })?;
+    }
+    bound.triggers = Arc::new(triggers);
+    Ok((runner, bound))
 }
 
 /// Checks the address, loads (or makes) and checks the token, and binds
@@ -171,6 +187,7 @@ async fn bind(
             limits: http.limits.clone(),
             hosts,
         },
+        triggers: Arc::default(),
     })
 }
 
@@ -212,6 +229,7 @@ impl Bound {
             token,
             launcher,
             guard,
+            triggers,
         } = self;
         let state = api::AppState {
             runner: runner.clone(),
@@ -225,6 +243,7 @@ impl Bound {
             stop: stop.clone(),
             tails: Default::default(),
             listing: Default::default(),
+            triggers,
         };
         let limits = guard.limits.clone();
         let sweeper = tokio::spawn(timeouts::sweep(state.clone()));
@@ -265,8 +284,13 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
     let metrics = Router::new()
         .route("/metrics", get(api::metrics))
         .layer(axum::middleware::from_fn_with_state(token, auth::require))
+        .with_state(state.clone());
+    // Webhook deliveries carry a signature, not the token.
+    let triggers = Router::new()
+        .route("/api/triggers/{name}", post(triggers::deliver))
         .with_state(state);
     Router::new()
+        .merge(triggers)
         .nest("/api", api)
         .merge(metrics)
         .route("/", get(assets::index))

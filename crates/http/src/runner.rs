@@ -355,6 +355,14 @@ impl Runner {
 
     /// Creates a session and starts its first turn.
     pub async fn create(&self, request: CreateSession) -> Result<Uuid, ApiError> {
+        self.create_with(request, None).await
+    }
+
+    async fn create_with(
+        &self,
+        request: CreateSession,
+        id: Option<Uuid>,
+    ) -> Result<Uuid, ApiError> {
         let plan = self.plan_for(&request, request.until_done)?;
         let allowed = &self.allowed;
         let _start = self.starting.lock().await;
@@ -363,6 +371,7 @@ impl Runner {
             durability: Durability::Turn,
             approver: Some(self.approver_for_new(&id_cell)),
             private_paths: allowed.private.clone(),
+            session_id: id,
             ..Default::default()
         };
         let prepared = plan
@@ -389,6 +398,48 @@ impl Runner {
         Ok(id)
     }
 
+    /// Starts the session `request` describes with the id `id` (a webhook
+    /// delivery's): queued for the fleet when the server has one, else run
+    /// here as [`create`](Self::create) runs it.
+    pub async fn start_as(&self, request: CreateSession, id: Uuid) -> Result<Uuid, ApiError> {
+        let Some(queue) = &self.queue else {
+            return self.create_with(request, Some(id)).await;
+        };
+        let session = self.queued(request, id)?;
+        queue
+            .submit(std::slice::from_ref(&session))
+            .await
+            .map_err(|e| ApiError::internal(chain(&e)))?;
+        Ok(id)
+    }
+
+    /// Whether the server would start `request`: its settings within the
+    /// ceiling (a trigger's, when the server starts).
+    pub fn check(&self, request: &CreateSession) -> Result<(), ApiError> {
+        self.plan_for(request, request.until_done).map(drop)
+    }
+
+    /// The header and first record of `request` queued as session `id`.
+    fn queued(
+        &self,
+        request: CreateSession,
+        id: Uuid,
+    ) -> Result<(pod::log::SessionHeader, Vec<pod::log::LogRecord>), ApiError> {
+        let plan = self.plan_for(&request, true)?;
+        let model = plan
+            .model_name()
+            .map_err(|e| ApiError::bad_request(chain(&e)))?;
+        let launch = plan
+            .record()
+            .map_err(|e| ApiError::bad_request(chain(&e)))?;
+        let mut header = pod::log::SessionHeader::new(id, model, plan.workspace.clone());
+        header.launch = launch.to_json();
+        Ok((
+            header,
+            vec![pod::log::LogRecord::Item(pod::Item::user(request.task))],
+        ))
+    }
+
     /// Queues `requests` for the fleet's workers, all or none, and returns
     /// their ids in order: every one is checked as `create` checks it (the
     /// ceiling included), then all go to the queue in one transaction. The
@@ -407,20 +458,7 @@ impl Runner {
         let mut sessions = Vec::with_capacity(requests.len());
         for (i, request) in requests.into_iter().enumerate() {
             let at = |e: ApiError| e.prefixed(&format!("sessions[{i}]: "));
-            let plan = self.plan_for(&request, true).map_err(at)?;
-            let model = plan
-                .model_name()
-                .map_err(|e| at(ApiError::bad_request(chain(&e))))?;
-            let launch = plan
-                .record()
-                .map_err(|e| at(ApiError::bad_request(chain(&e))))?;
-            let mut header =
-                pod::log::SessionHeader::new(Uuid::new_v4(), model, plan.workspace.clone());
-            header.launch = launch.to_json();
-            sessions.push((
-                header,
-                vec![pod::log::LogRecord::Item(pod::Item::user(request.task))],
-            ));
+            sessions.push(self.queued(request, Uuid::new_v4()).map_err(at)?);
         }
         queue
             .submit(&sessions)
@@ -938,6 +976,7 @@ impl Runner {
             // A Pod of this server that just shut down may still hold the
             // log for a moment.
             busy_wait: std::time::Duration::from_secs(1),
+            session_id: None,
         };
         let prepared = plan.prepare(options).await.map_err(|e| {
             ApiError::conflict(format!("cannot resume session {id}: {}", chain(&e)))

@@ -89,6 +89,9 @@ pub struct Options {
     /// How long a resume waits for a session another Pod of this process
     /// is still closing (it holds the log a moment after its shutdown).
     pub busy_wait: Duration,
+    /// The new session's id, when the front end derives it (a webhook
+    /// delivery's); a fresh one when `None`.
+    pub session_id: Option<Uuid>,
 }
 
 /// A session ready to start: its config, written once, and its MCP servers
@@ -104,6 +107,7 @@ pub struct Prepared {
     /// Until-done mode.
     pub until_done: bool,
     resume: Option<Uuid>,
+    new_id: Option<Uuid>,
     busy_wait: Duration,
     outbox: pod_notify::Outbox,
     prices: Option<pod_llm::Prices>,
@@ -472,6 +476,7 @@ impl Plan {
             warnings,
             until_done: settings.until_done,
             resume: self.resume.map(|r| r.id),
+            new_id: options.session_id,
             busy_wait: options.busy_wait,
             outbox: self.outbox.clone(),
             prices: settings.choice.raw.prices,
@@ -503,9 +508,11 @@ impl Prepared {
     pub async fn start(self) -> Result<Session, LaunchError> {
         let model = self.config.provider.model_name();
         let started = match self.resume {
-            None => Pod::spawn(self.config)
-                .await
-                .map_err(|err| LaunchError::pod("cannot start the session", err)),
+            None => match self.new_id {
+                Some(id) => Pod::spawn_as(self.config, id).await,
+                None => Pod::spawn(self.config).await,
+            }
+            .map_err(|err| LaunchError::pod("cannot start the session", err)),
             Some(id) => resume(id, self.config, self.busy_wait)
                 .await
                 .map_err(|err| LaunchError::pod(format!("cannot resume session {id}"), err)),

@@ -46,6 +46,13 @@ impl Pod {
         Self::create(config, Uuid::new_v4(), None).await
     }
 
+    /// Starts a new session with the id `id`, which the caller derived
+    /// (a webhook delivery's, so that a second delivery finds the first's
+    /// session); refused if the store has a session `id`.
+    pub async fn spawn_as(config: PodConfig, id: Uuid) -> Result<PodHandle, PodError> {
+        Self::create(config, id, None).await
+    }
+
     /// Starts a new session `id`; a subagent's names its parent.
     pub(crate) async fn create(
         config: PodConfig,

@@ -35,6 +35,7 @@ mod states;
 mod store;
 mod subagents;
 mod terminal;
+mod triggers;
 mod trust;
 mod until_done;
 mod verify;

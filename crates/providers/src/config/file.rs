@@ -69,6 +69,10 @@ pub struct ConfigFile {
     /// what "done" means), kept as parsed for front ends, like `approval`.
     #[serde(default)]
     pub goal: Option<toml::Value>,
+    /// The `[triggers.NAME]` tables (webhooks that start sessions, for
+    /// `pod serve --http`), kept as parsed for front ends.
+    #[serde(default)]
+    pub triggers: Option<toml::Value>,
     /// `hooks_file`: a Claude Code settings JSON file whose `"hooks"` run
     /// in every session (relative to this file's directory).
     #[serde(default)]
