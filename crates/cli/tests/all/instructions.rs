@@ -1,0 +1,264 @@
+//! Project instructions, system prompts, agent definitions and skills
+//! through the `pod` binary, with a loopback OpenAI-compatible server that
+//! records what the model was sent.
+
+use crate::support::*;
+use pod_testkit::server::LoopbackServer;
+use pod_testkit::wire::{openai_named_step, openai_step};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// A config file whose default profile is the loopback server, with
+/// `extra` after it.
+fn config_for(env: &TestEnv, server: &LoopbackServer, extra: &str) {
+    env.config_file(&format!(
+        "default_profile = \"local\"\n\n[profiles.local]\nkind = \"openai\"\n\
+         base_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"TEST_KEY\"\n\n{extra}",
+        server.url("/v1")
+    ));
+}
+
+/// Runs `pod` with `args` off the async runtime (the server answers on it).
+async fn pod(env: &TestEnv, args: &[&str]) -> std::process::Output {
+    let mut cmd = env.pod_process();
+    cmd.env("TEST_KEY", "k").args(args);
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// The system message of a recorded Chat Completions body.
+fn system(body: &Value) -> String {
+    let first = &body["messages"][0];
+    assert_eq!(first["role"], "system", "{body}");
+    first["content"].as_str().unwrap_or_default().to_string()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A repository (the workspace) with a global file, a root file and a
+/// subdirectory whose override wins over its AGENTS.md.
+fn nested_chain(env: &TestEnv) -> std::path::PathBuf {
+    let ws = env.workspace();
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    write(
+        &env.config_dir().join("AGENTS.md"),
+        "GLOBAL-RULE: be terse.\n",
+    );
+    write(&ws.join("AGENTS.md"), "ROOT-RULE: run make check.\n");
+    write(&ws.join("sub/AGENTS.md"), "SUB-PLAIN-RULE\n");
+    write(&ws.join("sub/AGENTS.override.md"), "SUB-OVERRIDE-RULE\n");
+    ws.join("sub")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nested_chain_is_sent_once_root_first_and_a_resume_keeps_the_recorded_text() {
+    let server =
+        LoopbackServer::start(vec![openai_step("Done.", &[]), openai_step("Again.", &[])]).await;
+    let env = TestEnv::new();
+    config_for(&env, &server, "");
+    let sub = nested_chain(&env);
+    let out = pod(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            sub.to_str().unwrap(),
+            "Check it",
+        ],
+    )
+    .await;
+    assert_success(&out);
+    let id = session_id(&ndjson(&out.stdout));
+    let first = system(&server.bodies()[0]);
+    for rule in ["GLOBAL-RULE", "ROOT-RULE", "SUB-OVERRIDE-RULE"] {
+        assert_eq!(first.matches(rule).count(), 1, "{rule} once in {first}");
+    }
+    assert!(
+        !first.contains("SUB-PLAIN-RULE"),
+        "one file per directory: {first}"
+    );
+    let at = |rule: &str| first.find(rule).unwrap();
+    assert!(at("GLOBAL-RULE") < at("ROOT-RULE") && at("ROOT-RULE") < at("SUB-OVERRIDE-RULE"));
+    // The built-in prompt stays first: instructions add to it.
+    assert!(first.starts_with("You are an autonomous agent"), "{first}");
+    // `pod show` names the files.
+    let shown = env.show_json(&id);
+    let files: Vec<String> = shown["prompt"]["instructions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["source"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(files.len(), 3, "{shown}");
+    assert!(files[2].ends_with("sub/AGENTS.override.md"), "{files:?}");
+    // Edited after the start, the file changes nothing for this session.
+    write(&env.workspace().join("AGENTS.md"), "EDITED-RULE\n");
+    let out = pod(&env, &["resume", &id, "--json", "Once more"]).await;
+    assert_success(&out);
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2);
+    let resumed = system(&bodies[1]);
+    assert_eq!(
+        resumed, first,
+        "the resumed session sends the recorded prompt"
+    );
+    assert!(!resumed.contains("EDITED-RULE"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_the_byte_cap_a_file_is_left_out_with_a_warning_naming_it() {
+    let server = LoopbackServer::start(vec![openai_step("Done.", &[])]).await;
+    let env = TestEnv::new();
+    // The global and root files fit (22 + 27 bytes); the override does not.
+    config_for(&env, &server, "[agent]\nmax_instruction_bytes = 60\n");
+    let sub = nested_chain(&env);
+    let out = pod(
+        &env,
+        &["run", "--workspace", sub.to_str().unwrap(), "Check it"],
+    )
+    .await;
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("instructions left out") && stderr.contains("sub/AGENTS.override.md"),
+        "{stderr}"
+    );
+    let sent = system(&server.bodies()[0]);
+    assert!(sent.contains("ROOT-RULE"), "{sent}");
+    assert!(!sent.contains("SUB-OVERRIDE-RULE"), "{sent}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_system_prompt_file_replaces_the_built_in_prompt() {
+    let server = LoopbackServer::start(vec![openai_step("Done.", &[])]).await;
+    let env = TestEnv::new();
+    config_for(&env, &server, "");
+    write(&env.workspace().join("AGENTS.md"), "ROOT-RULE\n");
+    let own = env.config_dir().join("own-prompt.md");
+    write(&own, "You are OWN-PROMPT, a careful reviewer.\n");
+    let out = pod(
+        &env,
+        &["run", "--system-prompt", own.to_str().unwrap(), "Check it"],
+    )
+    .await;
+    assert_success(&out);
+    let sent = system(&server.bodies()[0]);
+    assert!(sent.starts_with("You are OWN-PROMPT"), "{sent}");
+    assert!(!sent.contains("You are an autonomous agent"), "{sent}");
+    // The project's instructions are still added.
+    assert!(sent.contains("ROOT-RULE"), "{sent}");
+}
+
+#[test]
+fn a_read_and_grep_agent_run_as_a_subagent_cannot_call_bash() {
+    let env = TestEnv::new();
+    let ws = env.workspace();
+    write(
+        &ws.join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews code without changing it\n\
+         tools: Read, Grep\ncolor: blue\n---\nYou are a reviewer. REVIEWER-PROMPT\n",
+    );
+    let script = env.script(
+        "s.json",
+        &json!({
+            "model": "scripted-test",
+            "steps": [
+                {"text": "Delegating.", "tool_calls": [
+                    {"name": "task", "arguments": {"description": "review", "prompt": "REVIEW-JOB", "subagent_type": "reviewer"}},
+                    {"name": "task", "arguments": {"description": "build", "prompt": "BUILD-JOB"}}
+                ]},
+                {"text": "Both reported."}
+            ],
+            "agents": [
+                {"task": "REVIEW-JOB", "steps": [
+                    call("bash", json!({"command": "touch reviewer-wrote"})),
+                    {"text": "I may not run commands."}
+                ]},
+                {"task": "BUILD-JOB", "steps": [
+                    call("bash", json!({"command": "touch builder-wrote"})),
+                    {"text": "Built."}
+                ]}
+            ]
+        }),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--yes", "--workspace-agents", "--script"])
+        .arg(&script)
+        .arg("Delegate the work")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    // The unknown front-matter field is named, not fatal.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("`color` is ignored"), "{stderr}");
+    // The reviewer's bash call was refused: nothing it ran wrote a file,
+    // while a child without the agent's list could run the same command.
+    assert!(!exists(&ws.join("reviewer-wrote")), "the reviewer ran bash");
+    assert!(
+        exists(&ws.join("builder-wrote")),
+        "bash runs for an unrestricted child"
+    );
+    let parent = session_id(&ndjson(&out.stdout));
+    let children = env.show_json(&parent)["children"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let reviewer = children
+        .iter()
+        .find(|c| c["parent"]["description"] == "review")
+        .expect("the reviewer's session");
+    let history = env.show_json(reviewer["id"].as_str().unwrap())["history"].clone();
+    let refused = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "tool_result")
+        .expect("a result for the bash call");
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(
+        refused["content"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown tool `bash`"),
+        "{refused}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_skill_is_listed_and_its_body_sent_only_after_the_skill_tool_loads_it() {
+    let server = LoopbackServer::start(vec![
+        openai_named_step("Loading.", &[("c1", "skill", r#"{"name":"pdf-forms"}"#)]),
+        openai_step("Filled.", &[]),
+    ])
+    .await;
+    let env = TestEnv::new();
+    config_for(&env, &server, "");
+    write(
+        &env.config_dir().join("skills/pdf-forms/SKILL.md"),
+        "---\nname: pdf-forms\ndescription: Fill PDF forms with the bundled script\n---\n\
+         SKILL-BODY-MARKER: run scripts/fill.py.\n",
+    );
+    write(
+        &env.config_dir().join("skills/pdf-forms/scripts/fill.py"),
+        "print('filled')\n",
+    );
+    let out = pod(&env, &["run", "Fill the form"]).await;
+    assert_success(&out);
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2);
+    let first = bodies[0].to_string();
+    assert!(
+        system(&bodies[0]).contains("- pdf-forms: Fill PDF forms with the bundled script"),
+        "{first}"
+    );
+    assert!(!first.contains("SKILL-BODY-MARKER"), "{first}");
+    let second = bodies[1]["messages"].to_string();
+    assert!(second.contains("SKILL-BODY-MARKER"), "{second}");
+    assert!(second.contains("scripts/fill.py"), "{second}");
+}
