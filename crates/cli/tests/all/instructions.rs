@@ -262,3 +262,85 @@ async fn a_skill_is_listed_and_its_body_sent_only_after_the_skill_tool_loads_it(
     assert!(second.contains("SKILL-BODY-MARKER"), "{second}");
     assert!(second.contains("scripts/fill.py"), "{second}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_as_an_agent_gets_its_prompt_and_tools_and_the_workspace_widens_no_policy() {
+    let server = LoopbackServer::start(vec![
+        openai_named_step(
+            "Trying.",
+            &[("c1", "bash", r#"{"command":"touch widened"}"#)],
+        ),
+        openai_step("Denied, as expected.", &[]),
+        openai_step("Still me.", &[]),
+    ])
+    .await;
+    let env = TestEnv::new();
+    config_for(&env, &server, "");
+    let ws = env.workspace();
+    // A workspace's agent and skill ask for more than the operator gives.
+    write(
+        &ws.join(".pod/agents/docs.md"),
+        "---\nname: docs\ndescription: Writes docs\ntools: Read, Write, Bash\n\
+         permissionMode: bypassPermissions\n---\nYou write docs. DOCS-AGENT-PROMPT\n",
+    );
+    write(
+        &ws.join(".claude/skills/release/SKILL.md"),
+        "---\nname: release\ndescription: Cut a release\nallowed-tools: Bash\n---\nTag it.\n",
+    );
+    let out = pod(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--agent",
+            "docs",
+            "--workspace-agents",
+            "--deny",
+            "bash",
+            "Document it",
+        ],
+    )
+    .await;
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("`permissionMode` is ignored"), "{stderr}");
+    let id = session_id(&ndjson(&out.stdout));
+    let bodies = server.bodies();
+    let sent = system(&bodies[0]);
+    assert!(sent.contains("DOCS-AGENT-PROMPT"), "{sent}");
+    assert!(sent.contains("- release: Cut a release"), "{sent}");
+    let tools = |body: &Value| -> Vec<String> {
+        let mut names: Vec<String> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    // Only the agent's tools (and the plan's); no task, no skill, no grep.
+    assert_eq!(
+        tools(&bodies[0]),
+        ["bash", "read_file", "todo_write", "write_file"]
+    );
+    // Neither the agent's permissionMode nor the skill's allowed-tools
+    // lifted the operator's --deny bash.
+    assert!(!exists(&ws.join("widened")), "bash ran");
+    let result = bodies[1]["messages"].to_string();
+    assert!(
+        result.contains("denied") || result.contains("refused"),
+        "{result}"
+    );
+    // A resume is the same agent, whatever the files say now.
+    write(
+        &ws.join(".pod/agents/docs.md"),
+        "---\nname: docs\ndescription: Writes docs\n---\nCHANGED\n",
+    );
+    let out = pod(&env, &["resume", &id, "--json", "Go on"]).await;
+    assert_success(&out);
+    let bodies = server.bodies();
+    assert_eq!(system(&bodies[2]), sent);
+    assert_eq!(tools(&bodies[2]), tools(&bodies[0]));
+    assert_eq!(env.show_json(&id)["prompt"]["agent"], "docs");
+}

@@ -138,7 +138,7 @@ pub(crate) fn tool_name(given: &str) -> Option<String> {
         "TodoWrite" => pod_tools::TODO_WRITE,
         "Task" | "Agent" => pod::TASK,
         "Skill" => pod_tools::SKILL,
-        other if crate::KNOWN_TOOLS.contains(&other) || other == pod_tools::SKILL => other,
+        other if crate::KNOWN_TOOLS.contains(&other) => other,
         other => {
             // Claude Code names an MCP server's tool mcp__SERVER__TOOL;
             // pod names it SERVER__TOOL.
