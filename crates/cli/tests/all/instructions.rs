@@ -111,6 +111,49 @@ async fn a_nested_chain_is_sent_once_root_first_and_a_resume_keeps_the_recorded_
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn killed_mid_request_and_resumed_after_an_edit_the_session_sends_the_recorded_text() {
+    use pod_testkit::server::{Part, Reply};
+    let stalled = Reply::sse(Vec::<String>::new()).then(Part::Stall);
+    let server = LoopbackServer::start(vec![stalled, openai_step("Recovered.", &[])]).await;
+    let env = TestEnv::new();
+    config_for(&env, &server, "");
+    let sub = nested_chain(&env);
+    let mut child = env.pod_process();
+    child
+        .env("TEST_KEY", "k")
+        .args([
+            "run",
+            "--json",
+            "--workspace",
+            sub.to_str().unwrap(),
+            "Check it",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = child.spawn().unwrap();
+    // Waits for the model's first request, then kills pod mid-request.
+    let guard = std::time::Instant::now();
+    while server.arrived() == 0 {
+        assert!(
+            guard.elapsed() < std::time::Duration::from_secs(60),
+            "pod sent no request in a minute"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let first = system(&server.bodies()[0]);
+    assert!(first.contains("ROOT-RULE"), "{first}");
+    write(&env.workspace().join("AGENTS.md"), "EDITED-RULE\n");
+    let id = env.sessions_json()[0]["id"].as_str().unwrap().to_string();
+    let out = pod(&env, &["resume", &id, "--json"]).await;
+    assert_success(&out);
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(system(&bodies[1]), first);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn over_the_byte_cap_a_file_is_left_out_with_a_warning_naming_it() {
     let server = LoopbackServer::start(vec![openai_step("Done.", &[])]).await;
     let env = TestEnv::new();
