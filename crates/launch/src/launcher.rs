@@ -373,7 +373,7 @@ impl Plan {
         launch.hooks = self.hooks.clone();
         launch.checkpoints = self.checkpoints;
         launch.worktree = self.worktree.clone();
-        launch.prompt = Some(self.prompt.clone());
+        launch.prompt = self.prompt.recorded();
         launch.mcp_servers = self
             .servers()?
             .iter()
@@ -483,7 +483,7 @@ impl Plan {
         launch.hooks = self.hooks.clone();
         launch.checkpoints = self.checkpoints;
         launch.worktree = self.worktree.clone();
-        launch.prompt = Some(self.prompt.clone());
+        launch.prompt = self.prompt.recorded();
         self.prompt.apply(&mut config);
         config.launch = launch.to_json();
         config.hooks = hooks::load(&self.hooks)?.map(Arc::new);

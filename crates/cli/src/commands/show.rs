@@ -34,6 +34,9 @@ struct ShowJson<'a> {
 /// the texts.
 fn prompt_json(loaded: &Loaded) -> Option<serde_json::Value> {
     let prompt = loaded.launch.as_ref()?.prompt.as_ref()?;
+    if prompt.is_empty() {
+        return None;
+    }
     Some(serde_json::json!({
         "system_prompt": prompt.system_prompt.as_ref().map(|t| &t.source),
         "agent": prompt.agent.as_ref().map(|a| &a.name),

@@ -124,6 +124,17 @@ pub struct RecordedPrompt {
 }
 
 impl RecordedPrompt {
+    /// Whether there is nothing but the built-in prompt (what a session
+    /// without a record had too: nothing to record).
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// What a launch records: nothing when there is nothing.
+    pub fn recorded(&self) -> Option<Self> {
+        (!self.is_empty()).then(|| self.clone())
+    }
+
     /// The system prompt these make.
     pub fn compose(&self) -> String {
         let mut out = match &self.system_prompt {
