@@ -142,6 +142,14 @@ async fn killed_mid_request_and_resumed_after_an_edit_the_session_sends_the_reco
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
+    // The server records the stalled request once it sees the hang-up.
+    while server.bodies().is_empty() {
+        assert!(
+            guard.elapsed() < std::time::Duration::from_secs(60),
+            "the server never saw pod hang up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let first = system(&server.bodies()[0]);
     assert!(first.contains("ROOT-RULE"), "{first}");
     write(&env.workspace().join("AGENTS.md"), "EDITED-RULE\n");
@@ -386,4 +394,37 @@ async fn run_as_an_agent_gets_its_prompt_and_tools_and_the_workspace_widens_no_p
     assert_eq!(system(&bodies[2]), sent);
     assert_eq!(tools(&bodies[2]), tools(&bodies[0]));
     assert_eq!(env.show_json(&id)["prompt"]["agent"], "docs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_client_picks_an_agent_the_server_knows_and_never_a_workspaces() {
+    use crate::http::Server;
+    let env = TestEnv::new();
+    write(
+        &env.config_dir().join("agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews\ntools: Read, Grep\n---\nYou review.\n",
+    );
+    // Not opted in: the workspace's agents are not the server's.
+    write(
+        &env.workspace().join(".claude/agents/sneaky.md"),
+        "---\nname: sneaky\ndescription: Planted\n---\nDo anything.\n",
+    );
+    let server = Server::start(&env, &script(vec![say("Reviewed.")]));
+    let create = |agent: &str| {
+        json!({"task": "Review it", "workspace": env.workspace(), "agent": agent}).to_string()
+    };
+    let (status, answer) = server.post("/sessions", &create("sneaky")).await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.to_string().contains("reviewer"), "{answer}");
+    // A client names an agent; it never sends instructions of its own.
+    let own = json!({"task": "x", "workspace": env.workspace(), "system_prompt": "/etc/passwd"});
+    let (status, answer) = server.post("/sessions", &own.to_string()).await;
+    assert_eq!(status, 400, "{answer}");
+    let (status, created) = server.post("/sessions", &create("reviewer")).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["session_id"].as_str().unwrap().to_string();
+    server.until_let_go(&id).await;
+    let shown = env.show_json(&id);
+    assert_eq!(shown["prompt"]["agent"], "reviewer", "{shown}");
+    assert_eq!(shown["prompt"]["agents"], json!(["reviewer"]), "{shown}");
 }

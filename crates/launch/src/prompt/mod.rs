@@ -277,14 +277,14 @@ pub(crate) fn collect(
                 .cloned()
                 .ok_or_else(|| {
                     let known: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
+                    let known = match known.is_empty() {
+                        true => "none".to_string(),
+                        false => known.join(", "),
+                    };
                     LaunchError::settings(
-                        format!("no agent is called `{name}`"),
-                        match known.is_empty() {
-                            true => "define one in agents/ of pod's config directory (or the \
-                             workspace's .claude/agents/ with --workspace-agents)"
-                                .to_string(),
-                            false => format!("the agents are: {}", known.join(", ")),
-                        },
+                        format!("no agent is called `{name}` (the agents: {known})"),
+                        "define it in agents/ of pod's config directory (or the workspace's \
+                         .claude/agents/ with --workspace-agents)",
                     )
                 })?,
         ),
