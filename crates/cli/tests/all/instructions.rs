@@ -96,10 +96,35 @@ async fn a_nested_chain_is_sent_once_root_first_and_a_resume_keeps_the_recorded_
         .collect();
     assert_eq!(files.len(), 3, "{shown}");
     assert!(files[2].ends_with("sub/AGENTS.override.md"), "{files:?}");
-    // Edited after the start, the file changes nothing for this session.
+    let out = pod(&env, &["show", &id]).await;
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        human.contains("instructions") && human.contains("sub/AGENTS.override.md ("),
+        "{human}"
+    );
+    // Edited after the start, the file changes nothing for this session,
+    // nor does a file given to the resume.
     write(&env.workspace().join("AGENTS.md"), "EDITED-RULE\n");
-    let out = pod(&env, &["resume", &id, "--json", "Once more"]).await;
+    let late = env.config_dir().join("late.md");
+    write(&late, "LATE-RULE\n");
+    let out = pod(
+        &env,
+        &[
+            "resume",
+            &id,
+            "--json",
+            "--instructions",
+            late.to_str().unwrap(),
+            "Once more",
+        ],
+    )
+    .await;
     assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("keeps the prompt it started with"),
+        "{stderr}"
+    );
     let bodies = server.bodies();
     assert_eq!(bodies.len(), 2);
     let resumed = system(&bodies[1]);
@@ -107,7 +132,7 @@ async fn a_nested_chain_is_sent_once_root_first_and_a_resume_keeps_the_recorded_
         resumed, first,
         "the resumed session sends the recorded prompt"
     );
-    assert!(!resumed.contains("EDITED-RULE"));
+    assert!(!resumed.contains("EDITED-RULE") && !resumed.contains("LATE-RULE"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -213,7 +213,16 @@ pub(crate) fn collect(
                 "resume it without --agent, or start a new session with --agent",
             ));
         }
-        return Ok((prompt, Vec::new()));
+        let mut warnings = Vec::new();
+        if flags.system_prompt.is_some() || !flags.instructions.is_empty() || flags.workspace_agents
+        {
+            warnings.push(
+                "--system-prompt, --instructions and --workspace-agents are for new sessions: \
+                 a resumed session keeps the prompt it started with"
+                    .to_string(),
+            );
+        }
+        return Ok((prompt, warnings));
     }
     let table = table(file)?;
     let config_dir = config_dir(file);
