@@ -485,6 +485,10 @@ impl Plan {
         launch.worktree = self.worktree.clone();
         launch.prompt = self.prompt.recorded();
         self.prompt.apply(&mut config);
+        // A replay's children answer from the recording: no model of theirs.
+        if self.replay.is_none() {
+            crate::prompt::agent_models(&self.prompt, &settings.file, &mut config, &mut warnings);
+        }
         config.launch = launch.to_json();
         config.hooks = hooks::load(&self.hooks)?.map(Arc::new);
         config.checkpoints = self.checkpoints;

@@ -453,3 +453,52 @@ async fn an_api_client_picks_an_agent_the_server_knows_and_never_a_workspaces() 
     assert_eq!(shown["prompt"]["agent"], "reviewer", "{shown}");
     assert_eq!(shown["prompt"]["agents"], json!(["reviewer"]), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_model_naming_a_profile_is_its_subagents_model() {
+    let main = LoopbackServer::start(vec![
+        openai_named_step(
+            "Delegating.",
+            &[(
+                "c1",
+                "task",
+                r#"{"description":"review","prompt":"Review it","subagent_type":"reviewer"}"#,
+            )],
+        ),
+        openai_step("Reviewed by the reviewer.", &[]),
+    ])
+    .await;
+    let cheap = LoopbackServer::start(vec![openai_step("No bugs found.", &[])]).await;
+    let env = TestEnv::new();
+    config_for(
+        &env,
+        &main,
+        &format!(
+            "[profiles.cheap]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"cheap-model\"\n\
+             api_key_env = \"TEST_KEY\"\n",
+            cheap.url("/v1")
+        ),
+    );
+    write(
+        &env.config_dir().join("agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews\ntools: Read, Grep\nmodel: cheap\n---\n\
+         REVIEWER-PROMPT\n",
+    );
+    let out = pod(&env, &["run", "Get it reviewed"]).await;
+    assert_success(&out);
+    let child = cheap.bodies();
+    assert_eq!(child.len(), 1, "the child asked its own model once");
+    assert_eq!(child[0]["model"], "cheap-model");
+    assert!(system(&child[0]).contains("REVIEWER-PROMPT"));
+    let offered: Vec<&str> = child[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(!offered.contains(&"bash"), "{offered:?}");
+    let parent = main.bodies();
+    assert_eq!(parent.len(), 2);
+    assert_eq!(parent[0]["model"], "m");
+    assert!(parent[1]["messages"].to_string().contains("No bugs found."));
+}

@@ -186,6 +186,7 @@ impl RecordedPrompt {
                 description: agent.description.clone(),
                 prompt: agent.prompt.clone(),
                 tools: agent.tools.clone(),
+                provider: None,
             })
             .collect();
         config.skills = self.skills.clone();
@@ -312,6 +313,49 @@ pub(crate) fn collect(
         },
         warnings,
     ))
+}
+
+/// Gives each agent type of `config` whose `model` names a profile of
+/// `file` that profile's model (built like the main one); an agent whose
+/// profile cannot be built runs on the subagents' model, with a warning.
+pub(crate) fn agent_models(
+    prompt: &RecordedPrompt,
+    file: &ConfigFile,
+    config: &mut pod::PodConfig,
+    warnings: &mut Vec<String>,
+) {
+    for agent in &prompt.agents {
+        let Some(model) = &agent.model else { continue };
+        let Some(slot) = config
+            .subagents
+            .types
+            .iter_mut()
+            .find(|t| t.name == agent.name)
+        else {
+            continue;
+        };
+        let Ok(raw) = file.profile(Some(model)) else {
+            warnings.push(format!(
+                "agent `{}` asks for model `{model}`, which names no profile of the config \
+                 file; as a subagent it runs on the subagents' model",
+                agent.name
+            ));
+            continue;
+        };
+        let choice = crate::model::Choice {
+            raw,
+            profile: Some(model.clone()),
+        };
+        match crate::model::Model::from_choice(&choice) {
+            Ok(built) => slot.provider = Some(built.provider),
+            Err(err) => warnings.push(format!(
+                "agent `{}`: profile `{model}` cannot be used ({}); as a subagent it runs on \
+                 the subagents' model",
+                agent.name,
+                pod_llm::error_chain(&err)
+            )),
+        }
+    }
 }
 
 /// The `[agent]` table of `file`.

@@ -365,9 +365,12 @@ fn child_config(parent: &Inner, task: &Task) -> PodConfig {
     config
 }
 
-/// A child running as `agent`: its instructions after the prompt, and only
-/// the tools both its parent and the agent may use.
+/// A child running as `agent`: its model, its instructions after the
+/// prompt, and only the tools both its parent and the agent may use.
 fn apply_agent(config: &mut PodConfig, agent: &super::SubagentType) {
+    if let Some(provider) = &agent.provider {
+        config.provider = provider.clone();
+    }
     if !agent.prompt.trim().is_empty() {
         config.system_prompt = format!(
             "{}\n\n# You are the `{}` agent\n\n{}",

@@ -48,9 +48,9 @@ pub struct SubagentConfig {
     pub types: Vec<SubagentType>,
 }
 
-/// An agent a `task` call may start by name: its prompt and the tools it
-/// may use.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An agent a `task` call may start by name: its prompt, the tools it
+/// may use and its model.
+#[derive(Clone)]
 pub struct SubagentType {
     /// Its name (`subagent_type`).
     pub name: String,
@@ -60,6 +60,18 @@ pub struct SubagentType {
     pub prompt: String,
     /// The tools it may call, by pod's names; its parent's when `None`.
     pub tools: Option<Vec<String>>,
+    /// The model it runs on; the subagents' when `None`.
+    pub provider: Option<Arc<dyn Provider>>,
+}
+
+impl std::fmt::Debug for SubagentType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentType")
+            .field("name", &self.name)
+            .field("tools", &self.tools)
+            .field("provider", &self.provider.as_ref().map(|p| p.model_name()))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Default of [`SubagentConfig::max_depth`]: a child may delegate once more;
