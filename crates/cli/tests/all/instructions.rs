@@ -133,6 +133,11 @@ async fn a_nested_chain_is_sent_once_root_first_and_a_resume_keeps_the_recorded_
         "the resumed session sends the recorded prompt"
     );
     assert!(!resumed.contains("EDITED-RULE") && !resumed.contains("LATE-RULE"));
+    // A replay runs on the recorded prompt, and asks no model.
+    let out = pod(&env, &["replay", &id, "--json"]).await;
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], "identical", "{report}");
+    assert_eq!(server.bodies().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
