@@ -507,3 +507,45 @@ async fn an_agents_model_naming_a_profile_is_its_subagents_model() {
     assert_eq!(parent[0]["model"], "m");
     assert!(parent[1]["messages"].to_string().contains("No bugs found."));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_worker_runs_a_queued_session_on_the_instructions_it_was_submitted_with() {
+    use crate::fleet::{wait_line, Fleet};
+    let server = LoopbackServer::start(vec![openai_step("Done.", &[])]).await;
+    let fleet = tokio::task::spawn_blocking(Fleet::new).await.unwrap();
+    let env = &fleet.env;
+    config_for(env, &server, "");
+    write(&env.workspace().join("AGENTS.md"), "SUBMITTED-RULE\n");
+    let mut submit = env.pod_process();
+    submit
+        .env("POD_STORE", fleet.pg.url())
+        .args(["submit", "Check it"]);
+    let out = tokio::task::spawn_blocking(move || submit.output().unwrap())
+        .await
+        .unwrap();
+    assert_success(&out);
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    // Edited while queued: the worker, which may be another machine, runs
+    // what was submitted.
+    write(&env.workspace().join("AGENTS.md"), "EDITED-RULE\n");
+    let mut worker = env.pod_process();
+    worker
+        .env("POD_STORE", fleet.pg.url())
+        .env("TEST_KEY", "k")
+        .args(["serve", "--exit-when-idle"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let finished = tokio::task::spawn_blocking(move || {
+        let mut child = worker.spawn().unwrap();
+        let lines = crate::fleet::lines_of(&mut child);
+        let line = wait_line(&lines, &format!("finished {id}"));
+        assert!(child.wait().unwrap().success());
+        line
+    })
+    .await
+    .unwrap();
+    assert!(finished.contains("finished"), "{finished}");
+    let sent = system(&server.bodies()[0]);
+    assert!(sent.contains("SUBMITTED-RULE"), "{sent}");
+    assert!(!sent.contains("EDITED-RULE"), "{sent}");
+}
