@@ -4,7 +4,9 @@
 //! A front end parses what it was given into [`Flags`]; the [`Launcher`]
 //! lays them over the config file (`$XDG_CONFIG_HOME/pod/config.toml`) and,
 //! on resume, over the session's [`Launch`] record, once: the model and its
-//! profile, approvals, the sandbox, budgets, subagents and MCP servers.
+//! profile, approvals, the sandbox, budgets, subagents and MCP servers;
+//! and what the system prompt is made of ([`prompt`]: `AGENTS.md` files,
+//! a replacement prompt, agent definitions, skills), read once and recorded.
 //! It writes the [`pod::PodConfig`] once, records the launch once, and
 //! starts the Pod. Adding a session setting touches this crate and the
 //! front ends' parsing, nothing else.

@@ -189,35 +189,10 @@ impl TaskTool {
             );
         }
         let inner = &self.subagents.inner;
-        let agent =
-            match &args.subagent_type {
-                None => None,
-                Some(name) => {
-                    match inner
-                        .config
-                        .subagents
-                        .types
-                        .iter()
-                        .find(|t| &t.name == name)
-                    {
-                        Some(agent) => Some(agent.clone()),
-                        None => {
-                            let known: Vec<&str> = inner
-                                .config
-                                .subagents
-                                .types
-                                .iter()
-                                .map(|t| t.name.as_str())
-                                .collect();
-                            return ToolOutput::error(format!(
-                        "Not run: there is no agent type `{name}`. The agent types are: {}. \
-                         Call `task` with one of them, or without `subagent_type`.",
-                        if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                    ));
-                        }
-                    }
-                }
-            };
+        let agent = match agent_type(&inner.config.subagents.types, &args.subagent_type) {
+            Ok(agent) => agent,
+            Err(refused) => return refused,
+        };
         let id = child::child_session_id(inner.session_id, &ctx.call_id);
         // A resumed call finds its child's log: it is not a new child.
         let resumed = child::exists(&inner.config, id).await;
@@ -249,6 +224,27 @@ impl TaskTool {
         };
         child::run(inner, task, &ctx.cancel).await
     }
+}
+
+/// The agent type a call names, if it names one; an error result the
+/// model can act on when the session has no such type.
+fn agent_type(
+    types: &[super::SubagentType],
+    name: &Option<String>,
+) -> Result<Option<super::SubagentType>, ToolOutput> {
+    let Some(name) = name else { return Ok(None) };
+    if let Some(agent) = types.iter().find(|t| &t.name == name) {
+        return Ok(Some(agent.clone()));
+    }
+    let known: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
+    let known = match known.is_empty() {
+        true => "none".to_string(),
+        false => known.join(", "),
+    };
+    Err(ToolOutput::error(format!(
+        "Not run: there is no agent type `{name}`. The agent types are: {known}. Call `task` \
+         with one of them, or without `subagent_type`."
+    )))
 }
 
 /// The agent types, as the tool's description lists them.
