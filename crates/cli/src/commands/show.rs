@@ -68,15 +68,15 @@ fn prompt_lines(loaded: &Loaded) -> String {
         out.push_str(&format!("  prompt     {}\n", path(&own.source)));
     }
     for (at, file) in prompt.instructions.iter().enumerate() {
-        let label = if at == 0 { "instructions" } else { "" };
+        let label = if at == 0 { "instructed" } else { "" };
         out.push_str(&format!(
-            "  {label:<12} {} ({} bytes)\n",
+            "  {label:<10} {} ({} bytes)\n",
             path(&file.source),
             file.text.len()
         ));
     }
     for file in &prompt.left_out {
-        out.push_str(&format!("  left out     {} (over the cap)\n", path(file)));
+        out.push_str(&format!("  left out   {} (over the cap)\n", path(file)));
     }
     if !prompt.skills.is_empty() {
         let names: Vec<String> = prompt

@@ -99,7 +99,7 @@ async fn a_nested_chain_is_sent_once_root_first_and_a_resume_keeps_the_recorded_
     let out = pod(&env, &["show", &id]).await;
     let human = String::from_utf8_lossy(&out.stdout);
     assert!(
-        human.contains("instructions") && human.contains("sub/AGENTS.override.md ("),
+        human.contains("  instructed ") && human.contains("sub/AGENTS.override.md ("),
         "{human}"
     );
     // Edited after the start, the file changes nothing for this session,
