@@ -549,3 +549,27 @@ async fn a_fleet_worker_runs_a_queued_session_on_the_instructions_it_was_submitt
     assert!(sent.contains("SUBMITTED-RULE"), "{sent}");
     assert!(!sent.contains("EDITED-RULE"), "{sent}");
 }
+
+#[test]
+fn a_bad_agent_file_stops_the_start_naming_file_and_line() {
+    let env = TestEnv::new();
+    write(
+        &env.config_dir().join("agents/broken.md"),
+        "---\nname: broken\ndescription: Half written\nthis line is not a field\n---\nBody\n",
+    );
+    let script = env.script("s.json", &script(vec![say("never")]));
+    let out = env
+        .pod()
+        .args(["run", "--script"])
+        .arg(&script)
+        .arg("Anything")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("agents/broken.md:4: expected `key: value`"),
+        "{stderr}"
+    );
+    assert_eq!(env.sessions_json(), Vec::<Value>::new(), "nothing started");
+}
