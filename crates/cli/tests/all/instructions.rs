@@ -361,7 +361,7 @@ async fn run_as_an_agent_gets_its_prompt_and_tools_and_the_workspace_widens_no_p
     // A workspace's agent and skill ask for more than the operator gives.
     write(
         &ws.join(".pod/agents/docs.md"),
-        "---\nname: docs\ndescription: Writes docs\ntools: Read, Write, Bash\n\
+        "---\nname: docs\ndescription: Writes docs\ntools: Read, Write, Bash, Skill\n\
          permissionMode: bypassPermissions\n---\nYou write docs. DOCS-AGENT-PROMPT\n",
     );
     write(
@@ -400,10 +400,10 @@ async fn run_as_an_agent_gets_its_prompt_and_tools_and_the_workspace_widens_no_p
         names.sort();
         names
     };
-    // Only the agent's tools (and the plan's); no task, no skill, no grep.
+    // Only the agent's tools (and the plan's); no task, no grep.
     assert_eq!(
         tools(&bodies[0]),
-        ["bash", "read_file", "todo_write", "write_file"]
+        ["bash", "read_file", "skill", "todo_write", "write_file"]
     );
     // Neither the agent's permissionMode nor the skill's allowed-tools
     // lifted the operator's --deny bash.

@@ -161,7 +161,14 @@ impl RecordedPrompt {
                 ));
             }
         }
-        if !self.skills.is_empty() {
+        // An agent without the `skill` tool is not told of skills it
+        // cannot load.
+        let loads_skills = self
+            .agent
+            .as_ref()
+            .and_then(|agent| agent.tools.as_ref())
+            .is_none_or(|tools| tools.iter().any(|t| t == pod_tools::SKILL));
+        if !self.skills.is_empty() && loads_skills {
             out.push_str(
                 "\n\n# Skills\n\nWhen a task matches one of these skills, call the `skill` tool \
                  with its name first; it returns the skill's instructions.\n",
@@ -437,6 +444,19 @@ mod tests {
         };
         assert!(text.starts_with(pod::DEFAULT_SYSTEM_PROMPT));
         assert!(at("You review.") < at("## /r/AGENTS.md"));
+        assert!(
+            !text.contains("- pdf: Fill PDF forms"),
+            "the agent has no skill tool"
+        );
+        let mut with_skill = prompt.clone();
+        if let Some(agent) = with_skill.agent.as_mut() {
+            agent.tools = Some(vec!["read_file".into(), "skill".into()]);
+        }
+        let text = with_skill.compose();
+        let at = |needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("{needle} in {text}"))
+        };
         assert!(at("Run make check.") < at("- pdf: Fill PDF forms"));
         let mut config = pod::PodConfig::new(
             pod::PodHome::new("/tmp/none"),
