@@ -2,8 +2,8 @@
 //! `key: value` lines at the top of a Markdown file, then the body.
 //!
 //! The subset of YAML those files use, no more: plain, quoted and block
-//! (`|`, `>`) scalars, and lists written inline (`[a, b]`), comma-separated
-//! or as `- item` lines. Anything else is an error naming the line, so a
+//! (`|`, `>`) scalars, lists written inline (`[a, b]`), comma-separated
+//! or as `- item` lines, and nested maps (kept as text: pod reads none). Anything else is an error naming the line, so a
 //! file pod cannot read is never half-understood.
 
 /// One value of the front matter.
@@ -160,6 +160,11 @@ fn value(rest: &str, block: &[&str], line: usize) -> Result<Value, Error> {
             if items.is_empty() {
                 return Ok(Value::Text(String::new()));
             }
+            if !items[0].starts_with('-') {
+                // A nested map (`metadata:` in a skill): kept as its text,
+                // for fields pod does not read.
+                return Ok(Value::Text(items.join("\n")));
+            }
             let mut list = Vec::new();
             for (offset, item) in items.iter().enumerate() {
                 let Some(item) = item.strip_prefix('-') else {
@@ -245,5 +250,11 @@ mod tests {
             .message
             .contains("closing"));
         assert_eq!(parse("---\nl:\n  - a\n  b\n---\n").unwrap_err().line, 4);
+        // A nested map, as a skill's `metadata`, is read as text.
+        let doc = parse("---\nname: a\nmetadata:\n  author: me\n  version: \"1\"\n---\n").unwrap();
+        assert_eq!(
+            doc.get("metadata").unwrap().value.text(),
+            "author: me\nversion: \"1\""
+        );
     }
 }

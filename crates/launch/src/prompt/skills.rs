@@ -27,7 +27,15 @@ pub(crate) fn discover(
     let mut used = 0;
     for dir in dirs {
         for skill_dir in skill_dirs(dir) {
-            let skill = read(&skill_dir, warnings)?;
+            // A broken skill is left out, not every session: one of many
+            // installed skills must not stop the start.
+            let skill = match read(&skill_dir, warnings) {
+                Ok(skill) => skill,
+                Err(err) => {
+                    warnings.push(format!("a skill is left out: {err}"));
+                    continue;
+                }
+            };
             if skills.iter().any(|s| s.name == skill.name) {
                 warnings.push(format!(
                     "skill `{}` in {} is ignored: another defines it first",
@@ -151,5 +159,17 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].name, "a");
         assert!(warnings[0].contains("skill `b`"), "{warnings:?}");
+        // A broken one is left out with a warning naming its line.
+        std::fs::create_dir_all(dir.path().join("c")).unwrap();
+        std::fs::write(dir.path().join("c/SKILL.md"), "---\nname: c\n---\n").unwrap();
+        let mut warnings = Vec::new();
+        let found = discover(&[dir.path().to_path_buf()], 1000, &mut warnings).unwrap();
+        assert_eq!(found.len(), 2);
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("c/SKILL.md:1: the skill has no `description`")),
+            "{warnings:?}"
+        );
     }
 }
