@@ -341,6 +341,9 @@ async fn a_skill_is_listed_and_its_body_sent_only_after_the_skill_tool_loads_it(
     assert!(!first.contains("SKILL-BODY-MARKER"), "{first}");
     let second = bodies[1]["messages"].to_string();
     assert!(second.contains("SKILL-BODY-MARKER"), "{second}");
+    // Loading it changed no byte of the cached prefix: the prompt and tools.
+    assert_eq!(system(&bodies[1]), system(&bodies[0]));
+    assert_eq!(bodies[1]["tools"], bodies[0]["tools"]);
     assert!(second.contains("scripts/fill.py"), "{second}");
 }
 
