@@ -107,6 +107,9 @@ impl Recorded {
 pub struct LoopbackServer {
     addr: std::net::SocketAddr,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    // Requests read, counted before their reply is served (a stalled
+    // reply records its request only once the client hangs up).
+    arrived: Arc<std::sync::atomic::AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -120,6 +123,8 @@ impl LoopbackServer {
         let addr = listener.local_addr().expect("local addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let record = requests.clone();
+        let arrived = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = arrived.clone();
         let task = tokio::spawn(async move {
             let mut replies = replies.into_iter();
             while let Ok((socket, _)) = listener.accept().await {
@@ -128,7 +133,7 @@ impl LoopbackServer {
                 });
                 // Served one at a time: requests of a test are sequential,
                 // and the order of replies must follow the order of requests.
-                if let Some(request) = serve(socket, reply).await {
+                if let Some(request) = serve(socket, reply, &count).await {
                     record.lock().push(request);
                 }
             }
@@ -136,8 +141,16 @@ impl LoopbackServer {
         Self {
             addr,
             requests,
+            arrived,
             task,
         }
+    }
+
+    /// How many requests have arrived, including one whose reply is still
+    /// being served (or stalls): what a test waits on before it kills the
+    /// client mid-request.
+    pub fn arrived(&self) -> usize {
+        self.arrived.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// `http://127.0.0.1:PORT` followed by `path`.
@@ -162,8 +175,13 @@ impl Drop for LoopbackServer {
     }
 }
 
-async fn serve(mut socket: TcpStream, reply: Reply) -> Option<Recorded> {
+async fn serve(
+    mut socket: TcpStream,
+    reply: Reply,
+    arrived: &std::sync::atomic::AtomicUsize,
+) -> Option<Recorded> {
     let request = read_request(&mut socket).await?;
+    arrived.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let reason = match reply.status {
         200 => "OK",
         401 => "Unauthorized",

@@ -16,17 +16,27 @@ pub type Call<'a> = (&'a str, &'a str);
 /// then the argument fragments of all calls interleaved (two per call),
 /// the finish chunk, a usage chunk and `[DONE]`.
 pub fn openai_parts(text: &str, calls: &[Call]) -> Vec<String> {
+    let named: Vec<NamedCall> = calls.iter().map(|(id, args)| (*id, TOOL, *args)).collect();
+    openai_named_parts(text, &named)
+}
+
+/// A call to a named tool as (id, tool, arguments text).
+pub type NamedCall<'a> = (&'a str, &'a str, &'a str);
+
+/// [`openai_parts`] with calls to any tool: a test of the real tools
+/// (`skill`, `task`, the workspace's) through a real provider.
+pub fn openai_named_parts(text: &str, calls: &[NamedCall]) -> Vec<String> {
     let mut chunks = Vec::new();
     if !text.is_empty() {
         chunks.push(json!({"choices": [{"index": 0, "delta": {"content": text}}]}));
     }
-    for (index, (id, _)) in calls.iter().enumerate() {
+    for (index, (id, name, _)) in calls.iter().enumerate() {
         chunks.push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": index, "id": id, "type": "function", "function": {"name": TOOL, "arguments": ""}}
+            {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}
         ]}}]}));
     }
     for half in 0..2 {
-        for (index, (_, args)) in calls.iter().enumerate() {
+        for (index, (_, _, args)) in calls.iter().enumerate() {
             let (first, second) = args.split_at(args.len() / 2);
             let part = if half == 0 { first } else { second };
             chunks.push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
@@ -148,6 +158,11 @@ pub fn responses_step(text: &str, calls: &[Call]) -> Reply {
 /// [`openai_parts`] as a whole reply.
 pub fn openai_step(text: &str, calls: &[Call]) -> Reply {
     Reply::sse(openai_parts(text, calls))
+}
+
+/// [`openai_named_parts`] as a whole reply.
+pub fn openai_named_step(text: &str, calls: &[NamedCall]) -> Reply {
+    Reply::sse(openai_named_parts(text, calls))
 }
 
 /// [`anthropic_parts`] as a whole reply.

@@ -1,5 +1,6 @@
 //! The command line: every flag and subcommand, with the help text users read.
 
+mod agent;
 mod goal;
 mod schedule;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -677,6 +678,9 @@ pub struct SessionArgs {
 
     #[command(flatten)]
     pub goal: GoalArgs,
+
+    #[command(flatten)]
+    pub agent: agent::AgentArgs,
 }
 
 impl SessionArgs {
@@ -693,6 +697,10 @@ impl SessionArgs {
             workspace_hooks: self.mcp.workspace_hooks,
             no_checkpoints: self.mcp.no_checkpoints,
             goal: self.goal.flags(),
+            agent: self.agent.agent.clone(),
+            instructions: self.agent.instructions(),
+            system_prompt: self.agent.system_prompt(),
+            workspace_agents: self.agent.workspace_agents,
         }
     }
 }

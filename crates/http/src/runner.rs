@@ -83,6 +83,12 @@ pub struct CreateSession {
     /// What the grader judges against.
     #[serde(default)]
     pub rubric: Option<String>,
+    /// An agent the server knows (an agent definition in its config
+    /// directory's `agents/`, or its workspaces' when its config opts in):
+    /// the session starts as that agent. A client names one; it never
+    /// supplies a definition.
+    #[serde(default)]
+    pub agent: Option<String>,
 }
 
 /// The `budget` of `POST /api/sessions`: `pod run`'s budget flags.
@@ -539,8 +545,10 @@ impl Runner {
                 grader: request.grader.clone(),
                 rubric: request.rubric.clone(),
             },
+            agent: request.agent.clone(),
             // An API client never names commands to run: the server's
-            // config file's hooks apply.
+            // config file's hooks apply. Nor instruction files: the
+            // server's config and the workspace's AGENTS.md apply.
             ..Default::default()
         };
         let plan = self

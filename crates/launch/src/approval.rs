@@ -16,6 +16,7 @@ pub const KNOWN_TOOLS: &[&str] = &[
     pod_tools::GREP,
     pod_tools::BASH,
     pod_tools::TODO_WRITE,
+    pod_tools::SKILL,
     pod::TASK,
 ];
 

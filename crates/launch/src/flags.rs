@@ -73,6 +73,17 @@ pub struct Flags {
     pub no_checkpoints: bool,
     /// What "done" means (`--verify`, `--grader`, `--rubric`).
     pub goal: GoalFlags,
+    /// `--agent NAME`: start as this agent definition (its prompt, tools
+    /// and model).
+    pub agent: Option<String>,
+    /// `--instructions FILE`s: added after the project's instructions.
+    pub instructions: Vec<PathBuf>,
+    /// `--system-prompt FILE`: replaces the built-in system prompt.
+    pub system_prompt: Option<PathBuf>,
+    /// `--workspace-agents`: also the workspace's agent definitions
+    /// (`.claude/agents/`, `.pod/agents/`) and skills (`.claude/skills/`,
+    /// `.agents/skills/`).
+    pub workspace_agents: bool,
 }
 
 /// The checks that decide whether a run is done (`--verify CMD`,

@@ -52,6 +52,11 @@ pub struct Plan {
     hooks: Vec<crate::record::RecordedHooks>,
     checkpoints: bool,
     worktree: Option<crate::record::RecordedWorktree>,
+    /// What its system prompt is made of (read now, or recorded).
+    pub prompt: crate::prompt::RecordedPrompt,
+    /// Lines for the user about the prompt: instruction files left out,
+    /// fields ignored.
+    prompt_warnings: Vec<String>,
     resume: Option<Resuming>,
     replay: Option<Replaying>,
 }
@@ -186,7 +191,10 @@ impl Launcher {
 
     /// A new session in `workspace` (an existing directory), as `flags` ask.
     pub fn plan(&self, flags: &Flags, workspace: PathBuf) -> Result<Plan, LaunchError> {
-        let settings = Resolved::resolve(flags, None)?;
+        let file = crate::model::config_file(&flags.model)?;
+        let (prompt, mut prompt_warnings) = crate::prompt::collect(flags, &file, None, &workspace)?;
+        let flags = &agent_model(flags, &prompt, &file, &mut prompt_warnings);
+        let settings = Resolved::resolve_in(file, flags, None)?;
         let hooks = hooks::collect(
             flags,
             &settings.file,
@@ -204,6 +212,8 @@ impl Launcher {
             hooks,
             checkpoints,
             worktree: None,
+            prompt,
+            prompt_warnings,
             resume: None,
             replay: None,
         })
@@ -239,6 +249,8 @@ impl Launcher {
         }
         let recorded = loaded.launch.as_ref();
         let settings = Resolved::resolve(flags, recorded)?;
+        let (prompt, prompt_warnings) =
+            crate::prompt::collect(flags, &settings.file, recorded, &workspace)?;
         let hooks = hooks::collect(
             flags,
             &settings.file,
@@ -257,6 +269,8 @@ impl Launcher {
             hooks,
             checkpoints,
             worktree: None,
+            prompt,
+            prompt_warnings,
             resume: Some(Resuming {
                 id,
                 assistant_items: loaded.assistant_items(),
@@ -278,6 +292,7 @@ impl Plan {
         workspace: PathBuf,
         hooks: Vec<crate::record::RecordedHooks>,
         checkpoints: bool,
+        prompt: crate::prompt::RecordedPrompt,
         replaying: Replaying,
     ) -> Self {
         Self {
@@ -289,6 +304,8 @@ impl Plan {
             hooks,
             checkpoints,
             worktree: None,
+            prompt,
+            prompt_warnings: Vec::new(),
             resume: None,
             replay: Some(replaying),
         }
@@ -360,6 +377,7 @@ impl Plan {
         launch.hooks = self.hooks.clone();
         launch.checkpoints = self.checkpoints;
         launch.worktree = self.worktree.clone();
+        launch.prompt = self.prompt.recorded();
         launch.mcp_servers = self
             .servers()?
             .iter()
@@ -450,10 +468,12 @@ impl Plan {
                  recorded name with --mcp-config FILE",
             ));
         }
-        let warnings = failures
-            .into_iter()
-            .map(|failure| format!("{failure}; the session goes on without its tools"))
-            .collect();
+        let mut warnings: Vec<String> = self.prompt_warnings.clone();
+        warnings.extend(
+            failures
+                .into_iter()
+                .map(|failure| format!("{failure}; the session goes on without its tools")),
+        );
         let mut launch = settings.launch();
         if launch.provider.kind == Some(pod_providers::ProviderKind::Scripted) {
             // A scripted model's context window is its script file's, which
@@ -467,6 +487,12 @@ impl Plan {
         launch.hooks = self.hooks.clone();
         launch.checkpoints = self.checkpoints;
         launch.worktree = self.worktree.clone();
+        launch.prompt = self.prompt.recorded();
+        self.prompt.apply(&mut config);
+        // A replay's children answer from the recording: no model of theirs.
+        if self.replay.is_none() {
+            crate::prompt::agent_models(&self.prompt, &settings.file, &mut config, &mut warnings);
+        }
         config.launch = launch.to_json();
         config.hooks = hooks::load(&self.hooks)?.map(Arc::new);
         config.checkpoints = self.checkpoints;
@@ -491,6 +517,39 @@ impl Plan {
             profile: settings.choice.profile.clone(),
         })
     }
+}
+
+/// `flags` with the profile an agent's `model` names, when the flags
+/// choose no model themselves and the config file has that profile; else
+/// the model is left as the flags and file choose it, with a warning.
+fn agent_model(
+    flags: &Flags,
+    prompt: &crate::prompt::RecordedPrompt,
+    file: &pod_providers::ConfigFile,
+    warnings: &mut Vec<String>,
+) -> Flags {
+    let mut flags = flags.clone();
+    let Some((agent, model)) = prompt
+        .agent
+        .as_ref()
+        .and_then(|agent| Some((agent, agent.model.as_ref()?)))
+    else {
+        return flags;
+    };
+    let chosen = &flags.model;
+    if chosen.profile.is_some() || chosen.provider.is_some() || chosen.script.is_some() {
+        return flags;
+    }
+    if file.profiles.contains_key(model) {
+        flags.model.profile = Some(model.clone());
+    } else {
+        warnings.push(format!(
+            "agent `{}` asks for model `{model}`, which names no profile of the config file; \
+             the session uses the default model",
+            agent.name
+        ));
+    }
+    flags
 }
 
 /// Whether sessions snapshot their workspace: yes, unless the flag or the

@@ -4,7 +4,9 @@
 //! A front end parses what it was given into [`Flags`]; the [`Launcher`]
 //! lays them over the config file (`$XDG_CONFIG_HOME/pod/config.toml`) and,
 //! on resume, over the session's [`Launch`] record, once: the model and its
-//! profile, approvals, the sandbox, budgets, subagents and MCP servers.
+//! profile, approvals, the sandbox, budgets, subagents and MCP servers;
+//! and what the system prompt is made of ([`prompt`]: `AGENTS.md` files,
+//! a replacement prompt, agent definitions, skills), read once and recorded.
 //! It writes the [`pod::PodConfig`] once, records the launch once, and
 //! starts the Pod. Adding a session setting touches this crate and the
 //! front ends' parsing, nothing else.
@@ -42,6 +44,7 @@ mod launcher;
 mod mcp;
 mod model;
 pub mod notify;
+pub mod prompt;
 mod record;
 pub mod replay;
 mod sandbox;
@@ -56,5 +59,6 @@ pub use error::LaunchError;
 pub use flags::{BudgetFlags, Flags, ModelFlags, SandboxFlags};
 pub use launcher::{Launcher, Meter, Options, Place, Plan, Prepared, Session};
 pub use model::{Choice, Model};
+pub use prompt::{RecordedAgent, RecordedPrompt, RecordedText};
 pub use record::{Launch, RecordedApproval, RecordedHooks, RecordedWorktree};
 pub use settings::Resolved;

@@ -18,6 +18,9 @@
 //!   commands, not the file names: a file in the workspace is the agent's
 //!   to change); `--hooks` or `--workspace-hooks` given to resume read them
 //!   again.
+//! - The system prompt's parts (instruction files and their text, the
+//!   agent, agents and skills) are read when the session starts and
+//!   recorded whole; nothing given to resume changes them.
 
 use pod::log::{LaunchJson, SessionHeader};
 use pod::ApprovalFlags;
@@ -63,6 +66,12 @@ pub struct Launch {
     /// What "done" means: the checks and grader that verify its runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goal: Option<crate::goal::RecordedGoal>,
+    /// What its system prompt was made of (instruction files and their
+    /// text, the agent, the agents and skills offered), as read when it
+    /// started; absent in sessions from before pod read them (they had the
+    /// built-in prompt alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<crate::prompt::RecordedPrompt>,
 }
 
 fn yes() -> bool {
@@ -199,6 +208,7 @@ mod tests {
             checkpoints: true,
             worktree: None,
             goal: None,
+            prompt: None,
         };
         let mut header = SessionHeader::new(uuid::Uuid::nil(), "m".into(), "/w".into());
         header.launch = launch.to_json();

@@ -120,6 +120,7 @@ impl Resolved {
             checkpoints: true,
             worktree: None,
             goal: self.goal.clone(),
+            prompt: None,
         }
     }
 

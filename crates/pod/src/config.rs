@@ -115,8 +115,17 @@ pub struct PodConfig {
     /// directory and any secret file it was given. The session's own
     /// workspace and temp dir stay reachable even inside one.
     pub private_paths: Vec<PathBuf>,
-    /// Subagents: whether the session has the `task` tool, and its limits.
+    /// Subagents: whether the session has the `task` tool, its limits and
+    /// the agent types it offers.
     pub subagents: SubagentConfig,
+    /// The tools the session may call (an agent definition's `tools`), by
+    /// pod's names; every tool when `None`. `todo_write` is always kept:
+    /// the runtime's reminders ask for it. A tool left out is not offered
+    /// and a call to it is refused as unknown.
+    pub tool_allow: Option<Vec<String>>,
+    /// The Agent Skills the `skill` tool loads (the prompt lists them);
+    /// none by default, and then no `skill` tool.
+    pub skills: Vec<pod_tools::Skill>,
     /// The operator's hooks (Claude Code's settings format), run at their
     /// events for this session and its subagents; none by default.
     pub hooks: Option<Arc<pod_hooks::Hooks>>,
@@ -167,6 +176,8 @@ impl PodConfig {
             sandbox: SandboxPolicy::default(),
             private_paths: Vec::new(),
             subagents: SubagentConfig::default(),
+            tool_allow: None,
+            skills: Vec::new(),
             hooks: None,
             checkpoints: false,
             verify: None,

@@ -81,7 +81,7 @@ pub use home::{HomeAccess, PodHome, LOG_FILE};
 pub use interceptors::{context_estimate, CostBudget, SessionBudget, MAX_COMPACTION_FAILURES};
 pub use pod::Pod;
 pub use store::{FileStore, LogWriter, SessionStat, SessionStore, Store, Waits};
-pub use subagents::{child_session_id, SubagentConfig, TASK};
+pub use subagents::{child_session_id, SubagentConfig, SubagentType, TASK};
 
 // The types this crate's API takes and returns, so that an embedder can
 // depend on `pod` alone.

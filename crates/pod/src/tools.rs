@@ -72,6 +72,15 @@ impl SessionTools {
         if let Some(subagents) = &subagents {
             registry.register(TaskTool::new(subagents.clone()));
         }
+        if !config.skills.is_empty() {
+            registry.register(pod_tools::SkillTool::new(config.skills.clone()));
+        }
+        if let Some(allowed) = &config.tool_allow {
+            let allowed: Arc<[String]> = allowed.clone().into();
+            registry = registry.only(Arc::new(move |name: &str| {
+                name == pod_tools::TODO_WRITE || allowed.iter().any(|a| a == name)
+            }));
+        }
         registry.share_specs();
         let checks = match (&config.verify, session.lineage.depth, &workspace) {
             (Some(_), 0, Some(workspace)) => Some(workspace.clone()),

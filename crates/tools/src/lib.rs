@@ -1,6 +1,7 @@
 //! Builtin tools of pod: `todo_write` and the [`workspace`] tools
 //! (`read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`,
-//! `bash`), confined to one directory.
+//! `bash`), confined to one directory, and `skill` (Agent Skills loaded on
+//! demand).
 //!
 //! Each tool lives in its own module with the same shape: its typed
 //! arguments, its validation, and a [`Tool`](pod_worker::Tool) impl. State a
@@ -26,10 +27,12 @@
 #![deny(missing_docs)]
 
 pub mod sandbox;
+pub mod skill;
 pub mod todo;
 pub mod workspace;
 
 pub use sandbox::{Sandbox, SandboxMode, SandboxPolicy};
+pub use skill::{Skill, SkillTool, SKILL};
 pub use todo::{
     has_unfinished, items_in_call, parse_todo_write, render_progress, render_todos, TodoError,
     TodoItem, TodoState, TodoStatus, TodoStore, TodoWriteTool, TODO_WRITE,

@@ -272,6 +272,26 @@ pub trait ToolSource: Send + Sync {
     fn tools(&self) -> Vec<Arc<dyn DynTool>>;
 }
 
+/// A source's tools that an allow-list keeps ([`ToolRegistry::only`]).
+struct OnlySource {
+    inner: Arc<dyn ToolSource>,
+    keep: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+impl ToolSource for OnlySource {
+    fn generation(&self) -> u64 {
+        self.inner.generation()
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        self.inner
+            .tools()
+            .into_iter()
+            .filter(|tool| (self.keep)(&tool.spec().name))
+            .collect()
+    }
+}
+
 /// The tools a worker may call, by name.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
@@ -406,6 +426,24 @@ impl ToolRegistry {
         }
         for (source, _) in &self.sources {
             registry.register_source(Arc::clone(source));
+        }
+        registry
+    }
+
+    /// A copy with only the tools `keep` accepts by name (an agent's
+    /// allow-list), its sources' tools filtered the same way.
+    pub fn only(&self, keep: Arc<dyn Fn(&str) -> bool + Send + Sync>) -> ToolRegistry {
+        let mut registry = ToolRegistry::new();
+        for (name, tool) in &self.fixed {
+            if keep(name) {
+                registry.register_dyn(Arc::clone(tool));
+            }
+        }
+        for (source, _) in &self.sources {
+            registry.register_source(Arc::new(OnlySource {
+                inner: Arc::clone(source),
+                keep: Arc::clone(&keep),
+            }));
         }
         registry
     }

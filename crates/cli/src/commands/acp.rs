@@ -45,7 +45,7 @@ impl Factory {
     async fn config(&self, plan: pod_launch::Plan) -> Result<PodConfig, FactoryError> {
         let prepared = plan.prepare(pod_launch::Options::default()).await?;
         for warning in &prepared.warnings {
-            tracing::warn!(%warning, "MCP server");
+            tracing::warn!(%warning, "session");
         }
         Ok(prepared.config)
     }

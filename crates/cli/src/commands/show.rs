@@ -24,6 +24,69 @@ struct ShowJson<'a> {
     /// Every answer recorded (an answer given while parked is recorded
     /// again, not pending, when the session acts on it).
     answers: Vec<&'a pod::log::AnswerRecord>,
+    /// What its system prompt was made of: the agent, the instruction
+    /// files (their text is the log's), the skills.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<serde_json::Value>,
+}
+
+/// The prompt's parts as `show --json` lists them: names and sizes, not
+/// the texts.
+fn prompt_json(loaded: &Loaded) -> Option<serde_json::Value> {
+    let prompt = loaded.launch.as_ref()?.prompt.as_ref()?;
+    if prompt.is_empty() {
+        return None;
+    }
+    Some(serde_json::json!({
+        "system_prompt": prompt.system_prompt.as_ref().map(|t| &t.source),
+        "agent": prompt.agent.as_ref().map(|a| &a.name),
+        "instructions": prompt.instructions.iter().map(|t| serde_json::json!({
+            "source": t.source,
+            "bytes": t.text.len(),
+        })).collect::<Vec<_>>(),
+        "left_out": prompt.left_out,
+        "agents": prompt.agents.iter().map(|a| &a.name).collect::<Vec<_>>(),
+        "skills": prompt.skills.iter().map(|s| &s.name).collect::<Vec<_>>(),
+    }))
+}
+
+/// The prompt's parts as the human view lists them.
+fn prompt_lines(loaded: &Loaded) -> String {
+    let Some(prompt) = loaded.launch.as_ref().and_then(|l| l.prompt.as_ref()) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let path = |p: &std::path::Path| render::safe::line(&p.display().to_string()).into_owned();
+    if let Some(agent) = &prompt.agent {
+        out.push_str(&format!(
+            "  agent      {} ({})\n",
+            render::safe::line(&agent.name),
+            path(&agent.source)
+        ));
+    }
+    if let Some(own) = &prompt.system_prompt {
+        out.push_str(&format!("  prompt     {}\n", path(&own.source)));
+    }
+    for (at, file) in prompt.instructions.iter().enumerate() {
+        let label = if at == 0 { "instructed" } else { "" };
+        out.push_str(&format!(
+            "  {label:<10} {} ({} bytes)\n",
+            path(&file.source),
+            file.text.len()
+        ));
+    }
+    for file in &prompt.left_out {
+        out.push_str(&format!("  left out   {} (over the cap)\n", path(file)));
+    }
+    if !prompt.skills.is_empty() {
+        let names: Vec<String> = prompt
+            .skills
+            .iter()
+            .map(|s| render::safe::line(&s.name).into_owned())
+            .collect();
+        out.push_str(&format!("  skills     {}\n", names.join(", ")));
+    }
+    out
 }
 
 /// Prints one session.
@@ -57,6 +120,7 @@ pub async fn run(args: ShowArgs, place: super::Place) -> Result<Outcome> {
                     _ => None,
                 })
                 .collect(),
+            prompt: prompt_json(&loaded),
         };
         let json = crate::render::safe::json(&doc, true).context("cannot encode the session")?;
         crate::output::print(&format!("{json}\n"))?;
@@ -303,6 +367,7 @@ fn head_and_history(
             render::safe::line(&tree.repo.display().to_string())
         ));
     }
+    out.push_str(&prompt_lines(loaded));
     out.push_str(&format!("  log        {}\n\n", s.log_path));
     out.push_str(&render::history::history_with_files(
         &loaded.records,

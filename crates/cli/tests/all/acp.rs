@@ -469,3 +469,25 @@ async fn a_subagent_is_one_tool_call_whose_content_follows_its_plan() {
     );
     agent.finish().await;
 }
+
+#[tokio::test]
+async fn an_editors_session_gets_the_projects_instructions_recorded() {
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    std::fs::write(workspace.join("AGENTS.md"), "Run make check.\n").unwrap();
+    let mut agent = Agent::start(&env, &json!({"steps": [{"text": "Checked."}]}));
+    agent.client.initialize().await;
+    let session = agent.client.new_session(&workspace).await;
+    let reply = agent.client.prompt(&session, "Check it").await;
+    assert_eq!(reply.result(), &json!({"stopReason": "end_turn"}));
+    agent.finish().await;
+    let shown = env.show_json(&session);
+    let files = &shown["prompt"]["instructions"];
+    assert_eq!(files.as_array().map(Vec::len), Some(1), "{shown}");
+    assert_eq!(
+        files[0]["source"],
+        json!(workspace.join("AGENTS.md")),
+        "{shown}"
+    );
+    assert_eq!(files[0]["bytes"], 16);
+}

@@ -19,6 +19,7 @@ mod fleet_scale;
 mod fork;
 mod hooks;
 mod http;
+mod instructions;
 mod ledger;
 mod mcp;
 mod metrics;

@@ -162,6 +162,11 @@ async fn start(
         dir.to_path_buf(),
         hooks,
         checkpoints,
+        // The prompt the session started with, as recorded.
+        recorded
+            .as_ref()
+            .and_then(|launch| launch.prompt.clone())
+            .unwrap_or_default(),
         crate::launcher::Replaying {
             script,
             servers,

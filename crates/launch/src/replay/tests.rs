@@ -59,6 +59,7 @@ async fn record(dir: &Path) -> (PodHome, uuid::Uuid) {
         workspace,
         Vec::new(),
         true,
+        Default::default(),
         crate::launcher::Replaying {
             script,
             servers: Vec::new(),

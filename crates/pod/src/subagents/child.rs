@@ -42,6 +42,8 @@ pub(crate) struct Task {
     pub read_only: bool,
     /// In its own git worktree (`POD_HOME/worktrees/ID`).
     pub worktree: bool,
+    /// The agent type it runs as (`subagent_type`), if one was named.
+    pub agent: Option<super::SubagentType>,
 }
 
 /// What a child's log says about it.
@@ -342,6 +344,9 @@ fn child_config(parent: &Inner, task: &Task) -> PodConfig {
     if parent.lineage.depth == 0 {
         config.system_prompt = format!("{}\n\n{SUBAGENT_PROMPT}", parent.config.system_prompt);
     }
+    if let Some(agent) = &task.agent {
+        apply_agent(&mut config, agent);
+    }
     config.approver = parent.config.approver.clone().map(|approver| {
         Arc::new(ChildApprover {
             parent: approver,
@@ -358,6 +363,33 @@ fn child_config(parent: &Inner, task: &Task) -> PodConfig {
     // it wrapped), not each child.
     config.on_start.clear();
     config
+}
+
+/// A child running as `agent`: its model, its instructions after the
+/// prompt, and only the tools both its parent and the agent may use.
+fn apply_agent(config: &mut PodConfig, agent: &super::SubagentType) {
+    if let Some(provider) = &agent.provider {
+        config.provider = provider.clone();
+    }
+    if !agent.prompt.trim().is_empty() {
+        config.system_prompt = format!(
+            "{}\n\n# You are the `{}` agent\n\n{}",
+            config.system_prompt,
+            agent.name,
+            agent.prompt.trim()
+        );
+    }
+    if let Some(tools) = &agent.tools {
+        config.tool_allow = Some(match &config.tool_allow {
+            // Never more than the parent may use.
+            Some(parent) => tools
+                .iter()
+                .filter(|tool| parent.contains(tool))
+                .cloned()
+                .collect(),
+            None => tools.clone(),
+        });
+    }
 }
 
 /// `output` with `note` (where the child's changes are) after it.

@@ -43,6 +43,35 @@ pub struct SubagentConfig {
     pub max_per_run: u32,
     /// The model children use; the parent's when `None`.
     pub provider: Option<Arc<dyn Provider>>,
+    /// The agent types a `task` call may name (`subagent_type`): agent
+    /// definitions the operator (or, opted in, the workspace) gave.
+    pub types: Vec<SubagentType>,
+}
+
+/// An agent a `task` call may start by name: its prompt, the tools it
+/// may use and its model.
+#[derive(Clone)]
+pub struct SubagentType {
+    /// Its name (`subagent_type`).
+    pub name: String,
+    /// When to use it, for the model.
+    pub description: String,
+    /// Its instructions, added to the child's system prompt.
+    pub prompt: String,
+    /// The tools it may call, by pod's names; its parent's when `None`.
+    pub tools: Option<Vec<String>>,
+    /// The model it runs on; the subagents' when `None`.
+    pub provider: Option<Arc<dyn Provider>>,
+}
+
+impl std::fmt::Debug for SubagentType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentType")
+            .field("name", &self.name)
+            .field("tools", &self.tools)
+            .field("provider", &self.provider.as_ref().map(|p| p.model_name()))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Default of [`SubagentConfig::max_depth`]: a child may delegate once more;
@@ -66,6 +95,7 @@ impl Default for SubagentConfig {
             max_parallel: DEFAULT_MAX_PARALLEL,
             max_per_run: DEFAULT_MAX_PER_RUN,
             provider: None,
+            types: Vec::new(),
         }
     }
 }
@@ -78,6 +108,14 @@ impl std::fmt::Debug for SubagentConfig {
             .field("max_parallel", &self.max_parallel)
             .field("max_per_run", &self.max_per_run)
             .field("provider", &self.provider.as_ref().map(|p| p.model_name()))
+            .field(
+                "types",
+                &self
+                    .types
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }

@@ -94,6 +94,10 @@ pub(crate) struct TaskArgs {
     /// repository, on its own branch.
     #[serde(default)]
     worktree: bool,
+    /// The agent type the child runs as (one of the session's agent
+    /// definitions).
+    #[serde(default)]
+    subagent_type: Option<String>,
 }
 
 #[async_trait::async_trait]
@@ -106,6 +110,7 @@ impl Tool for TaskTool {
 
     fn description(&self) -> String {
         let config = &self.subagents.inner.config.subagents;
+        let types = agent_types(&config.types);
         format!(
             "Delegate a self-contained task to a subagent: a fresh agent with its own context \
              and plan, working in the same workspace. It sees only `prompt`, so say everything \
@@ -116,12 +121,42 @@ impl Tool for TaskTool {
              read_only the subagent cannot write files or run commands. With worktree it works \
              in its own git worktree and branch of the workspace's repository (from HEAD), so \
              parallel subagents that write never touch each other's files; the result names \
-             the branch to merge.",
+             the branch to merge.{types}",
             config.max_parallel, config.max_per_run
         )
     }
 
     fn parameters(&self) -> Arc<serde_json::Value> {
+        let types = &self.subagents.inner.config.subagents.types;
+        if !types.is_empty() {
+            let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
+            let mut schema = serde_json::Value::clone(&self.base_parameters());
+            schema["properties"]["subagent_type"] = serde_json::json!({
+                "type": "string",
+                "enum": names,
+                "description": "Run the subagent as this agent (its instructions and tools)"
+            });
+            return Arc::new(schema);
+        }
+        self.base_parameters()
+    }
+
+    fn concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, args: TaskArgs, ctx: ToolContext) -> ToolOutput {
+        self.run(args, ctx).await
+    }
+}
+
+impl TaskTool {
+    /// The schema without agent types.
+    fn base_parameters(&self) -> Arc<serde_json::Value> {
         pod_worker::schema!({
             "type": "object",
             "properties": {
@@ -147,21 +182,17 @@ impl Tool for TaskTool {
         })
     }
 
-    fn concurrency_safe(&self) -> bool {
-        true
-    }
-
-    fn resumable(&self) -> bool {
-        true
-    }
-
-    async fn call(&self, args: TaskArgs, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, args: TaskArgs, ctx: ToolContext) -> ToolOutput {
         if args.prompt.trim().is_empty() {
             return ToolOutput::error(
                 "The task's `prompt` is empty. Call `task` again with the whole task in `prompt`.",
             );
         }
         let inner = &self.subagents.inner;
+        let agent = match agent_type(&inner.config.subagents.types, &args.subagent_type) {
+            Ok(agent) => agent,
+            Err(refused) => return refused,
+        };
         let id = child::child_session_id(inner.session_id, &ctx.call_id);
         // A resumed call finds its child's log: it is not a new child.
         let resumed = child::exists(&inner.config, id).await;
@@ -189,9 +220,46 @@ impl Tool for TaskTool {
             prompt: args.prompt,
             read_only: args.read_only,
             worktree: args.worktree,
+            agent,
         };
         child::run(inner, task, &ctx.cancel).await
     }
+}
+
+/// The agent type a call names, if it names one; an error result the
+/// model can act on when the session has no such type.
+fn agent_type(
+    types: &[super::SubagentType],
+    name: &Option<String>,
+) -> Result<Option<super::SubagentType>, ToolOutput> {
+    let Some(name) = name else { return Ok(None) };
+    if let Some(agent) = types.iter().find(|t| &t.name == name) {
+        return Ok(Some(agent.clone()));
+    }
+    let known: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
+    let known = match known.is_empty() {
+        true => "none".to_string(),
+        false => known.join(", "),
+    };
+    Err(ToolOutput::error(format!(
+        "Not run: there is no agent type `{name}`. The agent types are: {known}. Call `task` \
+         with one of them, or without `subagent_type`."
+    )))
+}
+
+/// The agent types, as the tool's description lists them.
+fn agent_types(types: &[super::SubagentType]) -> String {
+    if types.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        " With subagent_type the subagent runs as one of these agents, with its instructions \
+         and only its tools:",
+    );
+    for agent in types {
+        out.push_str(&format!("\n- {}: {}", agent.name, agent.description));
+    }
+    out
 }
 
 /// The description, or the prompt's first words when there is none.

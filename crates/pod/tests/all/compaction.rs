@@ -308,3 +308,48 @@ async fn compactions_inside_a_turn_do_not_reset_its_request_budget() {
     assert_eq!(test.model.requests().len(), 30);
     pod.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn the_system_prompts_instructions_survive_three_compactions_and_a_resume_untouched() {
+    let mut steps: Vec<ScriptStep> = (0..6).map(bulky_echo).collect();
+    steps.push(ScriptStep::text("Paused here."));
+    steps.push(ScriptStep::text("Resumed."));
+    let summaries = (1..=3)
+        .map(|n| ScriptStep::text(format!("Summary {n}")))
+        .collect();
+    let (test, compactor) = compacting_pod(steps, summaries);
+    let mut config = config(&test, &compactor);
+    config.compaction.context_window = None; // manual only
+    config.compaction.tail_tokens = 50;
+    config.system_prompt = format!(
+        "{}\n\n# Project instructions\n\nINSTRUCTIONS-MARKER: run make check.",
+        pod::DEFAULT_SYSTEM_PROMPT
+    );
+    let pod = Pod::spawn(config.clone()).await.expect("spawn");
+    pod.prompt("Start").await.expect("turn");
+    for n in 1..=3 {
+        pod.compact()
+            .await
+            .unwrap_or_else(|e| panic!("compaction {n}: {e}"));
+    }
+    let id = pod.session_id();
+    pod.shutdown().await.expect("shutdown");
+    let resumed = Pod::resume(id, config.clone()).await.expect("resume");
+    resumed.prompt("Go on").await.expect("turn");
+    resumed.shutdown().await.expect("shutdown");
+    let requests = test.model.requests();
+    assert!(requests.len() >= 8, "{}", requests.len());
+    // Every request, after each compaction and the resume, sends the prompt
+    // whole, and it was never history a summary could rewrite.
+    for request in &requests {
+        assert_eq!(request.system_prompt, config.system_prompt);
+        assert!(request
+            .history
+            .iter()
+            .all(|item| !text_of(item).contains("INSTRUCTIONS-MARKER")));
+    }
+    assert!(compactor
+        .requests()
+        .iter()
+        .all(|r| !format!("{:?}", r.history).contains("INSTRUCTIONS-MARKER")));
+}

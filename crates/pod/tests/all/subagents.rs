@@ -596,3 +596,57 @@ async fn a_read_only_childs_children_are_read_only_and_children_share_no_tool_st
     );
     pod.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_typed_child_gets_its_prompt_and_only_the_tools_both_it_and_its_parent_may_use() {
+    let model = model(
+        vec![
+            ScriptStep::tool_call(
+                TASK,
+                json!({"description": "r", "prompt": "Typed child", "subagent_type": "reader"}),
+            ),
+            ScriptStep::tool_call(
+                TASK,
+                json!({"description": "x", "prompt": "Nobody", "subagent_type": "nope"}),
+            ),
+            ScriptStep::text("done"),
+        ],
+        vec![("Typed child", vec![ScriptStep::text("read")])],
+    );
+    let mut test = test_pod(model.clone());
+    test.workspace_tools = true;
+    let mut config = test.config();
+    // The parent may not run bash; the agent may not grep.
+    config.tool_allow = Some(vec!["read_file".into(), "grep".into(), TASK.into()]);
+    config.subagents.types = vec![pod::SubagentType {
+        name: "reader".into(),
+        description: "Reads".into(),
+        prompt: "READER-PROMPT".into(),
+        tools: Some(vec!["read_file".into(), "bash".into()]),
+        provider: None,
+    }];
+    let pod = Pod::spawn(config).await.unwrap();
+    pod.prompt("Go").await.unwrap();
+    let mut seen = tools_seen(&model, "Typed child");
+    seen.sort();
+    assert_eq!(seen, ["read_file", "todo_write"]);
+    let mut parent = tools_seen(&model, "Go");
+    parent.sort();
+    assert_eq!(parent, ["grep", "read_file", TASK, "todo_write"]);
+    let request = model
+        .requests()
+        .into_iter()
+        .find(|r| matches!(&r.history[0].kind, ItemKind::User { text } if text == "Typed child"))
+        .unwrap();
+    assert!(request.system_prompt.contains("READER-PROMPT"));
+    // An unknown type is an error result naming the known ones.
+    let history = pod.get_history().await.unwrap();
+    let results = task_results(&history);
+    assert!(!results[0].2, "{results:?}");
+    assert!(
+        results[1].2
+            && results[1].1.contains("no agent type `nope`")
+            && results[1].1.contains("reader")
+    );
+    pod.shutdown().await.unwrap();
+}

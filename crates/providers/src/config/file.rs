@@ -73,6 +73,11 @@ pub struct ConfigFile {
     /// `pod serve --http`), kept as parsed for front ends.
     #[serde(default)]
     pub triggers: Option<toml::Value>,
+    /// The `[agent]` table (project instructions, a system prompt, agent
+    /// definitions and skills: what a session's prompt is made of), kept as
+    /// parsed for front ends, like `approval`.
+    #[serde(default)]
+    pub agent: Option<toml::Value>,
     /// `hooks_file`: a Claude Code settings JSON file whose `"hooks"` run
     /// in every session (relative to this file's directory).
     #[serde(default)]
