@@ -12,22 +12,31 @@
 //! first. The mapping lives in `tickets/acp.md`.
 //!
 //! This crate translates and nothing more: it must not know how providers
-//! are configured (the caller supplies a [`PodFactory`]), nor how turns, logs
-//! or tools work inside a Pod. Core crates never see its types.
+//! are configured nor start a Pod or an MCP server (the caller's
+//! [`PodFactory`] starts sessions, `pod acp`'s through pod-launch), nor how
+//! turns, logs or tools work inside a Pod. Core crates never see its types.
 //!
 //! ```
-//! use pod::{PodConfig, PodHome};
-//! use pod_acp::{serve, FactoryError, PodFactory};
+//! use pod::{Pod, PodConfig, PodHome};
+//! use pod_acp::{serve, FactoryError, PodFactory, Start, Started};
 //! use pod_llm::ScriptedProvider;
-//! use std::{path::Path, sync::Arc};
+//! use std::sync::Arc;
 //! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 //!
+//! // `pod acp` starts sessions through pod-launch; this one starts them
+//! // on a scripted model.
 //! struct Scripted;
 //! #[pod::async_trait]
 //! impl PodFactory for Scripted {
-//!     async fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
+//!     async fn new_session(&self, start: Start<'_>) -> Result<Started, FactoryError> {
 //!         let model = ScriptedProvider::from_steps(vec![]);
-//!         Ok(PodConfig::new(PodHome::from_env()?, workspace, Arc::new(model)))
+//!         let mut config = PodConfig::new(PodHome::from_env()?, start.workspace, Arc::new(model));
+//!         config.approver = Some(start.approver);
+//!         let handle = Pod::spawn(config).await?;
+//!         Ok(Started { handle, mcp: Default::default(), warnings: Vec::new() })
+//!     }
+//!     async fn resume_session(&self, id: uuid::Uuid, start: Start<'_>) -> Result<Started, FactoryError> {
+//!         Err(format!("no session {id} in {}", start.workspace.display()).into())
 //!     }
 //! }
 //!
@@ -64,5 +73,5 @@ mod turn;
 mod updates;
 
 pub use error::AcpError;
-pub use factory::{FactoryError, PodFactory};
+pub use factory::{FactoryError, PodFactory, Start, Started};
 pub use server::{serve, AGENT_NAME};

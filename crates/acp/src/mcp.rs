@@ -1,10 +1,10 @@
 //! The editor's MCP servers (`mcpServers` of `session/new` and
-//! `session/load`): started for the session, their tools in its registry at
-//! `ask` (the editor answers) unless the policy names them, stopped with it.
+//! `session/load`) as pod's server settings. The factory starts them with
+//! the session's own (through the launcher, the one place servers start):
+//! their tools ask the editor unless the policy names them.
 
 use agent_client_protocol::v1::schema::McpServer;
-use pod::{PodConfig, ToolPolicy};
-use pod_mcp::{McpServers, ServerConfig, Transport};
+use pod_mcp::{ServerConfig, Transport};
 use std::collections::BTreeMap;
 
 /// The servers the editor sent, as pod server settings; those pod cannot
@@ -39,7 +39,7 @@ pub fn servers(sent: &[McpServer]) -> (Vec<ServerConfig>, Vec<String>) {
                 },
             )),
             other => skipped.push(format!(
-                "an MCP server of an unsupported transport ({})",
+                "an MCP server of an unsupported transport ({}); the session goes on without it",
                 serde_json::to_value(other)
                     .ok()
                     .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(String::from))
@@ -48,44 +48,4 @@ pub fn servers(sent: &[McpServer]) -> (Vec<ServerConfig>, Vec<String>) {
         }
     }
     (servers, skipped)
-}
-
-/// Starts `servers` for a session and registers their tools in `config`;
-/// returns them and one line per server that did not start.
-pub async fn attach(
-    servers: Vec<ServerConfig>,
-    config: &mut PodConfig,
-) -> (McpServers, Vec<String>) {
-    let mut problems = Vec::new();
-    let servers: Vec<ServerConfig> = servers
-        .into_iter()
-        .filter(|server| match pod_mcp::config::check_name(&server.name) {
-            Ok(()) => true,
-            Err(err) => {
-                problems.push(err.to_string());
-                false
-            }
-        })
-        .collect();
-    if servers.is_empty() {
-        return (McpServers::default(), problems);
-    }
-    // Names the session's tools already use (the front end's own servers).
-    let taken: Vec<String> = config
-        .tools
-        .specs()
-        .iter()
-        .map(|s| s.name.clone())
-        .collect();
-    let (started, failures) = McpServers::start(servers, &config.workspace, &taken).await;
-    problems.extend(failures.iter().map(ToString::to_string));
-    // Per server, so that tools it adds later ask too.
-    for server in started.servers() {
-        let every = pod_mcp::names::server_pattern(&server.name);
-        if config.approval.explicit(&every).is_none() {
-            config.approval.set(every, ToolPolicy::Ask);
-        }
-    }
-    started.register(&mut config.tools);
-    (started, problems)
 }

@@ -1,6 +1,6 @@
 //! `session/new` and `session/load`: opening a Pod and its forwarder.
 
-use crate::factory::PodFactory;
+use crate::factory::{PodFactory, Start, Started};
 use crate::forward::{self, Control};
 use crate::permission::SessionApprover;
 use crate::replay::replay_updates;
@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
-use pod::{Pod, PodConfig, PodError, PodHandle};
+use pod::{PodError, PodHandle};
 use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -38,20 +38,20 @@ pub async fn open_new(
 ) -> Result<(), Error> {
     let answer = async {
         check_workspace(&request.cwd)?;
-        let mut config = factory
-            .new_session(&request.cwd)
-            .await
-            .map_err(|err| config_error(&*err))?;
         let (servers, skipped) = crate::mcp::servers(&request.mcp_servers);
-        let (mcp, mut problems) = crate::mcp::attach(servers, &mut config).await;
-        problems.extend(skipped);
         let wiring = Wiring::new();
-        let handle = Pod::spawn(wiring.configure(config))
+        let Started {
+            handle,
+            mcp,
+            mut warnings,
+        } = factory
+            .new_session(wiring.start(&request.cwd, servers))
             .await
-            .map_err(|err| pod_error(&err))?;
+            .map_err(|err| start_error(&request.cwd, &*err))?;
+        warnings.extend(skipped);
         let id = handle.session_id().to_string();
         tracing::info!(%id, cwd = %request.cwd.display(), servers = mcp.servers().count(), "session/new");
-        open(&cx, &sessions, handle, wiring, mcp, problems);
+        open(&cx, &sessions, handle, wiring, mcp, warnings);
         Ok(NewSessionResponse::new(id))
     };
     respond(responder, answer.await)
@@ -79,23 +79,21 @@ pub async fn load(
                     )
                 })?;
                 check_workspace(&request.cwd)?;
-                let mut config = factory
-                    .resume_session(uuid, &request.cwd)
-                    .await
-                    .map_err(|err| config_error(&*err))?;
                 let (servers, skipped) = crate::mcp::servers(&request.mcp_servers);
-                let (mcp, mut problems) = crate::mcp::attach(servers, &mut config).await;
-                problems.extend(skipped);
                 let wiring = Wiring::new();
-                let handle = Pod::resume(uuid, wiring.configure(config))
+                let Started {
+                    handle,
+                    mcp,
+                    mut warnings,
+                } = factory
+                    .resume_session(uuid, wiring.start(&request.cwd, servers))
                     .await
-                    .map_err(|err| match err {
-                        PodError::NoSuchSession { .. } => {
-                            not_found(&request.session_id, err.to_string())
-                        }
-                        err => pod_error(&err),
+                    .map_err(|err| match missing(&*err) {
+                        Some(missing) => not_found(&request.session_id, missing.to_string()),
+                        None => start_error(&request.cwd, &*err),
                     })?;
-                (handle, Some((wiring, mcp, problems)))
+                warnings.extend(skipped);
+                (handle, Some((wiring, mcp, warnings)))
             }
         };
         let history = handle.get_history().await.map_err(|e| pod_error(&e))?;
@@ -130,12 +128,16 @@ impl Wiring {
         }
     }
 
-    /// The session's config: room for bursts of events, and the client as
-    /// the approver of `ask` tools (the policy itself is the factory's).
-    fn configure(&self, mut config: PodConfig) -> PodConfig {
-        config.event_capacity = config.event_capacity.max(EVENT_CAPACITY);
-        config.approver = Some(Arc::new(SessionApprover::new(self.control.clone())));
-        config
+    /// What the session is started with: room for bursts of events, the
+    /// editor's servers, and the client as the approver of `ask` tools
+    /// (the policy itself is the factory's).
+    fn start<'a>(&self, workspace: &'a Path, servers: Vec<pod_mcp::ServerConfig>) -> Start<'a> {
+        Start {
+            workspace,
+            servers,
+            approver: Arc::new(SessionApprover::new(self.control.clone())),
+            event_capacity: EVENT_CAPACITY,
+        }
     }
 }
 
@@ -155,9 +157,7 @@ fn open(
     for problem in problems {
         tracing::warn!(%id, %problem, "MCP server left out");
         updates.send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-            crate::translate::text(&format!(
-                "(pod: {problem}; the session goes on without its tools)\n"
-            )),
+            crate::translate::text(&format!("(pod: {problem})\n")),
         )));
     }
     let forwarder = forward::run(updates, handle.clone(), events, wiring.control_rx);
@@ -210,10 +210,26 @@ pub fn not_found(id: &SessionId, message: String) -> Error {
     Error::new(ErrorCode::RESOURCE_NOT_FOUND, message).data(serde_json::json!({ "sessionId": id }))
 }
 
-fn config_error(err: &(dyn std::error::Error + Send + Sync)) -> Error {
+/// The missing session in `err`'s chain, if that is why it failed.
+fn missing<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a PodError> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(err) = cause {
+        if let Some(found @ PodError::NoSuchSession { .. }) = err.downcast_ref::<PodError>() {
+            return Some(found);
+        }
+        cause = err.source();
+    }
+    None
+}
+
+fn start_error(cwd: &Path, err: &(dyn std::error::Error + Send + Sync + 'static)) -> Error {
     Error::new(
         ErrorCode::INTERNAL_ERROR,
-        format!("cannot configure the model: {err}"),
+        format!(
+            "cannot start the session in {}: {}",
+            cwd.display(),
+            pod_llm::error_chain(err)
+        ),
     )
 }
 

@@ -984,7 +984,7 @@ impl Runner {
             // A Pod of this server that just shut down may still hold the
             // log for a moment.
             busy_wait: std::time::Duration::from_secs(1),
-            session_id: None,
+            ..Default::default()
         };
         let prepared = plan.prepare(options).await.map_err(|e| {
             ApiError::conflict(format!("cannot resume session {id}: {}", chain(&e)))

@@ -97,6 +97,11 @@ pub struct Options {
     /// The new session's id, when the front end derives it (a webhook
     /// delivery's); a fresh one when `None`.
     pub session_id: Option<Uuid>,
+    /// MCP servers the front end brings (an editor's `mcpServers`),
+    /// started with the configured ones and not recorded with the session
+    /// (the front end brings them again when it reopens it). One whose name
+    /// a configured server has is left out, with a warning.
+    pub servers: Vec<pod_mcp::ServerConfig>,
 }
 
 /// A session ready to start: its config, written once, and its MCP servers
@@ -412,7 +417,22 @@ impl Plan {
             // A scripted model goes on with the step after the last answered.
             model.resume_at(resume.assistant_items);
         }
-        let servers = self.servers()?;
+        let mut servers = self.servers()?;
+        let mut front_end = std::collections::HashSet::new();
+        let mut refused = Vec::new();
+        for server in options.servers {
+            if let Err(err) = pod_mcp::config::check_name(&server.name) {
+                refused.push(format!("{err}; the session goes on without it"));
+            } else if servers.iter().any(|s| s.name == server.name) {
+                refused.push(format!(
+                    "MCP server {} has the name of a configured server, which is used instead",
+                    server.name
+                ));
+            } else {
+                front_end.insert(server.name.clone());
+                servers.push(server);
+            }
+        }
         let mut config = PodConfig::new(
             self.place.home.clone(),
             self.workspace.clone(),
@@ -469,6 +489,7 @@ impl Plan {
             ));
         }
         let mut warnings: Vec<String> = self.prompt_warnings.clone();
+        warnings.extend(refused);
         warnings.extend(
             failures
                 .into_iter()
@@ -484,6 +505,7 @@ impl Plan {
                 .or(config.provider.context_window());
         }
         launch.mcp_servers = mcp::recorded(&started);
+        launch.mcp_servers.retain(|s| !front_end.contains(&s.name));
         launch.hooks = self.hooks.clone();
         launch.checkpoints = self.checkpoints;
         launch.worktree = self.worktree.clone();

@@ -2,11 +2,12 @@
 //! POD_HOME, and the client that drives it.
 
 use crate::client::AcpClient;
-use pod::{PodConfig, PodHome};
-use pod_acp::{serve, AcpError, FactoryError, PodFactory};
+use pod::{Pod, PodConfig, PodHome};
+use pod_acp::{serve, AcpError, FactoryError, PodFactory, Start, Started};
 use pod_llm::{Script, ScriptedProvider};
+use pod_mcp::McpServers;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
 use tokio::task::JoinHandle;
@@ -22,18 +23,42 @@ pub struct ScriptedFactory {
     script: Script,
 }
 
+impl ScriptedFactory {
+    /// A Pod's config as a front end's launcher would make it, with what
+    /// the server brings (a stand-in: `pod acp` starts sessions through
+    /// pod-launch, tested in crates/cli/tests/all/acp.rs).
+    fn config(&self, start: Start<'_>) -> PodConfig {
+        let provider = ScriptedProvider::new(self.script.clone());
+        let mut config = PodConfig::new(
+            self.home.clone(),
+            start.workspace,
+            Arc::new(provider.clone()),
+        );
+        config.compact_provider = Some(Arc::new(provider.compactor()));
+        config.approver = Some(start.approver);
+        config.event_capacity = config.event_capacity.max(start.event_capacity);
+        config
+    }
+}
+
 #[pod::async_trait]
 impl PodFactory for ScriptedFactory {
-    async fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
-        let provider = ScriptedProvider::new(self.script.clone());
-        let mut config = PodConfig::new(self.home.clone(), workspace, Arc::new(provider.clone()));
-        config.compact_provider = Some(Arc::new(provider.compactor()));
-        Ok(config)
+    async fn new_session(&self, start: Start<'_>) -> Result<Started, FactoryError> {
+        let handle = Pod::spawn(self.config(start)).await?;
+        Ok(Started {
+            handle,
+            mcp: McpServers::default(),
+            warnings: Vec::new(),
+        })
     }
 
-    async fn resume_session(&self, id: Uuid, workspace: &Path) -> Result<PodConfig, FactoryError> {
-        let _ = id;
-        self.new_session(workspace).await
+    async fn resume_session(&self, id: Uuid, start: Start<'_>) -> Result<Started, FactoryError> {
+        let handle = Pod::resume(id, self.config(start)).await?;
+        Ok(Started {
+            handle,
+            mcp: McpServers::default(),
+            warnings: Vec::new(),
+        })
     }
 }
 

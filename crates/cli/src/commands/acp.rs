@@ -5,9 +5,7 @@
 use crate::cli::AcpArgs;
 use crate::error::Outcome;
 use anyhow::{Context, Result};
-use pod::PodConfig;
-use pod_acp::{FactoryError, PodFactory};
-use std::path::Path;
+use pod_acp::{FactoryError, PodFactory, Start, Started};
 use uuid::Uuid;
 
 /// Serves ACP on stdin/stdout until stdin closes.
@@ -31,50 +29,73 @@ pub async fn run(args: AcpArgs, place: super::Place) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// Each session gets its own model (a scripted one starts its own script)
-/// and the config file's and `--mcp-config`'s servers (and, for a loaded
-/// session, those it recorded); the servers stop when the session's Pod is
-/// dropped (its tools own the connections). The editor's own servers are
-/// started by the ACP server.
+/// Each session starts through the launcher, as every front end's does:
+/// its own model (a scripted one starts its own script), the config
+/// file's and `--mcp-config`'s servers (and, for a loaded session, those it
+/// recorded) with the editor's, the editor as the approver of `ask`
+/// tools. The servers stop when the session is dropped.
 struct Factory {
     launcher: pod_launch::Launcher,
     flags: pod_launch::Flags,
 }
 
 impl Factory {
-    async fn config(&self, plan: pod_launch::Plan) -> Result<PodConfig, FactoryError> {
-        let prepared = plan.prepare(pod_launch::Options::default()).await?;
-        for warning in &prepared.warnings {
-            tracing::warn!(%warning, "session");
-        }
-        Ok(prepared.config)
+    async fn start(
+        &self,
+        plan: pod_launch::Plan,
+        start: Start<'_>,
+    ) -> Result<Started, FactoryError> {
+        let options = pod_launch::Options {
+            approver: Some(start.approver),
+            servers: start.servers,
+            ..Default::default()
+        };
+        let mut prepared = plan.prepare(options).await?;
+        prepared.config.event_capacity = prepared.config.event_capacity.max(start.event_capacity);
+        let session = prepared
+            .start()
+            .await
+            .map_err(|err| match err.pod_error() {
+                // Boxed as is: the editor is told the session does not exist.
+                Some(pod::PodError::NoSuchSession { id, store }) => {
+                    FactoryError::from(pod::PodError::NoSuchSession {
+                        id: id.clone(),
+                        store: store.clone(),
+                    })
+                }
+                _ => FactoryError::from(err),
+            })?;
+        Ok(Started {
+            handle: session.handle,
+            mcp: session.mcp,
+            warnings: session.warnings,
+        })
     }
 }
 
 #[pod::async_trait]
 impl PodFactory for Factory {
-    async fn new_session(&self, workspace: &Path) -> Result<PodConfig, FactoryError> {
-        let plan = self.launcher.plan(&self.flags, workspace.into())?;
-        self.config(plan).await
+    async fn new_session(&self, start: Start<'_>) -> Result<Started, FactoryError> {
+        let plan = self.launcher.plan(&self.flags, start.workspace.into())?;
+        self.start(plan, start).await
     }
 
-    async fn resume_session(&self, id: Uuid, workspace: &Path) -> Result<PodConfig, FactoryError> {
+    async fn resume_session(&self, id: Uuid, start: Start<'_>) -> Result<Started, FactoryError> {
         // As `pod resume` does: the session's record under `pod acp`'s
         // flags, in the editor's directory.
-        let plan = match self
+        let plan = self
             .launcher
-            .plan_resume(id, &self.flags, Some(workspace.into()))
+            .plan_resume(id, &self.flags, Some(start.workspace.into()))
             .await
-        {
-            Ok(plan) => plan,
-            // A missing session is left to the Pod, which says so precisely;
-            // any other failure (a bad record, a gone workspace) is the
-            // editor's answer.
-            Err(err) if matches!(err.pod_error(), Some(pod::PodError::NoSuchSession { .. })) => {
-                self.launcher.plan(&self.flags, workspace.into())?
-            }
-            Err(err) => return Err(err.into()),
-        };
-        self.config(plan).await
+            .map_err(|err| match err.pod_error() {
+                Some(pod::PodError::NoSuchSession { id, store }) => {
+                    FactoryError::from(pod::PodError::NoSuchSession {
+                        id: id.clone(),
+                        store: store.clone(),
+                    })
+                }
+                _ => FactoryError::from(err),
+            })?;
+        self.start(plan, start).await
     }
 }
