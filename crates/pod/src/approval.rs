@@ -261,41 +261,7 @@ fn summarize(tool: &str, arguments: &str) -> String {
     }
 }
 
-/// The user's answer to an [`ApprovalRequest`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalDecision {
-    /// Run this call.
-    AllowOnce,
-    /// Run this call and every later call of this tool in the session.
-    AllowAlways,
-    /// Refuse this call.
-    RejectOnce,
-    /// Refuse this call and every later call of this tool in the session.
-    RejectAlways,
-    /// No answer (the prompt was dismissed or the turn cancelled): the turn
-    /// ends as aborted.
-    Cancelled,
-    /// No answer now: the question stays open in the session's log and the
-    /// turn parks at the call, to continue once an answer is recorded
-    /// (`pod approve`, the HTTP API). For front ends where waiting must cost
-    /// nothing (a server, a fleet worker).
-    Later,
-}
-
-impl ApprovalDecision {
-    /// The name used in the API, the CLI and the log.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalDecision::AllowOnce => "allow_once",
-            ApprovalDecision::AllowAlways => "allow_always",
-            ApprovalDecision::RejectOnce => "reject_once",
-            ApprovalDecision::RejectAlways => "reject_always",
-            ApprovalDecision::Cancelled => "cancelled",
-            ApprovalDecision::Later => "later",
-        }
-    }
-}
+pub use crate::decision::ApprovalDecision;
 
 /// Asks the user about a call; implemented by front ends (a terminal
 /// prompt, ACP's `session/request_permission`).
@@ -308,7 +274,48 @@ pub trait Approver: Send + Sync {
         -> ApprovalDecision;
 
     /// Who answers through this approver, for the answer's record.
-    fn answerer(&self) -> crate::questions::Answerer {
-        crate::questions::Answerer::via("approver")
+    fn answerer(&self) -> Answerer {
+        Answerer::via("approver")
+    }
+}
+
+/// Who gives an answer and through what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answerer {
+    /// `terminal`, `cli`, `http`, `acp`, `timeout`, or an embedder's name.
+    pub via: String,
+    /// A user name, when known.
+    pub by: Option<String>,
+    /// A host or address, when known.
+    pub from: Option<String>,
+}
+
+impl Answerer {
+    /// Through `via`, from nobody in particular.
+    pub fn via(via: impl Into<String>) -> Self {
+        Self {
+            via: via.into(),
+            by: None,
+            from: None,
+        }
+    }
+
+    /// The answer it gives to `question`.
+    pub fn answer(
+        &self,
+        question: &crate::log::QuestionRecord,
+        decision: ApprovalDecision,
+        pending: bool,
+    ) -> crate::log::AnswerRecord {
+        crate::log::AnswerRecord {
+            question: question.id,
+            call_id: question.request.call_id.clone(),
+            decision,
+            by: self.by.clone(),
+            via: self.via.clone(),
+            from: self.from.clone(),
+            at: chrono::Utc::now(),
+            pending,
+        }
     }
 }

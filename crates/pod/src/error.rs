@@ -87,7 +87,7 @@ pub enum PodError {
     Lost,
     /// A compaction did not happen; the history is unchanged.
     #[error("compaction failed")]
-    Compaction(#[source] crate::compact::CompactionError),
+    Compaction(#[source] CompactionError),
     /// No question with this id in the session.
     #[error("session {session} has no question {question}")]
     NoSuchQuestion {
@@ -109,7 +109,7 @@ pub enum PodError {
         /// The question.
         question: uuid::Uuid,
         /// The answer that stands.
-        decision: crate::approval::ApprovalDecision,
+        decision: crate::decision::ApprovalDecision,
         /// Through what it was given.
         via: String,
     },
@@ -117,9 +117,32 @@ pub enum PodError {
     #[error("`{}` is not an answer", decision.as_str())]
     NotAnAnswer {
         /// The decision given.
-        decision: crate::approval::ApprovalDecision,
+        decision: crate::decision::ApprovalDecision,
     },
     /// The Pod's home directory could not be determined.
     #[error("cannot find a home for sessions: set POD_HOME")]
     NoHome,
+}
+
+/// Why a compaction did not happen. The history is unchanged in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum CompactionError {
+    /// The history is too short to summarise anything.
+    #[error("nothing to compact: the history fits in the kept tail")]
+    NothingToCompact,
+    /// The compact request failed.
+    #[error("compact request failed")]
+    Request(#[from] pod_worker::WorkerError),
+    /// The compact model answered with nothing.
+    #[error("the compact model returned an empty summary")]
+    EmptySummary,
+    /// The compact turn did not finish ({0:?}).
+    #[error("the compact request did not finish: {0:?}")]
+    Interrupted(pod_worker::TurnEndReason),
+    /// The boundary could not be written; the old context stays.
+    #[error("could not write the compaction boundary")]
+    Log(#[source] Box<PodError>),
+    /// The run was cancelled while the summary was being written.
+    #[error("cancelled")]
+    Cancelled,
 }

@@ -41,6 +41,8 @@ pub mod approval;
 pub mod checkpoints;
 pub mod compact;
 mod config;
+mod decision;
+mod durability;
 mod error;
 mod events;
 mod fork;

@@ -287,46 +287,7 @@ impl QuestionRecord {
     }
 }
 
-/// Who gives an answer and through what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answerer {
-    /// `terminal`, `cli`, `http`, `acp`, `timeout`, or an embedder's name.
-    pub via: String,
-    /// A user name, when known.
-    pub by: Option<String>,
-    /// A host or address, when known.
-    pub from: Option<String>,
-}
-
-impl Answerer {
-    /// Through `via`, from nobody in particular.
-    pub fn via(via: impl Into<String>) -> Self {
-        Self {
-            via: via.into(),
-            by: None,
-            from: None,
-        }
-    }
-
-    /// The answer it gives to `question`.
-    pub fn answer(
-        &self,
-        question: &QuestionRecord,
-        decision: ApprovalDecision,
-        pending: bool,
-    ) -> AnswerRecord {
-        AnswerRecord {
-            question: question.id,
-            call_id: question.request.call_id.clone(),
-            decision,
-            by: self.by.clone(),
-            via: self.via.clone(),
-            from: self.from.clone(),
-            at: Utc::now(),
-            pending,
-        }
-    }
-}
+pub use crate::approval::Answerer;
 
 /// An approver for front ends where waiting must cost nothing (a fleet
 /// worker): every question is answered later, so the turn parks on it.
@@ -386,7 +347,10 @@ pub async fn answer(
     }
     let mut waited = std::time::Duration::ZERO;
     let opened = loop {
-        match store.open(session, crate::config::Durability::Always).await {
+        match store
+            .open(session, crate::durability::Durability::Always)
+            .await
+        {
             Err(PodError::SessionBusy { .. } | PodError::SessionLeased { .. }) if waited < wait => {
                 tokio::time::sleep(PARKING_POLL).await;
                 waited += PARKING_POLL;

@@ -42,6 +42,7 @@
 #![deny(missing_docs)]
 
 mod commit;
+mod db;
 mod error;
 mod health;
 mod leases;

@@ -3,9 +3,9 @@
 //! with all the others. It holds no connection of its own.
 
 use crate::commit::{Append, Refused, Shared};
+use crate::db::{Db, Lease};
 use crate::error::query;
 use crate::releases::After;
-use crate::store::{Db, Lease};
 use pod::log::LogRecord;
 use pod::store::{LogSink, Waits};
 use pod::{Durability, PodError};

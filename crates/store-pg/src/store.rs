@@ -1,6 +1,7 @@
 //! The store: sessions, their leases and records in PostgreSQL.
 
 use crate::commit::GroupCommit;
+use crate::db::{Db, Lease};
 use crate::error::{query, PgStoreError};
 use crate::health::{Availability, Health};
 use crate::leases::Leases;
@@ -85,14 +86,6 @@ fn default_owner() -> String {
     format!("{host}:{}:{}", std::process::id(), &tag[..8])
 }
 
-/// A lease this store holds on a session.
-#[derive(Clone, Debug)]
-pub(crate) struct Lease {
-    pub id: Uuid,
-    pub epoch: i64,
-    pub ttl_ms: i64,
-}
-
 /// Sessions in PostgreSQL. Cheap to clone; clones share one bounded set
 /// of connections ([`PgStoreConfig::connections`]), one group committer
 /// and one lease renewal for all their sessions.
@@ -125,16 +118,6 @@ pub(crate) struct ClaimedRead {
     header: Option<SessionHeader>,
     records: Vec<LogRecord>,
     next_seq: i64,
-}
-
-/// What a store's open sessions share: connections, the group commit and
-/// their leases (renewed together).
-pub(crate) struct Db {
-    pub pool: Arc<Pool>,
-    pub commits: GroupCommit,
-    pub releases: Releases,
-    pub leases: Arc<Leases>,
-    pub location: String,
 }
 
 /// What a store did with the database, for benchmarks and `/metrics`.

@@ -22,6 +22,7 @@ mod error;
 mod execute;
 mod interceptor;
 mod observer;
+mod outcome;
 mod stack;
 mod step;
 mod tool;
@@ -47,6 +48,7 @@ pub mod __private {
     pub use serde_json;
 }
 
+pub use outcome::{TurnEndReason, TurnOutcome};
 pub use tool::{DynTool, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
 pub use tool_state::{CommittedCall, ToolState, ToolStates};
-pub use worker::{Compaction, TurnEndReason, TurnOutcome, Worker, WorkerConfig};
+pub use worker::{Compaction, Worker, WorkerConfig};

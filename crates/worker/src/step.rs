@@ -10,7 +10,7 @@
 
 use crate::budget::{Budget, BudgetMeter, Limit};
 use crate::interceptor::{AbortReason, CompactionOutcome, PreRequestAction, TurnEndAction};
-use crate::worker::{TurnEndReason, TurnOutcome};
+use crate::outcome::{TurnEndReason, TurnOutcome};
 use crate::YieldReason;
 use pod_llm::{FinishReason, Item, ToolCall, Usage};
 

@@ -1,6 +1,6 @@
 //! Tools: typed arguments in each tool, raw JSON only in the registry.
 
-use crate::tool_state::ToolState;
+use crate::tool_state::{ToolState, ToolStates};
 use pod_llm::ToolSpec;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
@@ -462,5 +462,18 @@ impl ToolRegistry {
     /// Names of every tool, in registration order.
     pub fn names(&self) -> &[String] {
         &self.order
+    }
+}
+
+impl ToolStates {
+    /// The states the registry's tools declare.
+    pub fn of(tools: &ToolRegistry) -> Self {
+        let mut states = Self::new();
+        for name in tools.names() {
+            if let Some(state) = tools.get(name).and_then(|tool| tool.state()) {
+                states.insert(name, state);
+            }
+        }
+        states
     }
 }

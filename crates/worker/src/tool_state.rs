@@ -11,7 +11,6 @@
 //! runs ahead of what was saved, and replay gives back exactly what the live
 //! session had.
 
-use crate::tool::ToolRegistry;
 use pod_llm::{Item, ItemKind};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -79,17 +78,6 @@ impl ToolStates {
     /// No stateful tool.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The states the registry's tools declare.
-    pub fn of(tools: &ToolRegistry) -> Self {
-        let mut states = Self::new();
-        for name in tools.names() {
-            if let Some(state) = tools.get(name).and_then(|tool| tool.state()) {
-                states.insert(name, state);
-            }
-        }
-        states
     }
 
     /// Feeds `name`'s committed calls to `state`.

@@ -60,28 +60,7 @@ pub struct CompactionReport {
     pub summary_chars: usize,
 }
 
-/// Why a compaction did not happen. The history is unchanged in every case.
-#[derive(Debug, thiserror::Error)]
-pub enum CompactionError {
-    /// The history is too short to summarise anything.
-    #[error("nothing to compact: the history fits in the kept tail")]
-    NothingToCompact,
-    /// The compact request failed.
-    #[error("compact request failed")]
-    Request(#[from] pod_worker::WorkerError),
-    /// The compact model answered with nothing.
-    #[error("the compact model returned an empty summary")]
-    EmptySummary,
-    /// The compact turn did not finish ({0:?}).
-    #[error("the compact request did not finish: {0:?}")]
-    Interrupted(TurnEndReason),
-    /// The boundary could not be written; the old context stays.
-    #[error("could not write the compaction boundary")]
-    Log(#[source] Box<crate::error::PodError>),
-    /// The run was cancelled while the summary was being written.
-    #[error("cancelled")]
-    Cancelled,
-}
+pub use crate::error::CompactionError;
 
 /// What a compaction works with.
 pub(crate) struct Compactor<'a> {

@@ -207,7 +207,7 @@ pub struct AnswerRecord {
     /// The call it is about.
     pub call_id: String,
     /// The decision (never `cancelled` or `later`: those are not answers).
-    pub decision: crate::approval::ApprovalDecision,
+    pub decision: crate::decision::ApprovalDecision,
     /// Who answered, when known (a user name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,

@@ -2,7 +2,7 @@
 //! time per session through an exclusive file lock.
 
 use super::{LogWriter, OpenedLog, SessionStat, SessionStore};
-use crate::config::Durability;
+use crate::durability::Durability;
 use crate::error::PodError;
 use crate::home::PodHome;
 use crate::log::{

@@ -21,7 +21,7 @@ mod file;
 pub use crate::log::LogContents;
 pub use file::FileStore;
 
-use crate::config::Durability;
+use crate::durability::Durability;
 use crate::error::PodError;
 use crate::log::{LogCursor, LogRecord, SessionHeader};
 use chrono::{DateTime, Utc};

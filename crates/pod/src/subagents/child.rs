@@ -2,7 +2,7 @@
 //! forwarding its events, and turning how it ended into the call's result.
 
 use super::approver::ChildApprover;
-use super::tool::Inner;
+use super::parent::Parent;
 use crate::approval::{Approver, SubagentLabel};
 use crate::config::PodConfig;
 use crate::error::PodError;
@@ -158,7 +158,7 @@ pub(crate) async fn exists(config: &PodConfig, id: Uuid) -> bool {
 
 /// Runs `task`'s child to its end (or finds it ended) and returns the
 /// call's result. Cancelling `cancel` cancels the child's turn.
-pub(crate) async fn run(parent: &Inner, task: Task, cancel: &CancellationToken) -> ToolOutput {
+pub(crate) async fn run(parent: &Parent, task: Task, cancel: &CancellationToken) -> ToolOutput {
     let mut config = child_config(parent, &task);
     let store = config.store();
     let mut recorded_workspace = None;
@@ -285,7 +285,7 @@ async fn reopen(
 /// Runs the child's turn, forwarding its events to the parent's
 /// subscribers, and cancels it when the parent's turn is cancelled.
 async fn drive(
-    parent: &Inner,
+    parent: &Parent,
     task: &Task,
     handle: &PodHandle,
     prompt: bool,
@@ -335,7 +335,7 @@ async fn drive(
 
 /// The settings a child runs with: its parent's, with the subagents' model,
 /// a note in the system prompt, questions labelled, and no session budget.
-fn child_config(parent: &Inner, task: &Task) -> PodConfig {
+fn child_config(parent: &Parent, task: &Task) -> PodConfig {
     let mut config = PodConfig::clone(&parent.config);
     if let Some(provider) = &parent.config.subagents.provider {
         config.provider = provider.clone();

@@ -18,6 +18,7 @@
 
 mod approver;
 mod child;
+mod parent;
 mod tool;
 
 pub use child::child_session_id;

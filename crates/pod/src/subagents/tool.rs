@@ -1,6 +1,7 @@
 //! The `task` tool: delegates a self-contained task to a child Pod.
 
 use super::child::{self, Task};
+use super::parent::Parent;
 use super::Lineage;
 use crate::config::PodConfig;
 use crate::events::EventBus;
@@ -24,15 +25,19 @@ pub(crate) struct Subagents {
 }
 
 pub(crate) struct Inner {
-    /// The parent's settings, which a child's are derived from.
-    pub config: Arc<PodConfig>,
-    pub session_id: Uuid,
-    pub lineage: Lineage,
-    pub events: EventBus,
+    /// What a child is derived from.
+    pub parent: Parent,
     // One permit per child that may run at once.
     slots: Semaphore,
     // Children started in the current run.
     started: AtomicU32,
+}
+
+impl std::ops::Deref for Inner {
+    type Target = Parent;
+    fn deref(&self) -> &Parent {
+        &self.parent
+    }
 }
 
 impl Subagents {
@@ -44,10 +49,12 @@ impl Subagents {
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
-                config: Arc::clone(config),
-                session_id,
-                lineage,
-                events: events.clone(),
+                parent: Parent {
+                    config: Arc::clone(config),
+                    session_id,
+                    lineage,
+                    events: events.clone(),
+                },
                 slots: Semaphore::new(config.subagents.max_parallel.max(1)),
                 started: AtomicU32::new(0),
             }),
