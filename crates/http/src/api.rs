@@ -1,30 +1,26 @@
 //! The API's handlers: JSON in, JSON out, a clear 4xx for bad input.
 
 use super::error::{parse, ApiError};
-use super::runner::{CreateSession, PendingApproval, Runner};
-use super::summaries::Summaries;
+use super::runner::{CreateSession, PendingApproval};
+use super::state::{logged_questions, question_of, with_live, Row, Shared};
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use pod::{ApprovalDecision, PodError, Store};
+use pod::{ApprovalDecision, PodError};
 use pod_launch::sessions::Summary;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
-/// What every handler reads.
+/// What every handler reads: what the server shares ([`Shared`]) and the
+/// readers and triggers made from it.
 #[derive(Clone)]
 pub struct AppState {
-    pub runner: Runner,
-    pub store: Store,
-    pub summaries: Summaries,
-    /// Who serves (for the fleet view): the store and this process.
-    pub server: String,
-    /// Fires when the server stops: event streams end.
-    pub stop: pod::CancellationToken,
+    /// The runner, the store, the summaries, who serves, the stop.
+    pub shared: Shared,
     /// The readers of watched sessions, one each, shared by their streams.
     pub tails: super::tail::Tails,
     /// The reader of the session list, shared by its streams.
@@ -33,13 +29,11 @@ pub struct AppState {
     pub triggers: std::sync::Arc<super::triggers::Triggers>,
 }
 
-/// One row of `GET /api/sessions`.
-#[derive(Serialize)]
-pub struct Row {
-    #[serde(flatten)]
-    pub summary: Summary,
-    /// Running in this server now.
-    pub live: bool,
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
 }
 
 /// `GET /api/sessions`: every session, most recently updated first.
@@ -317,50 +311,6 @@ pub async fn waiting(app: &AppState, only: Option<Uuid>) -> Result<Vec<PendingAp
     Ok(with_live(logged, app.runner.approvals(), only))
 }
 
-/// The questions the logs of `entries` hold.
-pub fn logged_questions(entries: &[super::summaries::Entry]) -> Vec<PendingApproval> {
-    entries
-        .iter()
-        .filter_map(|entry| question_of(&entry.summary))
-        .collect()
-}
-
-fn question_of(summary: &Summary) -> Option<PendingApproval> {
-    let question = summary.question.as_ref()?;
-    Some(PendingApproval {
-        // A process holds it: it asks the question itself.
-        parked: summary.holder.is_none(),
-        ..PendingApproval::parked(summary.id, question)
-    })
-}
-
-/// The questions the logs hold (`logged`) and those waiting in this
-/// process (`live`; of session `only`, when given), oldest first.
-pub fn with_live(
-    mut waiting: Vec<PendingApproval>,
-    live: Vec<PendingApproval>,
-    only: Option<Uuid>,
-) -> Vec<PendingApproval> {
-    // A subagent's question asked here is in its own log too: listed once,
-    // as asked here (where it is answered).
-    waiting.retain(|logged| {
-        !live.iter().any(|asked| {
-            asked.request.call_id == logged.request.call_id
-                && asked
-                    .request
-                    .subagent
-                    .as_ref()
-                    .is_some_and(|s| s.session_id == logged.session_id)
-        })
-    });
-    waiting.extend(
-        live.into_iter()
-            .filter(|a| only.is_none_or(|id| a.session_id == id)),
-    );
-    waiting.sort_by_key(|a| a.asked_at);
-    waiting
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Answer {
@@ -464,4 +414,63 @@ pub fn store_error(err: PodError) -> ApiError {
         PodError::NoSuchSession { id, .. } => ApiError::not_found(format!("no session {id}")),
         err => ApiError::internal(err.to_string()),
     }
+}
+
+/// `POST /api/triggers/{name}`: verifies the delivery and starts its
+/// session (201), or finds the session an earlier delivery with the same
+/// id started (200, `duplicate`).
+pub async fn deliver(
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let Some(trigger) = app.triggers.get(&name) else {
+        return Err(ApiError::not_found(format!(
+            "no trigger named {name} ([triggers.{name}] in the server's config file)"
+        )));
+    };
+    if body.len() > trigger.max_payload {
+        return Err(ApiError::with_status(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the payload is {} bytes; trigger {name} takes at most {} (max_payload_bytes)",
+                body.len(),
+                trigger.max_payload
+            ),
+        ));
+    }
+    let delivery = trigger.verify(&headers, &body)?;
+    let id = super::triggers::session_id(&name, &delivery);
+    if app.store.stat(id).await.is_ok() {
+        return Ok(duplicate(id));
+    }
+    trigger.admit()?;
+    let payload = String::from_utf8_lossy(&body);
+    let request = trigger
+        .request(&payload)
+        .map_err(|why| ApiError::internal(format!("trigger {name}: {why}")))?;
+    match app.runner.start_as(request, id).await {
+        Ok(id) => {
+            tracing::info!(trigger = %name, %delivery, session = %id, "trigger started a session");
+            Ok((
+                StatusCode::CREATED,
+                Json(json!({ "session_id": id, "trigger": name, "delivery": delivery })),
+            )
+                .into_response())
+        }
+        // Two deliveries of one id at once: the second finds the first's.
+        Err(err) => match app.store.stat(id).await {
+            Ok(_) => Ok(duplicate(id)),
+            Err(_) => Err(err),
+        },
+    }
+}
+
+fn duplicate(id: Uuid) -> Response {
+    (
+        StatusCode::OK,
+        Json(json!({ "session_id": id, "duplicate": true })),
+    )
+        .into_response()
 }

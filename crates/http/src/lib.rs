@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod runner;
 mod server;
 mod sse;
+mod state;
 mod summaries;
 mod tail;
 mod timeouts;
@@ -232,15 +233,17 @@ impl Bound {
             triggers,
         } = self;
         let state = api::AppState {
-            runner: runner.clone(),
-            store: launcher.place().store.clone(),
-            summaries: Default::default(),
-            server: format!(
-                "{} ({})",
-                pod::SessionStore::location(launcher.place().store.as_ref()),
-                std::process::id()
-            ),
-            stop: stop.clone(),
+            shared: state::Shared {
+                runner: runner.clone(),
+                store: launcher.place().store.clone(),
+                summaries: Default::default(),
+                server: format!(
+                    "{} ({})",
+                    pod::SessionStore::location(launcher.place().store.as_ref()),
+                    std::process::id()
+                ),
+                stop: stop.clone(),
+            },
             tails: Default::default(),
             listing: Default::default(),
             triggers,
@@ -287,7 +290,7 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
         .with_state(state.clone());
     // Webhook deliveries carry a signature, not the token.
     let triggers = Router::new()
-        .route("/api/triggers/{name}", post(triggers::deliver))
+        .route("/api/triggers/{name}", post(api::deliver))
         .with_state(state);
     Router::new()
         .merge(triggers)

@@ -14,7 +14,7 @@
 //! leaves (at once: the stream tells it when its connection drops it), or
 //! the server stops.
 
-use crate::api::{logged_questions, with_live, AppState, Row};
+use crate::state::{logged_questions, with_live, Row, Shared};
 use crate::tail::Counted;
 use parking_lot::Mutex;
 use pod::CancellationToken;
@@ -75,7 +75,7 @@ pub struct BoardRow {
 
 impl Listing {
     /// The board, starting the task if no stream reads it yet.
-    pub fn subscribe(&self, app: &AppState) -> watch::Receiver<Arc<Board>> {
+    pub fn subscribe(&self, app: &Shared) -> watch::Receiver<Arc<Board>> {
         let mut board = self.board.lock();
         if let Some(running) = board.as_ref() {
             return running.sender.subscribe();
@@ -87,7 +87,7 @@ impl Listing {
             stop: stop.clone(),
         });
         let counted = Counted::new(&self.readers);
-        tokio::spawn(run(app.clone(), sender, stop, counted));
+        tokio::spawn(run(app.clone(), self.clone(), sender, stop, counted));
         receiver
     }
 
@@ -147,14 +147,15 @@ struct Reader {
 /// The listing's task: a pass every [`POLL`] until no stream reads the
 /// board (`stop`) or the server stops. `_running` counts it while it runs.
 async fn run(
-    app: AppState,
+    app: Shared,
+    listing: Listing,
     sender: watch::Sender<Arc<Board>>,
     stop: CancellationToken,
     _running: Counted,
 ) {
     let mut reader = Reader::default();
     loop {
-        if app.listing.end(&sender, false) {
+        if listing.end(&sender, false) {
             return;
         }
         let board = tokio::select! {
@@ -168,7 +169,7 @@ async fn run(
             _ = tokio::time::sleep(POLL) => {}
             _ = stop.cancelled() => return,
             _ = app.stop.cancelled() => {
-                app.listing.end(&sender, true);
+                listing.end(&sender, true);
                 return;
             }
         }
@@ -177,7 +178,7 @@ async fn run(
 
 impl Reader {
     /// One pass: the new board if anything changed (or it is the first).
-    async fn pass(&mut self, app: &AppState) -> Option<Board> {
+    async fn pass(&mut self, app: &Shared) -> Option<Board> {
         let before = self.version;
         let first = self.approvals.is_none();
         let entries = match app.summaries.all(app.store.as_ref()).await {

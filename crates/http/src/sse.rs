@@ -124,7 +124,7 @@ impl SessionWatcher {
             state,
             frames,
             records,
-        } = self.app.tails.subscribe(&self.app, self.id).await?;
+        } = self.app.tails.subscribe(&self.app.shared, self.id).await?;
         let missed = seq.saturating_sub(self.sent);
         let records = match records {
             Some(records) => records.into_iter().skip(self.sent).take(missed).collect(),
@@ -206,7 +206,7 @@ fn json_event(name: &str, data: &serde_json::Value) -> Event {
 /// and the server's clock, for relative times): a client that reconnects
 /// drops the sessions it knew that the pass did not name.
 pub async fn all(State(app): State<AppState>) -> Events {
-    let board = app.listing.subscribe(&app);
+    let board = app.listing.subscribe(&app.shared);
     stream(ListWatcher {
         _counted: app.listing.watcher(),
         app,

@@ -30,8 +30,8 @@
 //! receiver lags, and it catches up from the store by sequence number (as
 //! a reconnecting one does). The tail keeps no record once published.
 
-use crate::api::{with_live, AppState};
 use crate::runner::{Delta, PendingApproval};
+use crate::state::{with_live, Shared as Server};
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 use pod::log::{LogCursor, LogRecord};
@@ -217,7 +217,7 @@ impl Tail {
 impl Tails {
     /// Joins session `id`'s tail, starting it if nobody watches the
     /// session yet (which reads its log once).
-    pub async fn subscribe(&self, app: &AppState, id: Uuid) -> Result<Subscription, PodError> {
+    pub async fn subscribe(&self, app: &Server, id: Uuid) -> Result<Subscription, PodError> {
         if let Some(tail) = self.tails.lock().get(&id) {
             return Ok(tail.subscribe(None));
         }
@@ -232,7 +232,7 @@ impl Tails {
         let subscription = tail.subscribe(Some(records));
         drop(tails);
         let running = Counted::new(&self.readers);
-        tokio::spawn(run(app.clone(), tail, reader, running));
+        tokio::spawn(run(app.clone(), self.clone(), tail, reader, running));
         Ok(subscription)
     }
 
@@ -308,7 +308,7 @@ struct Reader {
 
 /// Reads session `id` for a new tail: the tail (with the plan as of its
 /// records), its reader, and the records.
-async fn start(app: &AppState, id: Uuid) -> Result<(Tail, Reader, Vec<LogRecord>), PodError> {
+async fn start(app: &Server, id: Uuid) -> Result<(Tail, Reader, Vec<LogRecord>), PodError> {
     // Subscribed before anything is published: a watcher that has seen
     // its first event misses none of the text streamed after it.
     let deltas = app.runner.deltas();
@@ -351,10 +351,10 @@ async fn start(app: &AppState, id: Uuid) -> Result<(Tail, Reader, Vec<LogRecord>
 /// The tail's task: a poll, then text streamed meanwhile until the next,
 /// until nobody watches, the server stops or the store fails. `_running`
 /// counts it while it runs.
-async fn run(app: AppState, tail: Arc<Tail>, mut reader: Reader, _running: Counted) {
+async fn run(app: Server, tails: Tails, tail: Arc<Tail>, mut reader: Reader, _running: Counted) {
     let id = reader.id;
     loop {
-        if app.tails.end(id, &tail, false) {
+        if tails.end(id, &tail, false) {
             return;
         }
         let polled = tokio::select! {
@@ -363,7 +363,7 @@ async fn run(app: AppState, tail: Arc<Tail>, mut reader: Reader, _running: Count
         };
         if let Err(err) = polled {
             tracing::debug!(session = %id, err = %pod_llm::error_chain(&err), "session tail ended");
-            app.tails.end(id, &tail, true);
+            tails.end(id, &tail, true);
             return;
         }
         let pause = tokio::time::sleep(POLL);
@@ -373,7 +373,7 @@ async fn run(app: AppState, tail: Arc<Tail>, mut reader: Reader, _running: Count
                 _ = &mut pause => break,
                 _ = tail.stop.cancelled() => return,
                 _ = app.stop.cancelled() => {
-                    app.tails.end(id, &tail, true);
+                    tails.end(id, &tail, true);
                     return;
                 }
                 delta = next_delta(&mut reader.deltas) => match delta {
@@ -390,7 +390,7 @@ async fn run(app: AppState, tail: Arc<Tail>, mut reader: Reader, _running: Count
 }
 
 impl Reader {
-    async fn poll(&mut self, app: &AppState, tail: &Tail) -> Result<(), PodError> {
+    async fn poll(&mut self, app: &Server, tail: &Tail) -> Result<(), PodError> {
         // Who holds it first, then the records: once it is not running,
         // everything it committed is in the records read next, and they
         // are published before the status that says it stopped.

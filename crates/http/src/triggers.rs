@@ -26,14 +26,10 @@
 
 use crate::error::ApiError;
 use crate::runner::CreateSession;
-use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
 use base64::Engine as _;
 use hmac::{KeyInit, Mac};
 use pod_providers::ConfigFile;
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
@@ -64,7 +60,7 @@ pub struct Trigger {
     name: String,
     key: Vec<u8>,
     scheme: Scheme,
-    max_payload: usize,
+    pub(crate) max_payload: usize,
     rate: u32,
     /// The session's settings; its task the trigger's.
     template: serde_json::Value,
@@ -98,6 +94,11 @@ impl Triggers {
             triggers.insert(name.clone(), trigger);
         }
         Ok(Self(triggers))
+    }
+
+    /// The trigger called `name`.
+    pub fn get(&self, name: &str) -> Option<&Trigger> {
+        self.0.get(name)
     }
 
     /// Every trigger's session settings, with its name, for the server's
@@ -184,7 +185,7 @@ impl Trigger {
     }
 
     /// The session a delivery of `payload` starts.
-    fn request(&self, payload: &str) -> Result<CreateSession, String> {
+    pub(crate) fn request(&self, payload: &str) -> Result<CreateSession, String> {
         let mut request: CreateSession = serde_json::from_value(self.template.clone())
             .map_err(|e| format!("its session settings: {e}"))?;
         request.task = format!(
@@ -198,7 +199,7 @@ impl Trigger {
     }
 
     /// Checks the signature of `body`; the delivery's id.
-    fn verify(&self, headers: &HeaderMap, body: &[u8]) -> Result<String, ApiError> {
+    pub(crate) fn verify(&self, headers: &HeaderMap, body: &[u8]) -> Result<String, ApiError> {
         let header = |name: &str| {
             headers
                 .get(name)
@@ -270,7 +271,7 @@ impl Trigger {
     }
 
     /// Takes one delivery from this minute's allowance.
-    fn admit(&self) -> Result<(), ApiError> {
+    pub(crate) fn admit(&self) -> Result<(), ApiError> {
         let mut window = self.window.lock();
         if window.0.elapsed() >= Duration::from_secs(60) {
             *window = (Instant::now(), 0);
@@ -302,65 +303,6 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 /// The session id of delivery `delivery` of trigger `name`.
 pub fn session_id(name: &str, delivery: &str) -> Uuid {
     Uuid::new_v5(&NAMESPACE, format!("{name}\n{delivery}").as_bytes())
-}
-
-/// `POST /api/triggers/{name}`: verifies the delivery and starts its
-/// session (201), or finds the session an earlier delivery with the same
-/// id started (200, `duplicate`).
-pub async fn deliver(
-    State(app): State<crate::api::AppState>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Response, ApiError> {
-    let Some(trigger) = app.triggers.0.get(&name) else {
-        return Err(ApiError::not_found(format!(
-            "no trigger named {name} ([triggers.{name}] in the server's config file)"
-        )));
-    };
-    if body.len() > trigger.max_payload {
-        return Err(ApiError::with_status(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the payload is {} bytes; trigger {name} takes at most {} (max_payload_bytes)",
-                body.len(),
-                trigger.max_payload
-            ),
-        ));
-    }
-    let delivery = trigger.verify(&headers, &body)?;
-    let id = session_id(&name, &delivery);
-    if app.store.stat(id).await.is_ok() {
-        return Ok(duplicate(id));
-    }
-    trigger.admit()?;
-    let payload = String::from_utf8_lossy(&body);
-    let request = trigger
-        .request(&payload)
-        .map_err(|why| ApiError::internal(format!("trigger {name}: {why}")))?;
-    match app.runner.start_as(request, id).await {
-        Ok(id) => {
-            tracing::info!(trigger = %name, %delivery, session = %id, "trigger started a session");
-            Ok((
-                StatusCode::CREATED,
-                Json(json!({ "session_id": id, "trigger": name, "delivery": delivery })),
-            )
-                .into_response())
-        }
-        // Two deliveries of one id at once: the second finds the first's.
-        Err(err) => match app.store.stat(id).await {
-            Ok(_) => Ok(duplicate(id)),
-            Err(_) => Err(err),
-        },
-    }
-}
-
-fn duplicate(id: Uuid) -> Response {
-    (
-        StatusCode::OK,
-        Json(json!({ "session_id": id, "duplicate": true })),
-    )
-        .into_response()
 }
 
 #[cfg(test)]
