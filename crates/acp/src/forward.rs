@@ -2,34 +2,17 @@
 //! answers the session's prompts, so that every update of a turn reaches the
 //! client before the turn's answer.
 
-use crate::permission::{self, Question};
+use crate::control::Control;
+use crate::permission;
 use crate::translate;
 use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
-    ContentChunk, PromptResponse, SessionUpdate, StopReason, ToolCallStatus,
+    ContentChunk, PromptResponse, SessionUpdate, ToolCallStatus,
 };
-use agent_client_protocol::v1::Responder;
 use pod::{PodEvent, PodHandle};
 use std::collections::{HashMap, HashSet, VecDeque};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{broadcast, mpsc};
-
-/// Commands a session's forwarder takes besides Pod events.
-// A handful of commands per turn through a channel of eight: boxing the
-// prompt's responder would save nothing worth the indirection.
-#[allow(clippy::large_enum_variant)]
-pub enum Control {
-    /// A prompt's turn is over: answer it after every event emitted before.
-    Finish {
-        /// The stop reason, or the error to answer with.
-        answer: Result<StopReason, agent_client_protocol::Error>,
-        /// Where the answer goes.
-        responder: Responder<PromptResponse>,
-    },
-    /// The approval policy asks about a call: send what came before,
-    /// announce the call, then ask the client.
-    Permission(Question),
-}
 
 /// What the forwarder remembers between events.
 struct Forwarder {

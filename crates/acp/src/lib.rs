@@ -57,6 +57,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod control;
 mod error;
 mod factory;
 mod forward;

@@ -10,7 +10,7 @@
 //! resolves a pending question as [`ApprovalDecision::Cancelled`]
 //! (`session/cancel` cancels the run).
 
-use crate::forward::Control;
+use crate::control::{Control, Question};
 use crate::translate;
 use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
@@ -60,16 +60,6 @@ impl SessionApprover {
     pub fn new(control: mpsc::Sender<Control>) -> Self {
         Self { control }
     }
-}
-
-/// A question on its way to the forwarder.
-pub struct Question {
-    /// The call waiting for the answer.
-    pub request: ApprovalRequest,
-    /// The prompt's token: cancelling it withdraws the question.
-    pub cancel: CancellationToken,
-    /// Where the decision goes.
-    pub reply: oneshot::Sender<ApprovalDecision>,
 }
 
 #[async_trait::async_trait]

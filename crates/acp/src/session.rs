@@ -1,7 +1,8 @@
 //! `session/new` and `session/load`: opening a Pod and its forwarder.
 
+use crate::control::Control;
 use crate::factory::{PodFactory, Start, Started};
-use crate::forward::{self, Control};
+use crate::forward;
 use crate::permission::SessionApprover;
 use crate::replay::replay_updates;
 use crate::sessions::{Session, Sessions, TurnSlot};

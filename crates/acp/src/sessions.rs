@@ -1,6 +1,6 @@
 //! The open sessions of one connection.
 
-use crate::forward::Control;
+use crate::control::Control;
 use parking_lot::Mutex;
 use pod::PodHandle;
 use std::collections::HashMap;

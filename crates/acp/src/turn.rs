@@ -1,7 +1,7 @@
 //! `session/prompt`: a turn runs in a spawned task; the session's forwarder
 //! answers once the turn's updates are out.
 
-use crate::forward::Control;
+use crate::control::Control;
 use crate::prompt::prompt_text;
 use crate::session::not_found;
 use crate::sessions::{BeginError, Sessions};

@@ -254,8 +254,12 @@ impl Launcher {
         }
         let recorded = loaded.launch.as_ref();
         let settings = Resolved::resolve(flags, recorded)?;
-        let (prompt, prompt_warnings) =
-            crate::prompt::collect(flags, &settings.file, recorded, &workspace)?;
+        let (prompt, prompt_warnings) = crate::prompt::collect(
+            flags,
+            &settings.file,
+            recorded.map(|launch| launch.prompt.clone().unwrap_or_default()),
+            &workspace,
+        )?;
         let hooks = hooks::collect(
             flags,
             &settings.file,

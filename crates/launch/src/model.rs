@@ -4,7 +4,6 @@
 
 use crate::error::LaunchError;
 use crate::flags::ModelFlags;
-use crate::record::Launch;
 use pod_llm::{Provider, Script, ScriptedProvider};
 use pod_providers::{
     build_provider, ConfigError, ConfigFile, ProviderConfig, ProviderKind, RawProviderConfig,
@@ -22,11 +21,12 @@ pub struct Choice {
 
 /// Chooses the model settings: the flags over `--profile NAME`; with
 /// `--provider` (or `--script` alone) over nothing; otherwise over what the
-/// resumed session recorded, or else over the file's default profile.
+/// resumed session recorded (its provider settings and profile), or else
+/// over the file's default profile.
 pub fn choose(
     args: &ModelFlags,
     file: &ConfigFile,
-    recorded: Option<&Launch>,
+    recorded: Option<(&RawProviderConfig, Option<&String>)>,
 ) -> Result<Choice, LaunchError> {
     let script = match &args.script {
         Some(path) => Some(std::path::absolute(path).map_err(|err| {
@@ -59,7 +59,7 @@ pub fn choose(
     let (base, profile) = match (&args.profile, recorded) {
         (Some(name), _) => (profile_of(Some(name))?, Some(name.clone())),
         (None, _) if fresh => (RawProviderConfig::default(), None),
-        (None, Some(launch)) => (launch.provider.clone(), launch.profile.clone()),
+        (None, Some((provider, profile))) => (provider.clone(), profile.cloned()),
         (None, None) => (profile_of(None)?, file.default_profile.clone()),
     };
     Ok(Choice {

@@ -55,7 +55,11 @@ impl Resolved {
         flags: &Flags,
         recorded: Option<&Launch>,
     ) -> Result<Self, LaunchError> {
-        let choice = model::choose(&flags.model, &file, recorded)?;
+        let choice = model::choose(
+            &flags.model,
+            &file,
+            recorded.map(|launch| (&launch.provider, launch.profile.as_ref())),
+        )?;
         let approval_flags = match recorded {
             Some(launch) => launch.approval.or_given(&flags.approval),
             None => flags.approval.clone(),

@@ -1,7 +1,8 @@
 //! What an HTTP provider needs to know about its endpoint and model.
 
-use crate::http::Timeouts;
 use crate::secret::ApiKey;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// Settings of one HTTP model endpoint, already resolved (see
 /// [`crate::config`] for where they come from).
@@ -25,7 +26,7 @@ pub struct Endpoint {
     pub thinking_budget: Option<u32>,
     /// Reasoning effort (OpenAI's wires only); the server's default when
     /// absent.
-    pub reasoning_effort: Option<crate::config::ReasoningEffort>,
+    pub reasoning_effort: Option<ReasoningEffort>,
     /// Request and idle timeouts.
     pub timeouts: Timeouts,
     /// Prompt caching.
@@ -42,7 +43,7 @@ pub struct PromptCache {
     /// Mark cache breakpoints (Anthropic).
     pub enabled: bool,
     /// How long a marked prefix is kept (Anthropic).
-    pub ttl: crate::config::CacheTtl,
+    pub ttl: CacheTtl,
     /// Send the request's cache key as `prompt_cache_key` (OpenAI wire).
     pub send_key: bool,
 }
@@ -52,7 +53,7 @@ impl Default for PromptCache {
     fn default() -> Self {
         Self {
             enabled: true,
-            ttl: crate::config::CacheTtl::FiveMinutes,
+            ttl: CacheTtl::FiveMinutes,
             send_key: false,
         }
     }
@@ -133,5 +134,66 @@ impl Headers {
         self.0.as_ref().ok_or_else(|| {
             pod_llm::ProviderError::Transport("API key is not a valid header".into())
         })
+    }
+}
+
+/// How hard a reasoning model thinks before it answers (OpenAI's
+/// `reasoning_effort`): less is faster and cheaper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    /// As little as the model allows.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium (the API's default).
+    Medium,
+    /// High.
+    High,
+}
+
+impl ReasoningEffort {
+    /// The API's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Minimal => "minimal",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+}
+
+/// How long Anthropic keeps a cached prefix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CacheTtl {
+    /// Five minutes, refreshed by every read (the API's default).
+    #[default]
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// One hour: for runs whose requests can be minutes apart.
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+/// Timeouts of one HTTP request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Connecting, sending the request and receiving the response headers.
+    /// Generous by default because hosted APIs queue requests before they
+    /// answer; a long answer streams for minutes afterwards, which is why
+    /// the body has its own, idle-based limit instead.
+    pub request: Duration,
+    /// The longest silence allowed in a streaming body. Servers that queue
+    /// or think send keep-alive comments, which count as data.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            request: Duration::from_secs(120),
+            idle: Duration::from_secs(120),
+        }
     }
 }

@@ -12,27 +12,7 @@ use pod_llm::ProviderError;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Timeouts of one HTTP request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Timeouts {
-    /// Connecting, sending the request and receiving the response headers.
-    /// Generous by default because hosted APIs queue requests before they
-    /// answer; a long answer streams for minutes afterwards, which is why
-    /// the body has its own, idle-based limit instead.
-    pub request: Duration,
-    /// The longest silence allowed in a streaming body. Servers that queue
-    /// or think send keep-alive comments, which count as data.
-    pub idle: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        Self {
-            request: Duration::from_secs(120),
-            idle: Duration::from_secs(120),
-        }
-    }
-}
+pub use crate::endpoint::Timeouts;
 
 /// Error bodies are read for their message only; a few kilobytes is plenty
 /// and a runaway body must not stall error reporting.

@@ -31,7 +31,6 @@ pub mod skills;
 
 use crate::error::LaunchError;
 use crate::flags::Flags;
-use crate::record::Launch;
 use pod_providers::ConfigFile;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -200,17 +199,17 @@ impl RecordedPrompt {
     }
 }
 
-/// The prompt of a session in `workspace`: the `recorded` one on resume,
+/// The prompt of a session in `workspace`: the `recorded` one on resume
+/// (the built-in prompt's empty record for a session that recorded none),
 /// else read now as `flags` and `file` say; with lines for the user about
 /// what was left out or ignored.
 pub(crate) fn collect(
     flags: &Flags,
     file: &ConfigFile,
-    recorded: Option<&Launch>,
+    recorded: Option<RecordedPrompt>,
     workspace: &Path,
 ) -> Result<(RecordedPrompt, Vec<String>), LaunchError> {
-    if let Some(launch) = recorded {
-        let prompt = launch.prompt.clone().unwrap_or_default();
+    if let Some(prompt) = recorded {
         let same = flags
             .agent
             .as_ref()

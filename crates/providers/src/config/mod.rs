@@ -143,44 +143,7 @@ pub struct RawProviderConfig {
     pub workspace_hooks: Option<bool>,
 }
 
-/// How hard a reasoning model thinks before it answers (OpenAI's
-/// `reasoning_effort`): less is faster and cheaper.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasoningEffort {
-    /// As little as the model allows.
-    Minimal,
-    /// Low.
-    Low,
-    /// Medium (the API's default).
-    Medium,
-    /// High.
-    High,
-}
-
-impl ReasoningEffort {
-    /// The API's name for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Minimal => "minimal",
-            Self::Low => "low",
-            Self::Medium => "medium",
-            Self::High => "high",
-        }
-    }
-}
-
-/// How long Anthropic keeps a cached prefix.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CacheTtl {
-    /// Five minutes, refreshed by every read (the API's default).
-    #[default]
-    #[serde(rename = "5m")]
-    FiveMinutes,
-    /// One hour: for runs whose requests can be minutes apart.
-    #[serde(rename = "1h")]
-    OneHour,
-}
+pub use crate::endpoint::{CacheTtl, ReasoningEffort};
 
 /// A resolved, valid provider configuration.
 #[derive(Clone, Debug, PartialEq)]
