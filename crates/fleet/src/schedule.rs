@@ -326,6 +326,7 @@ pub async fn fire_due(store: &PgStore) -> Result<Vec<Fired>, pod::PodError> {
         if !fired {
             continue;
         }
+        pod::stats::schedule_fired(session.is_some(), u64::try_from(missed).unwrap_or(0));
         done.push(match session {
             Some(session) => Fired::Started {
                 name: schedule.name,

@@ -260,6 +260,24 @@ impl Metrics {
                 vec![(vec![], stats.group_commit_records as f64)],
             ),
             Family::new(
+                "pod_schedule_fires_total",
+                "Schedules' fire times acted on by this process's fleet worker: started a session, skipped (the last one still ran), or missed (passed while no worker ran; catch-up runs only the latest).",
+                vec![
+                    (vec![("outcome", "started".into())], stats.schedule_started as f64),
+                    (vec![("outcome", "skipped".into())], stats.schedule_skipped as f64),
+                    (vec![("outcome", "missed".into())], stats.schedule_missed as f64),
+                ],
+            ),
+            Family::new(
+                "pod_trigger_deliveries_total",
+                "Webhook deliveries to /api/triggers by outcome: started a session, duplicate (an earlier delivery of the same id started it), refused.",
+                vec![
+                    (vec![("outcome", "started".into())], stats.trigger_started as f64),
+                    (vec![("outcome", "duplicate".into())], stats.trigger_duplicate as f64),
+                    (vec![("outcome", "refused".into())], stats.trigger_refused as f64),
+                ],
+            ),
+            Family::new(
                 "pod_store_outages_total",
                 "Times the session store's database became unreachable (its sessions paused until it was back).",
                 vec![(vec![], stats.outages as f64)],
