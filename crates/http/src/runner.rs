@@ -101,9 +101,17 @@ pub struct CreateBudget {
     /// Tokens in the run (`--max-run-tokens`).
     #[serde(default)]
     pub max_run_tokens: Option<u64>,
-    /// Money the run and its subagents may spend (`--max-cost`).
+    /// Money the session and its subagents may spend over its life
+    /// (`--max-cost`; recorded, so it holds across resumes and workers).
     #[serde(default)]
     pub max_cost: Option<pod_llm::Cost>,
+    /// Money one run and its subagents may spend (`--max-run-cost`).
+    #[serde(default)]
+    pub max_run_cost: Option<pod_llm::Cost>,
+    /// Seconds from the session's creation after which it sends no request
+    /// (`--max-wall`; recorded).
+    #[serde(default)]
+    pub max_wall_secs: Option<u64>,
 }
 
 impl CreateBudget {
@@ -118,8 +126,16 @@ impl CreateBudget {
         positive("max_requests", self.max_requests == Some(0))?;
         positive("max_run_requests", self.max_run_requests == Some(0))?;
         positive("max_run_tokens", self.max_run_tokens == Some(0))?;
-        if self.max_cost == Some(pod_llm::Cost::default()) {
-            return Err(ApiError::bad_request("budget.max_cost must be more than 0"));
+        positive("max_wall_secs", self.max_wall_secs == Some(0))?;
+        for (name, cost) in [
+            ("max_cost", self.max_cost),
+            ("max_run_cost", self.max_run_cost),
+        ] {
+            if cost == Some(pod_llm::Cost::default()) {
+                return Err(ApiError::bad_request(format!(
+                    "budget.{name} must be more than 0"
+                )));
+            }
         }
         Ok(BudgetFlags {
             max_requests: self.max_requests,
@@ -127,6 +143,8 @@ impl CreateBudget {
             max_run_requests: self.max_run_requests,
             max_run_tokens: self.max_run_tokens,
             max_cost: self.max_cost,
+            max_run_cost: self.max_run_cost,
+            max_wall_secs: self.max_wall_secs,
         })
     }
 }

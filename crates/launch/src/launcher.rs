@@ -234,7 +234,10 @@ impl Launcher {
             ));
         }
         let recorded = loaded.launch.as_ref();
-        let settings = Resolved::resolve(flags, recorded)?;
+        let mut settings = Resolved::resolve(flags, recorded)?;
+        if let Some(limits) = pod::SessionBudget::recorded(&loaded.records) {
+            settings = settings.with_recorded_limits(limits, flags)?;
+        }
         let hooks = hooks::collect(
             flags,
             &settings.file,
@@ -261,6 +264,41 @@ impl Launcher {
             }),
             replay: None,
         })
+    }
+}
+
+impl Launcher {
+    /// Records `over` over session `id`'s limits (`pod budget`, the API's
+    /// `PATCH`), `via` naming the front end; see [`pod::limits::raise`].
+    /// A session from before limits were recorded starts from the config
+    /// file's. A money limit needs the session's model's prices.
+    pub async fn raise_limits(
+        &self,
+        id: Uuid,
+        over: pod::SessionBudget,
+        via: &str,
+        wait: Duration,
+    ) -> Result<pod::limits::Raised, LaunchError> {
+        let loaded = sessions::load(self.place.store.as_ref(), id).await?;
+        let settings = Resolved::resolve(&Flags::default(), loaded.launch.as_ref());
+        if over.cost.is_some() {
+            let priced = settings
+                .as_ref()
+                .is_ok_and(|settings| settings.choice.raw.prices.is_some());
+            if !priced {
+                return Err(LaunchError::settings(
+                    format!("session {id}'s model has no prices, so a money limit cannot count"),
+                    "add prices to its profile (prices = { input = 3.0, output = 15.0 }, per \
+                     million tokens)",
+                ));
+            }
+        }
+        let unrecorded = settings
+            .map(|settings| settings.session_budget)
+            .unwrap_or_default();
+        pod::limits::raise(&self.place.store, id, unrecorded, over, via, wait)
+            .await
+            .map_err(|err| LaunchError::pod(format!("cannot change session {id}'s limits"), err))
     }
 }
 
@@ -402,12 +440,13 @@ impl Plan {
         config.until_done = settings.until_done;
         config.budget = settings.budget.clone();
         config.session_budget = settings.session_budget;
-        // Subagents share the meter and are counted at the profile's
+        config.loop_guard = settings.loop_guard.clone();
+        // Subagents share the meters and are counted at the profile's
         // prices (a cheaper subagent model is over-counted, never under).
-        config.cost_budget = settings
-            .max_cost
-            .zip(settings.choice.raw.prices)
-            .map(|(max, prices)| pod::CostBudget::new(max, prices));
+        let money = settings.max_run_cost.is_some() || settings.session_budget.cost.is_some();
+        config.cost_budget = settings.choice.raw.prices.filter(|_| money).map(|prices| {
+            pod::CostBudget::new(settings.max_run_cost, settings.session_budget.cost, prices)
+        });
         config.approval = settings.approval.clone();
         config.sandbox = settings.sandbox;
         config.verify = match &self.replay {

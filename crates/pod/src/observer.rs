@@ -100,7 +100,7 @@ impl TurnObserver for PodObserver {
             },
         ) = (&self.cost, &item.kind)
         {
-            budget.meter.add(budget.prices.charge(usage));
+            budget.charge(budget.prices.charge(usage));
         }
         if let ItemKind::System { kind, text } = &item.kind {
             match kind {

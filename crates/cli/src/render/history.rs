@@ -125,7 +125,7 @@ impl Numbered {
             }
             LogRecord::Checkpoint(_) => {}
             LogRecord::Verify(verify) => out.push_str(&verify_lines(verify, style)),
-            LogRecord::Header(_) | LogRecord::Trace(_) => {}
+            LogRecord::Header(_) | LogRecord::Trace(_) | LogRecord::Limits(_) => {}
         }
         out
     }

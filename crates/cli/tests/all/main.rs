@@ -17,6 +17,7 @@ mod first_steps;
 mod fleet;
 mod fleet_scale;
 mod fork;
+mod governor;
 mod hooks;
 mod http;
 mod ledger;

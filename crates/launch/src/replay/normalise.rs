@@ -182,7 +182,10 @@ fn skipped_call(record: &LogRecord) -> Option<&str> {
 /// A record's JSON without what legitimately differs; `None` for the
 /// records left out.
 pub(crate) fn value_of(record: &LogRecord) -> Option<Value> {
-    if matches!(record, LogRecord::Header(_) | LogRecord::Trace(_)) {
+    if matches!(
+        record,
+        LogRecord::Header(_) | LogRecord::Trace(_) | LogRecord::Limits(_)
+    ) {
         return None;
     }
     let mut value = serde_json::to_value(record).ok()?;

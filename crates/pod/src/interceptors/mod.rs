@@ -8,6 +8,7 @@
 //! 2. [`SessionBudgetGuard`]: ends a run before a request once the session
 //!    budget is spent (only when one is set); [`CostGuard`] once the run
 //!    and its subagents spent the run's money limit (only when one is set).
+//!    [`LoopGuard`]: reminds a model that repeats itself, then ends the run.
 //! 3. [`Notifications`]: delivers `notify` messages before the next request.
 //! 4. [`Reminders`]: reminds the model of its unfinished plan.
 //! 5. [`Approval`]: the approval policy, in `pre_tool_call`.
@@ -21,13 +22,17 @@
 //! measures the request that will be sent (an interceptor that adds context
 //! after it could push a request past the window). The budget guard comes
 //! before compaction, so a spent budget ends the run instead of paying for
-//! a summary. Notifications come before reminders, so the model reads what
+//! a summary. The loop guard comes after the budget guards and before the
+//! reminders: swapped with [`Reminders`], a plan reminder appended in the
+//! same step would be the newest item and the loop reminder read as an
+//! afterthought. Notifications come before reminders, so the model reads what
 //! the user sent before the runtime's reminder.
 
 mod approval;
 mod budget_guard;
 mod compaction;
 mod cost_guard;
+mod loop_guard;
 mod notifications;
 mod reminders;
 mod until_done;
@@ -36,6 +41,7 @@ pub use approval::Approval;
 pub use budget_guard::{SessionBudget, SessionBudgetGuard, Spent};
 pub use compaction::{context_estimate, AutoCompact, CompactionTrigger, MAX_COMPACTION_FAILURES};
 pub use cost_guard::{CostBudget, CostGuard, CostMeter};
+pub use loop_guard::{LoopGuard, LoopGuardConfig, DEFAULT_LOOP_REPEATS, LOOP_GRACE};
 pub use notifications::{NotificationQueue, Notifications};
 pub use reminders::{answered_since_plan, last_reminder_unanswered, Reminders};
 pub use until_done::UntilDone;

@@ -12,8 +12,9 @@ pub use reader::{
 };
 pub use record::{
     AnswerRecord, CheckRecord, CheckpointPhase, CheckpointRecord, CompactionRecord, EndedHow,
-    EndedRecord, HookDecision, HookRecord, LaunchJson, LogRecord, ParentLink, QuestionRecord,
-    SessionHeader, StoppedRecord, TraceRecord, VerdictRecord, VerifyRecord, LOG_FORMAT_VERSION,
+    EndedRecord, HookDecision, HookRecord, LaunchJson, LimitsRecord, LogRecord, ParentLink,
+    QuestionRecord, SessionHeader, StoppedRecord, TraceRecord, VerdictRecord, VerifyRecord,
+    LOG_FORMAT_VERSION,
 };
 pub(crate) use writer::lock as lock_exclusive;
 pub use writer::{is_locked, FileLog};
