@@ -328,6 +328,22 @@ impl Plan {
         }
     }
 
+    /// The first records of a session of this plan queued for a fleet
+    /// with `task` (`pod submit`, a batch): its limits, when it has any
+    /// (so the worker that runs it, and every later one, holds them), and
+    /// the task.
+    pub fn first_records(&self, task: String, via: &str) -> Vec<pod::log::LogRecord> {
+        let limits = self.settings.session_budget;
+        let mut records = Vec::with_capacity(2);
+        if limits.is_set() {
+            records.push(pod::log::LogRecord::Limits(pod::log::LimitsRecord::now(
+                limits, via,
+            )));
+        }
+        records.push(pod::log::LogRecord::Item(pod::Item::user(task)));
+        records
+    }
+
     /// The session this plan resumes, if it resumes one.
     pub fn resuming(&self) -> Option<Uuid> {
         self.resume.as_ref().map(|r| r.id)

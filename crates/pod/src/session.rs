@@ -60,11 +60,7 @@ pub(crate) async fn record_limits(
     limits: SessionBudget,
     via: &str,
 ) -> Result<(), PodError> {
-    let record = LogRecord::Limits(LimitsRecord {
-        limits,
-        via: via.to_string(),
-        at: chrono::Utc::now(),
-    });
+    let record = LogRecord::Limits(LimitsRecord::now(limits, via));
     log.append(&record, true).await
 }
 

@@ -18,6 +18,7 @@ mod fleet;
 mod fleet_scale;
 mod fork;
 mod governor;
+mod governor_http;
 mod hooks;
 mod http;
 mod ledger;

@@ -87,6 +87,17 @@ pub struct LimitsRecord {
     pub at: DateTime<Utc>,
 }
 
+impl LimitsRecord {
+    /// `limits`, set now by `via`.
+    pub fn now(limits: crate::interceptors::SessionBudget, via: &str) -> Self {
+        Self {
+            limits,
+            via: via.to_string(),
+            at: Utc::now(),
+        }
+    }
+}
+
 /// A [`LogRecord::Trace`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceRecord {
