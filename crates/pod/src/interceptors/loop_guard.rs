@@ -124,7 +124,7 @@ impl LoopGuard {
             .iter()
             .flat_map(Item::tool_calls)
             .map(|call| {
-                if self.config.exempt.iter().any(|tool| *tool == call.name) {
+                if self.config.exempt.contains(&call.name) {
                     return None;
                 }
                 // Compared as JSON: the same arguments spaced or ordered
