@@ -276,7 +276,14 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         .map(|q| (*q).clone());
     let answered = !questions.pending(&replayed.history).is_empty();
     let items = pod::fork_item_count(&contents.records);
-    let (stopped_by, ended) = match contents.records.last() {
+    // A raise of its limits (`pod budget`) does not change how its last
+    // run ended.
+    let last = contents
+        .records
+        .iter()
+        .rev()
+        .find(|record| !matches!(record, LogRecord::Limits(_)));
+    let (stopped_by, ended) = match last {
         Some(LogRecord::Stopped(stopped)) => (Some(stopped.limit.clone()), None),
         Some(LogRecord::Ended(ended)) => (None, Some(ended)),
         _ => (None, None),

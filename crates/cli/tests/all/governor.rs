@@ -235,6 +235,9 @@ fn max_cost_survives_sigkill_and_resume_and_pod_budget_raises_it() {
     let out = env.pod().args(["budget", &id, "--json"]).output().unwrap();
     let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(shown["limits"], json!({"cost": 10.0}));
+    assert_eq!(shown["stopped_by"]["session_cost"]["max"], 2.5, "{shown}");
+    // Raised, it is still the stopped session it was until it goes on.
+    assert_eq!(env.sessions_json()[0]["status"], "stopped");
     let (code, lines, stderr) = resume(&env);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(lines.last().unwrap()["todos"]["completed"], 3);
