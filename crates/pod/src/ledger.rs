@@ -29,7 +29,8 @@ pub fn session_usage(records: &[LogRecord]) -> (Usage, u64) {
     (total, answers)
 }
 
-/// What the answers and graders of `records` cost at `prices` (a
+/// What the answers, compaction summaries and graders of `records` cost
+/// at `prices` (a
 /// grader's verdict counts at its own prices, when its profile has them).
 pub fn records_cost(records: &[LogRecord], prices: &Prices) -> Cost {
     records
@@ -41,6 +42,11 @@ pub fn records_cost(records: &[LogRecord], prices: &Prices) -> Cost {
                 } => prices.charge(usage),
                 _ => Cost::default(),
             },
+            LogRecord::Compaction(compaction) => compaction
+                .usage
+                .as_ref()
+                .map(|usage| prices.charge(usage))
+                .unwrap_or_default(),
             LogRecord::Verify(verify) => verify
                 .grader
                 .as_ref()

@@ -435,6 +435,7 @@ fn build_parts(
             log: log.clone(),
             events: events.clone(),
             hooks: hooks.cloned(),
+            cost: config.cost_budget.clone(),
         },
         subagents,
         trace: questions.last_trace().map(str::to_string),

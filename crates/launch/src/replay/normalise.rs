@@ -193,6 +193,8 @@ pub(crate) fn value_of(record: &LogRecord) -> Option<Value> {
     match kind.as_str() {
         "item" => item(body),
         "compaction" => {
+            // What the summary cost is the provider's, not the runtime's.
+            remove(body, &["usage"]);
             item(&mut body["summary"]);
             for list in ["tail", "carry_over"] {
                 if let Some(items) = body[list].as_array_mut() {

@@ -283,6 +283,11 @@ pub struct CompactionRecord {
     pub tokens_before: u64,
     /// Estimated tokens after.
     pub tokens_after: u64,
+    /// What writing the summary used, as its provider reported it: the
+    /// session's money meter counts it (absent in logs from before it was
+    /// recorded, and for a summary whose provider reported none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<pod_llm::Usage>,
 }
 
 impl CompactionRecord {
