@@ -429,4 +429,31 @@ mod tests {
             "the loop guard: the same bash call failed the same way 1 time in a row"
         );
     }
+
+    #[test]
+    fn the_sessions_own_limits_say_what_stopped_it() {
+        let money = Limit::SessionCost {
+            max: pod_llm::Cost::from_amount(2.0),
+            spent: pod_llm::Cost::from_amount(2.1),
+        };
+        assert_eq!(money.stop_line(), "stopped: budget (money 2.10 of 2.00)");
+        assert_eq!(money.kind(), "money");
+        assert_eq!(
+            Limit::SessionWall { max_secs: 7_200 }.stop_line(),
+            "stopped: budget (wall time of 2h)"
+        );
+        let looped = Limit::Loop {
+            what: "bash \"echo pending\"".into(),
+            times: 7,
+        };
+        assert_eq!(
+            looped.stop_line(),
+            "stopped: loop (bash \"echo pending\" ×7)"
+        );
+        assert_eq!(looped.kind(), "loop");
+        assert_eq!(
+            Limit::RunRequests(6).stop_line(),
+            "stopped by the run budget of 6 model requests"
+        );
+    }
 }

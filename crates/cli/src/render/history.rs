@@ -70,8 +70,8 @@ impl Numbered {
             }
             LogRecord::Compaction(boundary) => out.push_str(&boundary_lines(boundary, style)),
             LogRecord::Stopped(stopped) => out.push_str(&style.yellow(&format!(
-                "── run stopped by {} after {} ──\n",
-                stopped.limit,
+                "── run {} after {} ──\n",
+                stopped.limit.stop_line(),
                 super::plural(stopped.requests as usize, "model request")
             ))),
             LogRecord::Question(question) => out.push_str(&style.yellow(&format!(
