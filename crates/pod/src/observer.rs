@@ -104,7 +104,7 @@ impl TurnObserver for PodObserver {
         }
         if let ItemKind::System { kind, text } = &item.kind {
             match kind {
-                SystemKind::Reminder | SystemKind::Verification => {
+                SystemKind::Reminder | SystemKind::Verification | SystemKind::Loop => {
                     self.emit(PodEvent::ReminderInjected { text: text.clone() })
                 }
                 SystemKind::Notification => {

@@ -286,6 +286,7 @@ fn item_lines(number: usize, width: usize, item: &Item, style: Style) -> String 
                 SystemKind::Summary => "⇣ summary",
                 SystemKind::CarryOver => "⇣ carry-over",
                 SystemKind::Verification => "✗ checks failed",
+                SystemKind::Loop => "↻ loop",
                 SystemKind::Other => "system",
             };
             let body = first_line(gist(text), 100);

@@ -65,6 +65,19 @@ fn eighty_identical_successful_calls_are_reminded_then_stopped_with_exit_3() {
     );
     let sessions = env.sessions_json();
     assert_eq!(sessions[0]["status"], "stopped");
+    // The reminder and the stop are the runtime's behaviour: a replay of
+    // the recorded answers goes the same way.
+    assert_replays_identically(&env, &session_id(&lines));
+}
+
+/// `pod replay ID --json` says the session replays identically.
+fn assert_replays_identically(env: &TestEnv, id: &str) {
+    let out = env.pod().args(["replay", id, "--json"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(stdout.lines().next().unwrap_or("null"))
+        .unwrap_or_else(|err| panic!("{err}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["status"], "identical", "{report}");
+    assert_eq!(out.status.code(), Some(0), "{report}");
 }
 
 #[test]

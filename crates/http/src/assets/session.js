@@ -164,6 +164,7 @@ function systemNodes(item) {
     case "reminder": return parts(item.text).map((p) => reminderNode(p.text));
     case "carry_over": return parts(item.text).map((p) => reminderNode(p.text, "carried over"));
     case "verification": return parts(item.text).map((p) => reminderNode(p.text, "checks failed"));
+    case "loop": return parts(item.text).map((p) => reminderNode(p.text, "loop"));
     case "notification": return [el("div", "item note", item.text)];
     case "summary": return [folded("summary", [el("span", "tag", "summary"), el("span", "line", oneLine(item.text))],
       [el("div", "full", item.text)])];

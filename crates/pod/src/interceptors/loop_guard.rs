@@ -263,7 +263,7 @@ impl Interceptor for LoopGuard {
         tracing::info!(what = %found.what, times = found.times, "loop: reminding the model");
         let text = reminder(&found);
         self.reminded = Some(found.what);
-        vec![Item::system(SystemKind::Reminder, text)]
+        vec![Item::system(SystemKind::Loop, text)]
     }
 
     async fn pre_llm_request(&mut self, _request: &mut Arc<Vec<Item>>) -> PreRequestAction {
