@@ -152,3 +152,61 @@ async fn a_fleet_holds_a_submitted_money_limit_and_continues_once_it_is_raised()
     let done = until_status(&server, &id, "done").await;
     assert_eq!(done["session"]["cost"], 3.0, "{done}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_raises_a_stopped_sessions_money_limit_and_it_goes_on() {
+    let env = TestEnv::new();
+    env.config_file(PRICED);
+    let script = env.script("serve.json", &steps());
+    let mut serve = env.pod_process();
+    serve.args(["--profile", "priced", "--script"]).arg(&script);
+    let server = Server::start_with(serve, &env);
+    let body = json!({
+        "task": "Look around",
+        "workspace": env.workspace(),
+        "budget": {"max_cost": 1.5},
+    });
+    let (status, created) = server.post("/sessions", &body.to_string()).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["session_id"].as_str().unwrap().to_string();
+    until_status(&server, &id, "stopped").await;
+
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("governor");
+    let browser = pod_testkit::browser::Browser::start(&shots).await;
+    browser
+        .goto(&format!("{}/#token={}", server.base, server.token))
+        .await;
+    browser
+        .wait_for(
+            "the sessions table",
+            "return document.getElementById('list-view').hidden === false;",
+        )
+        .await;
+    browser
+        .eval(&format!("location.hash = '#/s/{id}';"), vec![])
+        .await;
+    let detail = browser
+        .wait_for(
+            "the stop and the control to raise the limit",
+            "return document.getElementById('limit-form').hidden === false \
+             && document.getElementById('s-detail').textContent;",
+        )
+        .await;
+    assert_eq!(detail, json!("stopped by its money limit: 2.00 of 1.50"));
+    browser.screenshot("stopped").await;
+    let amount = browser.find("#limit-cost").await.unwrap();
+    browser.type_into(&amount, "10").await;
+    browser
+        .click(&browser.find("#limit-send").await.unwrap())
+        .await;
+    // The raise is in the transcript, and the answer it let the model give.
+    browser
+        .wait_for(
+            "the raised limit and the session's last answer",
+            "const text = document.getElementById('transcript').textContent; \
+             return text.includes('limits: money 10.00 (http)') && text.includes('Done.');",
+        )
+        .await;
+    let done = until_status(&server, &id, "done").await;
+    assert_eq!(done["session"]["cost"], 3.0, "{done}");
+}
