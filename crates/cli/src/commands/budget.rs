@@ -75,23 +75,7 @@ pub async fn run(args: BudgetCmdArgs, place: super::Place) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// `money 5.00, wall time 7200s, …`, or `no limits`.
+/// `limits: money 5.00, wall time 7200s`, or `limits: none`.
 fn describe(limits: &SessionBudget) -> String {
-    let mut parts = Vec::new();
-    if let Some(cost) = limits.cost {
-        parts.push(format!("money {cost}"));
-    }
-    if let Some(secs) = limits.wall_secs {
-        parts.push(format!("wall time {secs}s"));
-    }
-    if let Some(n) = limits.requests {
-        parts.push(format!("{n} requests"));
-    }
-    if let Some(n) = limits.tokens {
-        parts.push(format!("{n} tokens"));
-    }
-    match parts.is_empty() {
-        true => "limits: none".into(),
-        false => format!("limits: {}", parts.join(", ")),
-    }
+    format!("limits: {}", crate::render::history::limits_text(limits))
 }

@@ -254,6 +254,14 @@ fn max_cost_survives_sigkill_and_resume_and_pod_budget_raises_it() {
     let (code, lines, stderr) = resume(&env);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(lines.last().unwrap()["todos"]["completed"], 3);
+    // `pod show` tells the limits as they were set and raised.
+    let out = env.pod().args(["show", &id]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("── limits: money 2.50 (start) ──"),
+        "{shown}"
+    );
+    assert!(shown.contains("── limits: money 10.00 (cli) ──"), "{shown}");
 }
 
 /// A session that delegates to a subagent. At a price of 1 per million
