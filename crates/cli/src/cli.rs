@@ -520,7 +520,8 @@ pub struct BudgetArgs {
     /// recorded in the session's log [default: no limit].
     #[arg(long, value_name = "AMOUNT", value_parser = parse_cost)]
     pub max_cost: Option<pod_llm::Cost>,
-    /// Money this run and its subagents may spend together (not recorded)
+    /// Money each run of the session and its subagents may spend together
+    /// (recorded with the run's other limits)
     /// [default: no limit].
     #[arg(long, value_name = "AMOUNT", value_parser = parse_cost)]
     pub max_run_cost: Option<pod_llm::Cost>,

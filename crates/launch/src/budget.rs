@@ -153,7 +153,8 @@ pub fn session(
 }
 
 /// A run's money limit: the flag, else the profile's `budget` table, else
-/// the file's `[budget]` table. Not recorded: a resume reads it again.
+/// the file's `[budget]` table (a resume uses the recorded one unless the
+/// flag is given: `Resolved`).
 pub fn max_run_cost(
     file: &pod_providers::ConfigFile,
     profile: Option<&toml::Value>,

@@ -67,7 +67,10 @@ impl Resolved {
         let approval = approval::policy(&file, &approval_flags, sandbox.is_enforced())?;
         let session_budget =
             budget::session(&file, choice.raw.budget.as_ref(), None, &flags.budget)?;
-        let max_run_cost = budget::max_run_cost(&file, choice.raw.budget.as_ref(), &flags.budget)?;
+        let max_run_cost = match recorded.and_then(|launch| launch.max_run_cost) {
+            Some(cost) if flags.budget.max_run_cost.is_none() => Some(cost),
+            _ => budget::max_run_cost(&file, choice.raw.budget.as_ref(), &flags.budget)?,
+        };
         let loop_guard = budget::loop_guard(&file, choice.raw.budget.as_ref())?;
         let subagents = crate::subagents::resolve(&file)?;
         let notify = crate::notify::resolve(&file, choice.raw.notify.as_ref())?;
@@ -141,6 +144,7 @@ impl Resolved {
             approval: RecordedApproval::from_args(&self.approval_flags),
             until_done: self.until_done,
             budget: self.budget.clone(),
+            max_run_cost: self.max_run_cost,
             sandbox: Some(self.sandbox),
             mcp_servers: Vec::new(),
             hooks: Vec::new(),

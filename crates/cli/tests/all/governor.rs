@@ -317,3 +317,42 @@ fn a_subagents_spend_counts_toward_its_parents_session_limit_across_resumes() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_run_money_limit_is_recorded_and_each_resumed_run_gets_it_afresh() {
+    let env = TestEnv::new();
+    env.config_file(PRICED);
+    let steps: Vec<Value> = (0..6)
+        .map(|i| {
+            costing_one(call(
+                "list_dir",
+                json!({"path": format!("./{}", "./".repeat(i))}),
+            ))
+        })
+        .chain([costing_one(say("Looked."))])
+        .collect();
+    let path = env.script("look.json", &script(steps));
+    let path = path.to_str().unwrap();
+    let (code, lines, stderr) = run_json(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--profile",
+            "priced",
+            "--max-run-cost",
+            "1.5",
+            "--script",
+            path,
+            "Look",
+        ],
+    );
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(lines.last().unwrap()["requests"], 2);
+    let id = session_id(&lines);
+    // No flag on resume: the recorded limit, for this run alone.
+    let (code, lines, stderr) = run_json(&env, &["resume", "--json", &id]);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(lines.last().unwrap()["requests"], 2, "{stderr}");
+    assert!(stderr.contains("the run's cost limit of 1.50"), "{stderr}");
+}
