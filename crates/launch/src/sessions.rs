@@ -149,6 +149,10 @@ pub struct Summary {
     /// The limit that stopped its last run, when the status is `stopped`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<pod_worker::Limit>,
+    /// Its limits (money, wall time, requests, tokens) as its log recorded
+    /// them last, when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<pod::SessionBudget>,
     /// Why it is `failed`, `cancelled`, `interrupted` or `damaged`: the
     /// error, what was cut short, where the log is damaged.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -246,6 +250,7 @@ pub fn damaged(
         parent: None,
         question: None,
         stopped_by: None,
+        limits: None,
         verification: None,
         reason: Some(pod_llm::error_chain(error)),
         damage,
@@ -385,6 +390,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         question,
         verification,
         stopped_by,
+        limits: pod::SessionBudget::recorded(&contents.records),
         reason,
         damage: None,
         usage,

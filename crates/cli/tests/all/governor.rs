@@ -234,6 +234,7 @@ fn max_cost_survives_sigkill_and_resume_and_pod_budget_raises_it() {
         sessions[0]["stopped_by"],
         json!({"session_cost": {"max": 2.5, "spent": 3.0}})
     );
+    assert_eq!(sessions[0]["limits"], json!({"cost": 2.5}));
 
     // `pod budget` raises it (recorded), and a resume goes on to the end.
     let out = env
