@@ -108,21 +108,26 @@ impl LoopGuard {
     fn find(&self, history: &[Item]) -> Option<Found> {
         let repeats = self.config.repeats;
         let window = self.window(history);
-        let calls = self.calls(window);
+        // Repeats past the stop decide nothing: only the end of the window
+        // is read, so a long run costs each request the same.
+        let most = usize::try_from(repeats.saturating_add(LOOP_GRACE + 1)).unwrap_or(usize::MAX);
+        let calls = self.calls(window, most.saturating_mul(MAX_CYCLE));
         // On a tie the calls name the loop (they are what costs).
-        let found = [repeated_text(window), cycle(&calls)]
+        let found = [repeated_text(window, most), cycle(&calls)]
             .into_iter()
             .flatten()
             .max_by_key(|found| found.times)?;
         (found.times >= repeats).then_some(found)
     }
 
-    /// Each call of the window, in order: its tool and canonical arguments,
-    /// or `None` for an exempt tool's.
-    fn calls(&self, window: &[Item]) -> Vec<Option<(String, String)>> {
-        window
+    /// The last `most` calls of the window, in order: each one's tool and
+    /// canonical arguments, or `None` for an exempt tool's.
+    fn calls(&self, window: &[Item], most: usize) -> Vec<Option<(String, String)>> {
+        let mut calls: Vec<_> = window
             .iter()
-            .flat_map(Item::tool_calls)
+            .rev()
+            .flat_map(|item| item.tool_calls().iter().rev())
+            .take(most)
             .map(|call| {
                 if self.config.exempt.contains(&call.name) {
                     return None;
@@ -133,7 +138,9 @@ impl LoopGuard {
                     .map_or_else(|_| call.arguments.clone(), |value| value.to_string());
                 Some((call.name.clone(), arguments))
             })
-            .collect()
+            .collect();
+        calls.reverse();
+        calls
     }
 }
 
@@ -181,14 +188,18 @@ fn cycle(calls: &[Option<(String, String)>]) -> Option<Found> {
     best
 }
 
-/// The same non-empty text in the last answers, in a row.
-fn repeated_text(window: &[Item]) -> Option<Found> {
+/// The same non-empty text in the last answers, in a row (counted up to
+/// `most`).
+fn repeated_text(window: &[Item], most: usize) -> Option<Found> {
     let mut texts = window.iter().rev().filter_map(|item| match &item.kind {
         ItemKind::Assistant { text, .. } => Some(text.trim()),
         _ => None,
     });
     let last = texts.next().filter(|text| !text.is_empty())?;
-    let times = 1 + texts.take_while(|text| *text == last).count();
+    let times = 1 + texts
+        .take(most.saturating_sub(1))
+        .take_while(|text| *text == last)
+        .count();
     Some(Found {
         what: format!("text {:?}", short(last)),
         times: u32::try_from(times).unwrap_or(u32::MAX),
