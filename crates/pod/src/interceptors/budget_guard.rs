@@ -1,6 +1,6 @@
 //! A session budget: a cap on the model requests, tokens and wall time of
 //! a whole session, across runs, crashes and resumes, for embedders who
-//! run agents on someone's bill (its money cap is the [`CostGuard`]'s,
+//! run agents on someone's bill (its money cap is the [`CostGuard`](super::CostGuard)'s,
 //! which sees subagents' answers as they commit). It is an ordinary interceptor (the example the docs
 //! point embedders to): it keeps its books from the committed history and
 //! ends the run cleanly, before a request, once the budget is spent; the
@@ -29,7 +29,7 @@ pub struct SessionBudget {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
     /// Money over the session's life: its answers, its subagents' and its
-    /// graders', at the profile's prices (enforced by the [`CostGuard`]).
+    /// graders', at the profile's prices (enforced by the [`CostGuard`](super::CostGuard)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<pod_llm::Cost>,
     /// Seconds from the session's creation after which no request is sent.
