@@ -317,6 +317,15 @@ fn a_subagents_spend_counts_toward_its_parents_session_limit_across_resumes() {
         stderr.contains("stopped: budget (money 4.10 of 3.00)"),
         "{stderr}"
     );
+    // A limit given to a resume is recorded too, and the session goes on.
+    let mut raised = again.clone();
+    raised.extend(["--max-cost", "10"]);
+    let (code, lines, stderr) = run_json(&env, &raised);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(lines.last().unwrap()["requests"], 1);
+    let out = env.pod().args(["budget", &id, "--json"]).output().unwrap();
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["limits"], json!({"cost": 10.0}), "{shown}");
 }
 
 #[test]
