@@ -190,6 +190,19 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
   pod approve 3f2a call_7 never          # a question about call call_7
   pod sessions                           # status awaiting_approval lists them")]
     Approve(ApproveArgs),
+    /// Show or raise a session's limits: money, wall time, requests and
+    /// tokens over its whole life.
+    ///
+    /// The limits are recorded in the session's log, so every later start
+    /// (a resume, a crash's, another fleet worker's) holds them. Raising
+    /// one a session was stopped by lets it go on: on a fleet it goes
+    /// back to the queue and a worker continues it; on the file store
+    /// `pod resume ID` does. Works while no process runs the session.
+    #[command(after_help = "Examples:
+  pod budget 3f2a                        # its limits
+  pod budget 3f2a --max-cost 5           # raise its money limit to 5
+  pod budget 3f2a --max-wall 8h --max-session-requests 2000")]
+    Budget(BudgetCmdArgs),
     /// Replay a session's recorded model answers through today's runtime,
     /// tools, hooks and config, and report where it first goes otherwise.
     ///
@@ -364,6 +377,29 @@ pub struct ApproveArgs {
     pub json: bool,
 }
 
+/// `pod budget`.
+#[derive(Debug, Args)]
+pub struct BudgetCmdArgs {
+    /// Session id (a unique prefix is enough).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Money the session may spend over its life.
+    #[arg(long, value_name = "AMOUNT", value_parser = parse_cost)]
+    pub max_cost: Option<pod_llm::Cost>,
+    /// Wall time from the session's creation (90m, 2h, 1d).
+    #[arg(long, value_name = "DURATION", value_parser = parse_wall)]
+    pub max_wall: Option<u64>,
+    /// Model requests over the session's life.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_session_requests: Option<u64>,
+    /// Tokens over the session's life.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_session_tokens: Option<u64>,
+    /// Print the limits as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `pod rm`.
 #[derive(Debug, Args)]
 pub struct RmArgs {
@@ -491,15 +527,30 @@ pub struct BudgetArgs {
     /// whole run [default: no limit].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_run_tokens: Option<u64>,
-    /// Money the run and its subagents may spend together, at the prices
-    /// of the profile (`prices = {...}`, per million tokens, in their
-    /// currency) [default: no limit].
+    /// Money the session and its subagents may spend over its whole life,
+    /// across resumes, crashes and fleet workers, at the prices of the
+    /// profile (`prices = {...}`, per million tokens, in their currency);
+    /// recorded in the session's log [default: no limit].
     #[arg(long, value_name = "AMOUNT", value_parser = parse_cost)]
     pub max_cost: Option<pod_llm::Cost>,
+    /// Money each run of the session and its subagents may spend together
+    /// (recorded with the run's other limits)
+    /// [default: no limit].
+    #[arg(long, value_name = "AMOUNT", value_parser = parse_cost)]
+    pub max_run_cost: Option<pod_llm::Cost>,
+    /// Wall time from the session's creation after which it sends no
+    /// request (90m, 2h, 1d); recorded [default: no limit].
+    #[arg(long, value_name = "DURATION", value_parser = parse_wall)]
+    pub max_wall: Option<u64>,
+}
+
+/// A positive duration, in seconds.
+pub fn parse_wall(text: &str) -> Result<u64, String> {
+    pod_launch::budget::parse_duration(text)
 }
 
 /// A positive amount of money.
-fn parse_cost(text: &str) -> Result<pod_llm::Cost, String> {
+pub fn parse_cost(text: &str) -> Result<pod_llm::Cost, String> {
     let amount: f64 = text
         .trim_start_matches('$')
         .parse()
@@ -519,6 +570,8 @@ impl BudgetArgs {
             max_run_requests: self.max_run_requests,
             max_run_tokens: self.max_run_tokens,
             max_cost: self.max_cost,
+            max_run_cost: self.max_run_cost,
+            max_wall_secs: self.max_wall,
         }
     }
 }

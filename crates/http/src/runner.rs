@@ -24,6 +24,10 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
+// Raising a session's limits: a child module, for the runner's state.
+#[path = "runner_limits.rs"]
+mod limits;
+
 /// What `POST /api/sessions/batch` takes: `{"sessions": [...]}`, each
 /// what `POST /api/sessions` takes.
 #[derive(Debug, Deserialize)]
@@ -107,9 +111,17 @@ pub struct CreateBudget {
     /// Tokens in the run (`--max-run-tokens`).
     #[serde(default)]
     pub max_run_tokens: Option<u64>,
-    /// Money the run and its subagents may spend (`--max-cost`).
+    /// Money the session and its subagents may spend over its life
+    /// (`--max-cost`; recorded, so it holds across resumes and workers).
     #[serde(default)]
     pub max_cost: Option<pod_llm::Cost>,
+    /// Money one run and its subagents may spend (`--max-run-cost`).
+    #[serde(default)]
+    pub max_run_cost: Option<pod_llm::Cost>,
+    /// Seconds from the session's creation after which it sends no request
+    /// (`--max-wall`; recorded).
+    #[serde(default)]
+    pub max_wall_secs: Option<u64>,
 }
 
 impl CreateBudget {
@@ -124,8 +136,16 @@ impl CreateBudget {
         positive("max_requests", self.max_requests == Some(0))?;
         positive("max_run_requests", self.max_run_requests == Some(0))?;
         positive("max_run_tokens", self.max_run_tokens == Some(0))?;
-        if self.max_cost == Some(pod_llm::Cost::default()) {
-            return Err(ApiError::bad_request("budget.max_cost must be more than 0"));
+        positive("max_wall_secs", self.max_wall_secs == Some(0))?;
+        for (name, cost) in [
+            ("max_cost", self.max_cost),
+            ("max_run_cost", self.max_run_cost),
+        ] {
+            if cost == Some(pod_llm::Cost::default()) {
+                return Err(ApiError::bad_request(format!(
+                    "budget.{name} must be more than 0"
+                )));
+            }
         }
         Ok(BudgetFlags {
             max_requests: self.max_requests,
@@ -133,6 +153,8 @@ impl CreateBudget {
             max_run_requests: self.max_run_requests,
             max_run_tokens: self.max_run_tokens,
             max_cost: self.max_cost,
+            max_run_cost: self.max_run_cost,
+            max_wall_secs: self.max_wall_secs,
         })
     }
 }
@@ -440,10 +462,10 @@ impl Runner {
             .map_err(|e| ApiError::bad_request(chain(&e)))?;
         let mut header = pod::log::SessionHeader::new(id, model, plan.workspace.clone());
         header.launch = launch.to_json();
-        Ok((
-            header,
-            vec![pod::log::LogRecord::Item(pod::Item::user(request.task))],
-        ))
+        // The session's limits before its task: the worker that claims it
+        // holds them (a fleet's, or this server's).
+        let records = plan.first_records(request.task, "http");
+        Ok((header, records))
     }
 
     /// Queues `requests` for the fleet's workers, all or none, and returns
