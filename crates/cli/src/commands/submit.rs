@@ -88,6 +88,11 @@ impl Template {
     }
 
     /// A new session of these settings doing `task`.
+    /// The limits its sessions record before their task.
+    pub(super) fn limits(&self) -> pod::SessionBudget {
+        self.limits
+    }
+
     pub(super) fn session(&self, task: String) -> (SessionHeader, Vec<LogRecord>) {
         let mut header = SessionHeader::new(
             Uuid::new_v4(),
