@@ -23,6 +23,11 @@ impl ApiError {
         }
     }
 
+    /// The response's status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
     /// What went wrong, for logs.
     pub fn message(&self) -> &str {
         &self.message
