@@ -1,0 +1,194 @@
+//! The Managed Agents API of `pod serve --http`, driven by the official
+//! Python SDK (`anthropic`, pinned in scripts/test and installed into
+//! target/python-sdk): agents, environments and sessions created, a
+//! message sent, the events streamed until the session is idle and listed
+//! in pages, typed by the SDK; errors as the SDK's exception types.
+
+use crate::http::Server;
+use crate::support::*;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// The SDK's version scripts/test installs.
+const SDK_VERSION: &str = "2.17.0";
+
+/// The directory holding the `anthropic` package; the test fails, saying
+/// how to install it, when it is missing.
+fn python_sdk() -> PathBuf {
+    let dirs = [
+        std::env::var_os("POD_PYTHON_SDK").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/python-sdk")),
+    ];
+    dirs.into_iter()
+        .flatten()
+        .find(|dir| dir.join("anthropic/resources/beta/sessions").is_dir())
+        .unwrap_or_else(|| {
+            panic!(
+                "the Anthropic Python SDK is not installed: run ./scripts/test, or \
+                 `pip install --target target/python-sdk anthropic=={SDK_VERSION}` \
+                 (POD_PYTHON_SDK may name another directory holding it)"
+            )
+        })
+}
+
+/// What the client does, printing what it saw as one JSON document.
+const CLIENT: &str = r#"
+import json, os, signal, sys
+import anthropic
+
+# A guard against a hang: the stream must reach idle within a minute.
+signal.alarm(60)
+client = anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key=os.environ["POD_KEY"], max_retries=0)
+out = {"version": anthropic.__version__}
+
+def error_of(call):
+    try:
+        call()
+        return "accepted"
+    except anthropic.APIStatusError as err:
+        return {"class": type(err).__name__, "status": err.status_code, "type": err.body["error"]["type"], "message": err.body["error"]["message"]}
+
+out["unknown_model"] = error_of(lambda: client.beta.agents.create(name="x", model="no-such-model"))
+agent = client.beta.agents.create(name="helper", model="default", system="Be brief.", tools=[{"type": "agent_toolset_20260401"}])
+out["agent"] = {"id": agent.id, "model": agent.model.id, "tools": [t.type for t in agent.tools], "version": agent.version}
+out["agent_again"] = client.beta.agents.retrieve(agent.id).name
+out["agents"] = [a.id for a in client.beta.agents.list()]
+environment = client.beta.environments.create(name="here", config={"type": "cloud", "networking": {"type": "unrestricted"}})
+out["environment"] = {"id": environment.id, "config": environment.config.type}
+out["environments"] = [e.id for e in client.beta.environments.list()]
+out["vaults"] = error_of(lambda: client.beta.sessions.create(agent=agent.id, environment_id=environment.id, vault_ids=["vlt_1"]))
+out["no_session"] = error_of(lambda: client.beta.sessions.retrieve("sesn_00000000000000000000000000000000"))
+out["wrong_key"] = error_of(lambda: anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key="nope", max_retries=0).beta.agents.list())
+
+session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id, title="first")
+out["session"] = {"id": session.id, "status": session.status, "agent": session.agent.id}
+seen = []
+with client.beta.sessions.events.stream(session.id) as stream:
+    client.beta.sessions.events.send(session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": "Plan, then answer."}]}])
+    for event in stream:
+        one = {"type": event.type, "class": type(event).__name__, "id": event.id}
+        if event.type == "agent.message":
+            one["text"] = "".join(block.text for block in event.content)
+        if event.type == "agent.tool_use":
+            one["name"] = event.name
+        if event.type == "agent.tool_result":
+            one["tool_use_id"] = event.tool_use_id
+        if event.type == "session.status_idle":
+            one["stop_reason"] = event.stop_reason.type
+        seen.append(one)
+        if event.type == "session.status_idle":
+            break
+out["stream"] = seen
+out["after"] = client.beta.sessions.retrieve(session.id).status
+out["listed"] = [e.id for e in client.beta.sessions.events.list(session.id, limit=2)]
+out["sessions"] = [s.id for s in client.beta.sessions.list()]
+print(json.dumps(out))
+"#;
+
+#[test]
+fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
+    let sdk = python_sdk();
+    let env = TestEnv::new();
+    let script = json!({"steps": [
+        write_todos(&[todo("1", "completed")]),
+        {"text": "All done from pod."}
+    ]});
+    let path = env.script("serve-script.json", &script);
+    let mut command = env.pod_process();
+    command.arg("--yes").arg("--script").arg(path);
+    let server = Server::start_with(command, &env);
+    let client = env.script("client.py", &json!(null));
+    std::fs::write(&client, CLIENT).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(&client)
+        .env("PYTHONPATH", &sdk)
+        .env("POD_BASE", &server.base)
+        .env("POD_KEY", server.token.trim())
+        .output()
+        .expect("python3 runs (scripts/test installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
+    assert_eq!(seen["version"], SDK_VERSION);
+
+    // Typed errors, as the SDK's exception types.
+    assert_eq!(seen["unknown_model"]["class"], "BadRequestError", "{seen}");
+    assert_eq!(seen["unknown_model"]["type"], "invalid_request_error");
+    assert!(
+        seen["unknown_model"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-model"),
+        "{seen}"
+    );
+    assert_eq!(seen["vaults"]["class"], "BadRequestError", "{seen}");
+    assert!(seen["vaults"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("vaults"));
+    assert_eq!(seen["no_session"]["class"], "NotFoundError", "{seen}");
+    assert_eq!(seen["no_session"]["type"], "not_found_error");
+    assert_eq!(seen["wrong_key"]["class"], "AuthenticationError", "{seen}");
+
+    // The resources, as created and listed.
+    let agent = seen["agent"]["id"].as_str().unwrap();
+    assert!(agent.starts_with("agent_"), "{seen}");
+    assert_eq!(seen["agent"]["tools"], json!(["agent_toolset_20260401"]));
+    assert_eq!(seen["agent_again"], "helper");
+    assert_eq!(seen["agents"], json!([agent]));
+    let environment = seen["environment"]["id"].as_str().unwrap();
+    assert!(environment.starts_with("env_"));
+    assert_eq!(seen["environments"], json!([environment]));
+    let session = seen["session"]["id"].as_str().unwrap();
+    assert_eq!(seen["session"]["status"], "idle");
+    assert_eq!(seen["session"]["agent"], agent);
+    assert_eq!(seen["sessions"], json!([session]));
+
+    // The turn, every event typed by the SDK's own classes.
+    let stream = seen["stream"].as_array().unwrap();
+    let types: Vec<&str> = stream.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "user.message",
+            "session.status_running",
+            "agent.tool_use",
+            "agent.tool_result",
+            "agent.message",
+            "session.status_idle"
+        ],
+        "{seen}"
+    );
+    for event in stream {
+        assert!(
+            event["class"]
+                .as_str()
+                .unwrap()
+                .starts_with("BetaManagedAgents"),
+            "an event the SDK did not type: {event}"
+        );
+    }
+    assert_eq!(stream[2]["name"], "todo_write");
+    assert_eq!(stream[3]["tool_use_id"], stream[2]["id"]);
+    assert_eq!(stream[4]["text"], "All done from pod.");
+    assert_eq!(stream[5]["stop_reason"], "end_turn");
+    assert_eq!(seen["after"], "idle");
+    // Listed page by page (two at a time), the same events as streamed.
+    let streamed: Vec<&Value> = stream.iter().map(|e| &e["id"]).collect();
+    let listed: Vec<&Value> = seen["listed"].as_array().unwrap().iter().collect();
+    assert_eq!(listed, streamed);
+
+    // An ordinary pod session with the same id.
+    let uuid = session.strip_prefix("sesn_").unwrap();
+    let sessions = env.sessions_json();
+    assert!(
+        sessions
+            .iter()
+            .any(|s| s["id"].as_str().unwrap_or_default().replace('-', "") == uuid),
+        "pod sessions does not list {session}: {sessions:?}"
+    );
+}
