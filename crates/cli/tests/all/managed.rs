@@ -85,20 +85,19 @@ out["sessions"] = [s.id for s in client.beta.sessions.list()]
 print(json.dumps(out))
 "#;
 
-#[test]
-fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
-    let sdk = python_sdk();
-    let env = TestEnv::new();
-    let script = json!({"steps": [
-        write_todos(&[todo("1", "completed")]),
-        {"text": "All done from pod."}
-    ]});
-    let path = env.script("serve-script.json", &script);
+/// Starts `pod serve --http 127.0.0.1:0 --yes` on `script`.
+fn serve(env: &TestEnv, script: &Value) -> Server {
+    let path = env.script("serve-script.json", script);
     let mut command = env.pod_process();
     command.arg("--yes").arg("--script").arg(path);
-    let server = Server::start_with(command, &env);
-    let client = env.script("client.py", &json!(null));
-    std::fs::write(&client, CLIENT).unwrap();
+    Server::start_with(command, env)
+}
+
+/// Runs `code` with the SDK against `server`; what it printed, parsed.
+fn run_client(env: &TestEnv, server: &Server, code: &str) -> Value {
+    let sdk = python_sdk();
+    let client = env.script("client.py", &Value::Null);
+    std::fs::write(&client, code).unwrap();
     let out = std::process::Command::new("python3")
         .arg(&client)
         .env("PYTHONPATH", &sdk)
@@ -112,7 +111,18 @@ fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
         "the client failed: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let seen: Value = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
+    serde_json::from_str(stdout.trim()).expect("the client prints JSON")
+}
+
+#[test]
+fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
+    let env = TestEnv::new();
+    let script = json!({"steps": [
+        write_todos(&[todo("1", "completed")]),
+        {"text": "All done from pod."}
+    ]});
+    let server = serve(&env, &script);
+    let seen = run_client(&env, &server, CLIENT);
     assert_eq!(seen["version"], SDK_VERSION);
 
     // Typed errors, as the SDK's exception types.
@@ -191,4 +201,100 @@ fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
             .any(|s| s["id"].as_str().unwrap_or_default().replace('-', "") == uuid),
         "pod sessions does not list {session}: {sessions:?}"
     );
+}
+
+/// A session started by its `initial_events`, read once idle, prompted
+/// again and interrupted; a stream resumed with `Last-Event-ID`.
+const SECOND_TURN: &str = r#"
+import json, os, signal, time
+import anthropic
+
+signal.alarm(60)
+client = anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key=os.environ["POD_KEY"], max_retries=0)
+out = {}
+agent = client.beta.agents.create(name="helper", model={"id": "default"})
+environment = client.beta.environments.create(name="offline", config={"type": "cloud", "networking": {"type": "limited"}})
+out["networking"] = environment.config.networking.type
+session = client.beta.sessions.create(agent={"type": "agent", "id": agent.id, "version": 1}, environment_id=environment.id,
+                                      initial_events=[{"type": "user.message", "content": [{"type": "text", "text": "One"}]}])
+# Started by its first message: it runs, then it is idle (polled, with the alarm as the guard).
+while client.beta.sessions.retrieve(session.id).status != "idle":
+    time.sleep(0.05)
+first = list(client.beta.sessions.events.list(session.id))
+out["first"] = [[e.type, getattr(e, "content", None) and e.content[0].text] for e in first]
+out["usage"] = client.beta.sessions.retrieve(session.id).usage.output_tokens is not None
+
+seen = []
+with client.beta.sessions.events.stream(session.id) as stream:
+    client.beta.sessions.events.send(session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": "Two"}]}])
+    for event in stream:
+        seen.append(event.type)
+        if event.type == "session.status_running":
+            out["running"] = client.beta.sessions.retrieve(session.id).status
+            client.beta.sessions.events.send(session.id, events=[{"type": "user.interrupt"}])
+        if event.type == "session.status_idle":
+            out["stop_reason"] = event.stop_reason.type
+            break
+out["second"] = seen
+
+# Reconnecting after the first event gets the ones after it.
+resumed = []
+with client.beta.sessions.events.stream(session.id, extra_headers={"Last-Event-ID": first[0].id}) as stream:
+    for event in stream:
+        resumed.append(event.id)
+        if len(resumed) == 3:
+            break
+out["resumed"] = resumed == [e.id for e in first[1:4]]
+out["all"] = [e.type for e in client.beta.sessions.events.list(session.id, limit=3)]
+out["newest"] = [e.type for e in client.beta.sessions.events.list(session.id, order="desc", limit=1)][0]
+print(json.dumps(out))
+"#;
+
+#[test]
+fn a_session_started_by_its_initial_events_takes_another_message_and_an_interrupt() {
+    let env = TestEnv::new();
+    let script = json!({"steps": [
+        {"text": "First answer."},
+        {"text": "slow", "delay_ms": 600_000}
+    ]});
+    let server = serve(&env, &script);
+    let seen = run_client(&env, &server, SECOND_TURN);
+    assert_eq!(seen["networking"], "limited", "{seen}");
+    assert_eq!(
+        seen["first"],
+        json!([
+            ["user.message", "One"],
+            ["session.status_running", null],
+            ["agent.message", "First answer."],
+            ["session.status_idle", null]
+        ]),
+        "{seen}"
+    );
+    assert_eq!(seen["usage"], true);
+    assert_eq!(seen["running"], "running", "{seen}");
+    assert_eq!(
+        seen["second"],
+        json!([
+            "user.message",
+            "session.status_running",
+            "session.status_idle"
+        ]),
+        "{seen}"
+    );
+    assert_eq!(seen["stop_reason"], "end_turn");
+    assert_eq!(seen["resumed"], true, "{seen}");
+    assert_eq!(
+        seen["all"],
+        json!([
+            "user.message",
+            "session.status_running",
+            "agent.message",
+            "session.status_idle",
+            "user.message",
+            "session.status_running",
+            "session.status_idle"
+        ]),
+        "{seen}"
+    );
+    assert_eq!(seen["newest"], "session.status_idle");
 }
