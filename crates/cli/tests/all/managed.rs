@@ -201,6 +201,15 @@ fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
             .any(|s| s["id"].as_str().unwrap_or_default().replace('-', "") == uuid),
         "pod sessions does not list {session}: {sessions:?}"
     );
+    // It runs as its agent: the agent's system prompt is in its launch
+    // record, after pod's own.
+    let id = uuid::Uuid::parse_str(uuid).unwrap().to_string();
+    let shown = env.show_json(&id);
+    let log = std::fs::read_to_string(shown["session"]["log_path"].as_str().unwrap()).unwrap();
+    let header: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    let agent = &header["rec"]["header"]["launch"]["prompt"]["agent"];
+    assert_eq!(agent["name"], "helper", "{header}");
+    assert_eq!(agent["prompt"], "Be brief.", "{header}");
 }
 
 /// A session started by its `initial_events`, read once idle, prompted

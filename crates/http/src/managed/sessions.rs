@@ -50,14 +50,28 @@ impl Session {
         public_id(self.id)
     }
 
-    /// The runner's request for its session, with `task` first.
+    /// The runner's request for its session, with `task` first: it runs
+    /// as its agent (pod's prompt, then the agent's system prompt).
     fn request(&self, m: &Managed, task: &str) -> Result<CreateSession, Error> {
-        request(
+        let mut request = request(
             task,
             self.agent.profile(&m.app.runner),
             &self.workspace,
             self.network,
-        )
+        )?;
+        request.as_agent = self
+            .agent
+            .system
+            .as_ref()
+            .map(|system| pod_launch::RecordedAgent {
+                name: self.agent.name.clone(),
+                description: self.agent.description.clone().unwrap_or_default(),
+                prompt: system.clone(),
+                tools: None,
+                model: None,
+                source: std::path::PathBuf::from(format!("managed/agents/{}.json", self.agent.id)),
+            });
+        Ok(request)
     }
 }
 
