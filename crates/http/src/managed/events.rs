@@ -398,10 +398,19 @@ impl Watcher {
         let stop = self.m.app.stop.clone();
         match self.frames.as_mut() {
             Some(frames) => {
-                tokio::select! {
-                    _ = frames.recv() => {}
-                    _ = tokio::time::sleep(RECHECK) => {}
-                    _ = stop.cancelled() => {}
+                let closed = tokio::select! {
+                    frame = frames.recv() => {
+                        matches!(frame, Err(tokio::sync::broadcast::error::RecvError::Closed))
+                    }
+                    _ = tokio::time::sleep(RECHECK) => false,
+                    _ = stop.cancelled() => false,
+                };
+                // The tail ended (its store failed): the next wait joins a
+                // new one, after a pause, instead of spinning on a closed
+                // channel.
+                if closed {
+                    self.frames = None;
+                    tokio::time::sleep(RECHECK).await;
                 }
             }
             None => {
