@@ -58,6 +58,10 @@ out["environment"] = {"id": environment.id, "config": environment.config.type}
 out["environments"] = [e.id for e in client.beta.environments.list()]
 out["vaults"] = error_of(lambda: client.beta.sessions.create(agent=agent.id, environment_id=environment.id, vault_ids=["vlt_1"]))
 out["no_session"] = error_of(lambda: client.beta.sessions.retrieve("sesn_00000000000000000000000000000000"))
+out["outside"] = error_of(lambda: client.beta.environments.create(name="out", metadata={"pod.workspace": "/"}))
+out["vault_list"] = error_of(lambda: client.beta.vaults.list().data)
+out["archive"] = error_of(lambda: client.beta.agents.archive(agent.id))
+out["unknown_session_send"] = error_of(lambda: client.beta.sessions.events.send("sesn_00000000000000000000000000000000", events=[{"type": "user.message", "content": [{"type": "text", "text": "x"}]}]))
 out["wrong_key"] = error_of(lambda: anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key="nope", max_retries=0).beta.agents.list())
 
 session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id, title="first")
@@ -143,6 +147,24 @@ fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
     assert_eq!(seen["no_session"]["class"], "NotFoundError", "{seen}");
     assert_eq!(seen["no_session"]["type"], "not_found_error");
     assert_eq!(seen["wrong_key"]["class"], "AuthenticationError", "{seen}");
+    // The server's ceiling: no workspace outside its roots.
+    assert_eq!(seen["outside"]["class"], "PermissionDeniedError", "{seen}");
+    assert_eq!(seen["outside"]["type"], "permission_error");
+    // What pod does not serve yet: a 404 naming it.
+    for endpoint in ["vault_list", "archive"] {
+        assert_eq!(seen[endpoint]["class"], "NotFoundError", "{seen}");
+        assert!(
+            seen[endpoint]["message"]
+                .as_str()
+                .unwrap()
+                .contains("pod does not support"),
+            "{seen}"
+        );
+    }
+    assert_eq!(
+        seen["unknown_session_send"]["class"], "NotFoundError",
+        "{seen}"
+    );
 
     // The resources, as created and listed.
     let agent = seen["agent"]["id"].as_str().unwrap();
