@@ -329,3 +329,109 @@ fn a_session_started_by_its_initial_events_takes_another_message_and_an_interrup
     );
     assert_eq!(seen["newest"], "session.status_idle");
 }
+
+/// A call that asks, confirmed, then one denied, streamed as the SDK types
+/// them.
+const CONFIRMATIONS: &str = r#"
+import json, os, signal
+import anthropic
+
+signal.alarm(60)
+client = anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key=os.environ["POD_KEY"], max_retries=0)
+agent = client.beta.agents.create(name="writer", model="default")
+environment = client.beta.environments.create(name="here")
+session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)
+out = {}
+
+def turn(text, result):
+    seen = []
+    with client.beta.sessions.events.stream(session.id) as stream:
+        client.beta.sessions.events.send(session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": text}]}])
+        for event in stream:
+            one = {"type": event.type}
+            if event.type == "session.status_idle":
+                one["stop_reason"] = event.stop_reason.type
+                if event.stop_reason.type == "requires_action":
+                    asked = event.stop_reason.event_ids
+                    one["asked"] = asked == [e["id"] for e in seen if e["type"] == "agent.tool_use"]
+                    out["busy_" + result] = error_of(lambda: client.beta.sessions.events.send(session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": "hurry"}]}]))
+                    out["wrong_" + result] = error_of(lambda: client.beta.sessions.events.send(session.id, events=[{"type": "user.tool_confirmation", "tool_use_id": "sevt_nope", "result": "allow"}]))
+                    client.beta.sessions.events.send(session.id, events=[{"type": "user.tool_confirmation", "tool_use_id": asked[0], "result": result}])
+            if event.type == "agent.tool_use":
+                one["id"] = event.id
+            if event.type == "agent.tool_result":
+                one["is_error"] = event.is_error
+            if event.type == "agent.message":
+                one["text"] = event.content[0].text
+            seen.append(one)
+            if one.get("stop_reason") == "end_turn":
+                break
+    return seen
+
+def error_of(call):
+    try:
+        call()
+        return "accepted"
+    except anthropic.APIStatusError as err:
+        return type(err).__name__
+
+out["allowed"] = turn("Write a.txt", "allow")
+out["denied"] = turn("Write b.txt", "deny")
+print(json.dumps(out))
+"#;
+
+#[test]
+fn a_call_that_asks_waits_for_a_tool_confirmation_allowed_or_denied() {
+    let env = TestEnv::new();
+    let script = json!({"steps": [
+        call("write_file", json!({"path": "a.txt", "content": "allowed\n"})),
+        {"text": "Wrote a."},
+        call("write_file", json!({"path": "b.txt", "content": "denied\n"})),
+        {"text": "Left b alone."}
+    ]});
+    // Without --yes: writing a file asks.
+    let path = env.script("serve-script.json", &script);
+    let mut command = env.pod_process();
+    command.arg("--script").arg(path);
+    let server = Server::start_with(command, &env);
+    let seen = run_client(&env, &server, CONFIRMATIONS);
+    let shape = |turn: &Value| -> Vec<String> {
+        turn.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| match e["stop_reason"].as_str() {
+                Some(reason) => format!("idle:{reason}"),
+                None => e["type"].as_str().unwrap().to_string(),
+            })
+            .collect()
+    };
+    let expected = [
+        "user.message",
+        "session.status_running",
+        "agent.tool_use",
+        "idle:requires_action",
+        "session.status_running",
+        "agent.tool_result",
+        "agent.message",
+        "idle:end_turn",
+    ];
+    for (turn, result, text) in [
+        ("allowed", "allow", "Wrote a."),
+        ("denied", "deny", "Left b alone."),
+    ] {
+        let events = &seen[turn];
+        assert_eq!(shape(events), expected, "{seen}");
+        assert_eq!(events[3]["asked"], true, "{seen}");
+        assert_eq!(events[5]["is_error"], turn == "denied", "{seen}");
+        assert_eq!(events[6]["text"], text);
+        // While it waits: no message, no confirmation of another call.
+        assert_eq!(seen[format!("busy_{result}")], "ConflictError", "{seen}");
+        assert_eq!(seen[format!("wrong_{result}")], "ConflictError", "{seen}");
+    }
+    let workspace = env.workspace();
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+        "allowed\n"
+    );
+    assert!(!workspace.join("b.txt").exists());
+}

@@ -127,7 +127,7 @@ pub(crate) fn translate(records: &[LogRecord], running: bool) -> Vec<Value> {
                 ));
                 in_turn = false;
             }
-            LogRecord::Answer(_) => {
+            LogRecord::Answer(_) if !in_turn => {
                 out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
                 in_turn = true;
             }
@@ -193,6 +193,7 @@ pub(crate) async fn send(
     enum Act {
         Message(String),
         Interrupt,
+        Confirm { tool_use_id: String, allow: bool },
     }
     let mut acts = Vec::new();
     for event in &send.events {
@@ -204,9 +205,24 @@ pub(crate) async fn send(
                 }
                 acts.push(Act::Interrupt)
             }
+            Some("user.tool_confirmation") => {
+                let Some(tool_use_id) = event.get("tool_use_id").and_then(Value::as_str) else {
+                    return Err(Error::invalid(
+                        "a user.tool_confirmation needs `tool_use_id`",
+                    ));
+                };
+                let allow = match event.get("result").and_then(Value::as_str) {
+                    Some("allow") => true,
+                    Some("deny") => false,
+                    _ => return Err(Error::invalid("`result` must be allow or deny")),
+                };
+                acts.push(Act::Confirm {
+                    tool_use_id: tool_use_id.to_string(),
+                    allow,
+                })
+            }
             Some(
-                kind @ ("user.tool_confirmation"
-                | "user.custom_tool_result"
+                kind @ ("user.custom_tool_result"
                 | "user.define_outcome"
                 | "user.tool_result"
                 | "system.message"),
@@ -234,6 +250,9 @@ pub(crate) async fn send(
                 refuse_when_waiting(&m, &session).await?;
                 sessions::deliver(&m, &session, text).await?;
             }
+            Act::Confirm { tool_use_id, allow } => {
+                confirm(&m, &session, &tool_use_id, allow).await?;
+            }
             Act::Interrupt => {
                 // Nothing runs: nothing to interrupt.
                 if m.app.runner.is_live(session.id) {
@@ -246,6 +265,56 @@ pub(crate) async fn send(
     Ok(Json(json!({"data": data})))
 }
 
+/// Answers the question the session is parked on, if it is about the call
+/// `tool_use_id` names (its `agent.tool_use` event): the session goes on
+/// here, as an answer through `POST /api/approvals/ID` makes it. The
+/// answer is in the log first, so it survives a restart.
+async fn confirm(
+    m: &Managed,
+    session: &Session,
+    tool_use_id: &str,
+    allow: bool,
+) -> Result<(), Error> {
+    let entry = m
+        .app
+        .summaries
+        .get(m.app.store.as_ref(), session.id)
+        .await
+        .map_err(|e| Error::internal(format!("{e:#}")))?;
+    let events = current(m, session.id).await?;
+    let asked = events.last().and_then(|e| {
+        (e["type"] == "session.status_idle" && e["stop_reason"]["type"] == "requires_action")
+            .then(|| e["stop_reason"]["event_ids"][0].as_str())
+            .flatten()
+    });
+    let (Some(question), Some(asked)) = (entry.summary.question, asked) else {
+        return Err(Error::conflict(format!(
+            "session {} waits for no tool confirmation",
+            session.public_id()
+        )));
+    };
+    if asked != tool_use_id {
+        return Err(Error::conflict(format!(
+            "session {} waits for a confirmation of {asked}, not {tool_use_id}",
+            session.public_id()
+        )));
+    }
+    let decision = match allow {
+        true => pod::ApprovalDecision::AllowOnce,
+        false => pod::ApprovalDecision::RejectOnce,
+    };
+    let bound = crate::runner::Binding {
+        session_id: Some(session.id),
+        call_id: Some(question.request.call_id.clone()),
+    };
+    let by = pod::questions::Answerer::via("managed-agents");
+    m.app
+        .runner
+        .answer_parked(session.id, &question, &bound, decision, &by)
+        .await?;
+    Ok(())
+}
+
 /// A session parked on a question takes no message until it is answered.
 async fn refuse_when_waiting(m: &Managed, session: &Session) -> Result<(), Error> {
     let events = current(m, session.id).await?;
@@ -254,8 +323,7 @@ async fn refuse_when_waiting(m: &Managed, session: &Session) -> Result<(), Error
     });
     match waiting {
         true => Err(Error::conflict(format!(
-            "session {} waits for a tool confirmation: answer it in pod (POST \
-             /api/approvals/ID, the dashboard); user.tool_confirmation is not supported yet",
+            "session {} waits for a tool confirmation: send user.tool_confirmation first",
             session.public_id()
         ))),
         false => Ok(()),
