@@ -435,3 +435,83 @@ fn a_call_that_asks_waits_for_a_tool_confirmation_allowed_or_denied() {
     );
     assert!(!workspace.join("b.txt").exists());
 }
+
+/// Asks for a write and stops once the session waits for a confirmation.
+const PARK: &str = r#"
+import json, os, signal
+import anthropic
+
+signal.alarm(60)
+client = anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key=os.environ["POD_KEY"], max_retries=0)
+agent = client.beta.agents.create(name="writer", model="default")
+environment = client.beta.environments.create(name="here")
+session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)
+with client.beta.sessions.events.stream(session.id) as stream:
+    client.beta.sessions.events.send(session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": "Write a.txt"}]}])
+    for event in stream:
+        if event.type == "session.status_idle":
+            print(json.dumps({"session": session.id, "reason": event.stop_reason.type, "asked": event.stop_reason.event_ids}))
+            break
+"#;
+
+/// Confirms the call SESSION waits on, on a server started since.
+const CONFIRM: &str = r#"
+import json, os, signal
+import anthropic
+
+signal.alarm(60)
+client = anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key=os.environ["POD_KEY"], max_retries=0)
+out = {"status": client.beta.sessions.retrieve("SESSION").status, "agents": len(client.beta.agents.list().data)}
+seen = []
+with client.beta.sessions.events.stream("SESSION") as stream:
+    client.beta.sessions.events.send("SESSION", events=[{"type": "user.tool_confirmation", "tool_use_id": "ASKED", "result": "allow"}])
+    for event in stream:
+        seen.append(event.type)
+        if event.type == "session.status_idle":
+            out["reason"] = event.stop_reason.type
+            break
+out["seen"] = seen
+print(json.dumps(out))
+"#;
+
+#[test]
+fn a_confirmation_pending_when_the_server_is_killed_is_answered_after_a_restart() {
+    let env = TestEnv::new();
+    let script = json!({"steps": [
+        call("write_file", json!({"path": "a.txt", "content": "after the crash\n"})),
+        {"text": "Wrote a."}
+    ]});
+    let path = env.script("serve-script.json", &script);
+    let start = || {
+        let mut command = env.pod_process();
+        command.arg("--script").arg(&path);
+        Server::start_with(command, &env)
+    };
+    let server = start();
+    let parked = run_client(&env, &server, PARK);
+    assert_eq!(parked["reason"], "requires_action", "{parked}");
+    // SIGKILL: nothing is shut down, the question is only in the log.
+    drop(server);
+    let server = start();
+    let code = CONFIRM
+        .replace("SESSION", parked["session"].as_str().unwrap())
+        .replace("ASKED", parked["asked"][0].as_str().unwrap());
+    let seen = run_client(&env, &server, &code);
+    assert_eq!(seen["status"], "idle", "{seen}");
+    assert_eq!(seen["agents"], 1, "agents are kept across restarts: {seen}");
+    assert_eq!(
+        seen["seen"],
+        json!([
+            "session.status_running",
+            "agent.tool_result",
+            "agent.message",
+            "session.status_idle"
+        ]),
+        "{seen}"
+    );
+    assert_eq!(seen["reason"], "end_turn");
+    assert_eq!(
+        std::fs::read_to_string(env.workspace().join("a.txt")).unwrap(),
+        "after the crash\n"
+    );
+}
