@@ -551,4 +551,38 @@ mod tests {
             ["user.message", "session.status_running"]
         );
     }
+
+    #[test]
+    fn a_turn_that_failed_or_was_cancelled_ends_with_its_stop_reason() {
+        let ended = |how| {
+            LogRecord::Ended(pod::log::EndedRecord {
+                how,
+                reason: None,
+                partial_answer: None,
+                calls_not_made: Vec::new(),
+                at: Utc::now(),
+            })
+        };
+        for (how, reason) in [
+            (EndedHow::Failed, "retries_exhausted"),
+            (EndedHow::Cancelled, "end_turn"),
+            (EndedHow::Interrupted, "end_turn"),
+        ] {
+            let records = vec![LogRecord::Item(Item::user("Hi")), ended(how)];
+            // Its end is in the log: no second idle, running or not.
+            for running in [true, false] {
+                let events = translate(&records, running);
+                assert_eq!(
+                    types(&events),
+                    [
+                        "user.message",
+                        "session.status_running",
+                        "session.status_idle"
+                    ]
+                );
+                assert_eq!(events[2]["stop_reason"]["type"], reason);
+                assert_eq!(events[2]["id"], "sevt_00000002_idle");
+            }
+        }
+    }
 }
