@@ -33,6 +33,10 @@ pub struct TestPod {
     pub workspace_tools: bool,
     /// The session store; the file store under `home()` when `None`.
     pub store: Option<pod::Store>,
+    /// The loop guard's settings. Off by default: suites that test the
+    /// Pod's other behaviours script the same `echo` call many times in a
+    /// row, which is exactly what the guard stops.
+    pub loop_guard: pod::LoopGuardConfig,
 }
 
 impl TestPod {
@@ -46,6 +50,10 @@ impl TestPod {
             event_capacity: 256,
             workspace_tools: false,
             store: None,
+            loop_guard: pod::LoopGuardConfig {
+                repeats: 0,
+                exempt: Vec::new(),
+            },
         }
     }
 
@@ -65,6 +73,7 @@ impl TestPod {
         config.event_capacity = self.event_capacity;
         config.workspace_tools = self.workspace_tools;
         config.store = self.store.clone();
+        config.loop_guard = self.loop_guard.clone();
         config
     }
 

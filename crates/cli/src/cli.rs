@@ -3,9 +3,16 @@
 mod agent;
 mod goal;
 mod schedule;
+mod serve;
+mod sessions;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 pub use goal::GoalArgs;
 pub use schedule::{OverlapArg, ScheduleAddArgs, ScheduleCommand};
+pub use serve::{AcpArgs, DemoArgs, ServeArgs, StoreCommand, SubmitArgs};
+pub use sessions::{
+    ApproveArgs, BudgetCmdArgs, DiffArgs, ForkArgs, PruneArgs, ReplayArgs, ResumeArgs, RewindArgs,
+    RmArgs, SessionsArgs, ShowArgs,
+};
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -190,6 +197,19 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
   pod approve 3f2a call_7 never          # a question about call call_7
   pod sessions                           # status awaiting_approval lists them")]
     Approve(ApproveArgs),
+    /// Show or raise a session's limits: money, wall time, requests and
+    /// tokens over its whole life.
+    ///
+    /// The limits are recorded in the session's log, so every later start
+    /// (a resume, a crash's, another fleet worker's) holds them. Raising
+    /// one a session was stopped by lets it go on: on a fleet it goes
+    /// back to the queue and a worker continues it; on the file store
+    /// `pod resume ID` does. Works while no process runs the session.
+    #[command(after_help = "Examples:
+  pod budget 3f2a                        # its limits
+  pod budget 3f2a --max-cost 5           # raise its money limit to 5
+  pod budget 3f2a --max-wall 8h --max-session-requests 2000")]
+    Budget(BudgetCmdArgs),
     /// Replay a session's recorded model answers through today's runtime,
     /// tools, hooks and config, and report where it first goes otherwise.
     ///
@@ -247,155 +267,6 @@ unless allowed with --yes, --allow TOOL or [approval] in the config file.")]
     /// each fire time once between them.
     #[command(subcommand)]
     Schedule(ScheduleCommand),
-}
-
-/// `pod store`.
-#[derive(Debug, Subcommand)]
-pub enum StoreCommand {
-    /// Copy file-store sessions (POD_HOME, or --from DIR) into the
-    /// PostgreSQL store, each verified record by record.
-    #[command(after_help = "Example:
-  pod store import --store postgres://pod@db/pod")]
-    Import(ImportArgs),
-    /// Copy sessions of the PostgreSQL store into a file store (POD_HOME,
-    /// or --to DIR), each verified record by record.
-    #[command(after_help = "Example:
-  pod store export --store postgres://pod@db/pod --to ./backup")]
-    Export(ExportArgs),
-}
-
-/// `pod store import`.
-#[derive(Debug, Args)]
-pub struct ImportArgs {
-    /// Sessions to copy (unique prefixes are enough); all when none.
-    #[arg(value_name = "ID")]
-    pub ids: Vec<String>,
-    /// The file store to import from (default: POD_HOME).
-    #[arg(long, value_name = "DIR")]
-    pub from: Option<PathBuf>,
-}
-
-/// `pod store export`.
-#[derive(Debug, Args)]
-pub struct ExportArgs {
-    /// Sessions to copy (unique prefixes are enough); all when none.
-    #[arg(value_name = "ID")]
-    pub ids: Vec<String>,
-    /// The file store to export to (default: POD_HOME).
-    #[arg(long, value_name = "DIR")]
-    pub to: Option<PathBuf>,
-}
-
-/// `pod serve`.
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Sessions this worker runs at once (no fixed limit: a waiting
-    /// session costs tens of kilobytes and no database connection; the
-    /// model's rate limits are the limit, see docs/fleet.md).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub workers: u32,
-    /// How long a lease lasts unless renewed (renewed every third of it):
-    /// a dead worker's sessions move on this long after it died.
-    #[arg(long, value_name = "AGE", value_parser = parse_age)]
-    pub lease_ttl: Option<std::time::Duration>,
-    /// The most PostgreSQL connections this process opens, for all its
-    /// sessions together (default 16): sessions share them, so several
-    /// workers fit a default server's max_connections (100).
-    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
-    pub db_connections: Option<usize>,
-    /// How long sessions wait for an unreachable database before they fail
-    /// (default: as long as it takes; they pause meanwhile, and `pod
-    /// serve` started while the database is down waits for it).
-    #[arg(long, value_name = "AGE", value_parser = parse_age)]
-    pub db_outage_limit: Option<std::time::Duration>,
-    /// Exit once every fleet session is idle (none queued, none running).
-    #[arg(long)]
-    pub exit_when_idle: bool,
-    /// Serve the HTTP API and the web dashboard on this address (for
-    /// example 127.0.0.1:7700; port 0 picks a free one). Works on both
-    /// stores: the file store's sessions, or the whole fleet's.
-    #[arg(long, value_name = "ADDR")]
-    pub http: Option<std::net::SocketAddr>,
-    /// The API's bearer token, from this file (required to bind an
-    /// address other machines reach); by default one is made on first
-    /// start and kept in POD_HOME/http-token.
-    #[arg(long, value_name = "FILE", requires = "http")]
-    pub token_file: Option<PathBuf>,
-    /// A directory API clients may put workspaces in (repeatable; with
-    /// `[http] workspace_roots`); default: the directory pod serve runs in.
-    #[arg(long, value_name = "DIR", requires = "http")]
-    pub workspace_root: Vec<PathBuf>,
-    /// The model of sessions the API creates without naming a profile.
-    #[command(flatten)]
-    pub model: ModelArgs,
-    /// With --http: what sessions the API starts get, and the most any
-    /// request may ask for (it may narrow, never widen: --yes, --allow,
-    /// --sandbox off and --network on must be given here to be allowed).
-    #[command(flatten, next_help_heading = "Sessions started through the API")]
-    pub approval: ApprovalArgs,
-    /// The sandbox of sessions the API starts, and the widest allowed.
-    #[command(flatten, next_help_heading = "Sessions started through the API")]
-    pub sandbox: SandboxArgs,
-}
-
-/// `pod acp`.
-#[derive(Debug, Args)]
-pub struct AcpArgs {
-    /// How every session runs (the model, limits of each prompt's run,
-    /// which calls run without asking the editor, the sandbox, MCP servers
-    /// besides the config file's and the editor's own).
-    #[command(flatten)]
-    pub session: SessionArgs,
-}
-
-/// `pod approve`.
-#[derive(Debug, Args)]
-pub struct ApproveArgs {
-    /// Session id (a unique prefix is enough).
-    #[arg(value_name = "ID")]
-    pub id: String,
-    /// `[CALL] DECISION`: the call (or question id prefix) when the
-    /// session has several open questions, then allow, deny, always or
-    /// never (or allow_once, reject_once, allow_always, reject_always).
-    #[arg(value_name = "[CALL] DECISION", num_args = 1..=2, required = true)]
-    pub answer: Vec<String>,
-    /// Print the answer recorded as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `pod rm`.
-#[derive(Debug, Args)]
-pub struct RmArgs {
-    /// Session ids (a unique prefix is enough).
-    #[arg(value_name = "ID", required = true)]
-    pub ids: Vec<String>,
-    /// Do not ask.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-}
-
-/// `pod prune`.
-#[derive(Debug, Args)]
-pub struct PruneArgs {
-    /// Age since the last update: a number and a unit (s, m, h, d, w), e.g. 30d.
-    #[arg(long, value_name = "AGE", value_parser = parse_age)]
-    pub older_than: std::time::Duration,
-    /// Only list the sessions that would be deleted.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-}
-
-/// `pod demo` (it always plays the same story).
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// Keep the demo's temporary directory (its POD_HOME and workspace) and
-    /// print how to look at its session.
-    #[arg(long)]
-    pub keep: bool,
 }
 
 /// Which model answers.
@@ -491,15 +362,30 @@ pub struct BudgetArgs {
     /// whole run [default: no limit].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_run_tokens: Option<u64>,
-    /// Money the run and its subagents may spend together, at the prices
-    /// of the profile (`prices = {...}`, per million tokens, in their
-    /// currency) [default: no limit].
+    /// Money the session and its subagents may spend over its whole life,
+    /// across resumes, crashes and fleet workers, at the prices of the
+    /// profile (`prices = {...}`, per million tokens, in their currency);
+    /// recorded in the session's log [default: no limit].
     #[arg(long, value_name = "AMOUNT", value_parser = parse_cost)]
     pub max_cost: Option<pod_llm::Cost>,
+    /// Money each run of the session and its subagents may spend together
+    /// (recorded with the run's other limits)
+    /// [default: no limit].
+    #[arg(long, value_name = "AMOUNT", value_parser = parse_cost)]
+    pub max_run_cost: Option<pod_llm::Cost>,
+    /// Wall time from the session's creation after which it sends no
+    /// request (90m, 2h, 1d); recorded [default: no limit].
+    #[arg(long, value_name = "DURATION", value_parser = parse_wall)]
+    pub max_wall: Option<u64>,
+}
+
+/// A positive duration, in seconds.
+pub fn parse_wall(text: &str) -> Result<u64, String> {
+    pod_launch::budget::parse_duration(text)
 }
 
 /// A positive amount of money.
-fn parse_cost(text: &str) -> Result<pod_llm::Cost, String> {
+pub fn parse_cost(text: &str) -> Result<pod_llm::Cost, String> {
     let amount: f64 = text
         .trim_start_matches('$')
         .parse()
@@ -519,6 +405,8 @@ impl BudgetArgs {
             max_run_requests: self.max_run_requests,
             max_run_tokens: self.max_run_tokens,
             max_cost: self.max_cost,
+            max_run_cost: self.max_run_cost,
+            max_wall_secs: self.max_wall,
         }
     }
 }
@@ -613,21 +501,6 @@ impl From<DurabilityArg> for pod::Durability {
             DurabilityArg::Never => pod::Durability::Never,
         }
     }
-}
-
-/// `pod submit`.
-#[derive(Debug, Args)]
-#[command(args_override_self = true)]
-pub struct SubmitArgs {
-    /// Queue one session per line of FILE (`-`: stdin), all or none: a
-    /// line is a task, or a JSON object with "task" and any of these
-    /// flags by their long names ("workspace", "profile", "max_cost",
-    /// "allow": [...], "yes": true, …), which override the command line's.
-    #[arg(long, value_name = "FILE", group = "the_task")]
-    pub from: Option<PathBuf>,
-    /// The session, as `pod run` takes it.
-    #[command(flatten)]
-    pub run: RunArgs,
 }
 
 /// `pod run`.
@@ -727,148 +600,6 @@ pub struct McpArgs {
     /// may change it (they are what `pod diff` and `pod rewind` use).
     #[arg(long)]
     pub no_checkpoints: bool,
-}
-
-/// `pod resume`.
-#[derive(Debug, Args)]
-pub struct ResumeArgs {
-    /// Session id (a unique prefix is enough).
-    #[arg(value_name = "ID")]
-    pub id: String,
-    /// New instructions; without them the model continues its plan.
-    #[arg(value_name = "TEXT")]
-    pub text: Option<String>,
-    /// The directory the agent works in (default: the session's).
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// How the session runs (over what it recorded).
-    #[command(flatten)]
-    pub session: SessionArgs,
-    /// How to drive it.
-    #[command(flatten)]
-    pub drive: DriveArgs,
-}
-
-/// `pod sessions`.
-#[derive(Debug, Args)]
-pub struct SessionsArgs {
-    /// One JSON array on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Only the N most recently updated sessions (with their subagents).
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
-    /// Only sessions in these states (repeat, or separate with commas; the
-    /// states are below).
-    #[arg(long, value_name = "STATUS", value_delimiter = ',')]
-    pub status: Vec<String>,
-}
-
-/// `pod show`.
-#[derive(Debug, Args)]
-pub struct ShowArgs {
-    /// Session id (a unique prefix is enough).
-    #[arg(value_name = "ID")]
-    pub id: String,
-    /// One JSON document on stdout: the session, its todos and full history.
-    /// With --follow: one JSON line per new record.
-    #[arg(long)]
-    pub json: bool,
-    /// Keep printing the history as it grows, until nobody runs the
-    /// session any more (it may run in another process or on another fleet
-    /// worker: new records are read from the store as they commit).
-    #[arg(long, short = 'f')]
-    pub follow: bool,
-}
-
-/// `pod replay`.
-#[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("which").required(true).args(["id", "dir"]))]
-pub struct ReplayArgs {
-    /// Session id (a unique prefix is enough).
-    #[arg(value_name = "ID")]
-    pub id: Option<String>,
-    /// Replay every session of this directory instead: a POD_HOME, or
-    /// what `pod store export --to DIR` wrote (subagents' sessions are
-    /// replayed under their parents').
-    #[arg(long, value_name = "DIR", conflicts_with = "id")]
-    pub dir: Option<PathBuf>,
-    /// One JSON object per session on stdout: the counts and the first
-    /// divergence, with both records.
-    #[arg(long)]
-    pub json: bool,
-    /// Start from a copy of this directory instead of the files the
-    /// session's first checkpoint holds.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// Read this config file (approval rules, budgets, sandbox) instead of
-    /// the default one.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Run the hooks of this Claude Code settings file instead of the ones
-    /// the session recorded (repeatable).
-    #[arg(long, value_name = "FILE")]
-    pub hooks: Vec<PathBuf>,
-    /// An `{"mcpServers": {...}}` JSON file (repeatable): a server named
-    /// like one the session recorded replaces it (another command, the env
-    /// values a log never holds). Only stdio servers are started.
-    #[arg(long, value_name = "FILE")]
-    pub mcp_config: Vec<PathBuf>,
-}
-
-/// `pod fork`.
-#[derive(Debug, Args)]
-pub struct ForkArgs {
-    /// Session id (a unique prefix is enough).
-    #[arg(value_name = "ID")]
-    pub id: String,
-    /// Keep the first N history items (default: all); `pod show` numbers them.
-    #[arg(long, value_name = "N")]
-    pub at: Option<usize>,
-    /// Also copy the workspace's files as they were after those items into
-    /// DIR (new or empty), from the session's checkpoints; the fork works
-    /// there.
-    #[arg(long, value_name = "DIR")]
-    pub files: Option<PathBuf>,
-    /// Print the new session as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `pod diff`.
-#[derive(Debug, Args)]
-pub struct DiffArgs {
-    /// Session id (a unique prefix is enough).
-    #[arg(value_name = "ID")]
-    pub id: String,
-    /// From the files as they were after this many items (default: 0,
-    /// before the first change).
-    #[arg(long, value_name = "N")]
-    pub from: Option<usize>,
-    /// To the files as they were after this many items (default: as the
-    /// session's last call left them).
-    #[arg(long, value_name = "M")]
-    pub to: Option<usize>,
-    /// The changed files and the patch as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `pod rewind`.
-#[derive(Debug, Args)]
-pub struct RewindArgs {
-    /// Session id (a unique prefix is enough).
-    #[arg(value_name = "ID")]
-    pub id: String,
-    /// The item after which to go back (`pod show` numbers them).
-    #[arg(long, value_name = "N")]
-    pub to: usize,
-    /// Overwrite files changed outside the session since then.
-    #[arg(long)]
-    pub force: bool,
-    /// Print the new session and the restored files as JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// Parses an age such as `30d`, `12h`, `90m`, `45s` or `2w`.

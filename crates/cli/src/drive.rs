@@ -286,7 +286,7 @@ fn stop_of(reason: &TurnEndReason, until_done: bool, todos: Progress) -> Option<
     match reason {
         TurnEndReason::Limit(limit) => Some(Stopped {
             limit: Some(limit.clone()),
-            message: format!("stopped by {limit}"),
+            message: limit.stop_line(),
         }),
         TurnEndReason::Stalled => Some(Stopped {
             limit: None,

@@ -47,6 +47,7 @@ pub fn accepted_todo_lists(records: &[LogRecord]) -> Vec<(usize, Vec<TodoItem>)>
             | LogRecord::Hook(_)
             | LogRecord::Checkpoint(_)
             | LogRecord::Trace(_)
+            | LogRecord::Limits(_)
             | LogRecord::Verify(_) => {}
         }
     }

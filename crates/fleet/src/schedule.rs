@@ -267,10 +267,16 @@ pub fn session_of(schedule: &Schedule, fire_at: DateTime<Utc>) -> (SessionHeader
         name: schedule.name.clone(),
         fire_at,
     });
-    (
-        header,
-        vec![LogRecord::Item(Item::user(schedule.task.clone()))],
-    )
+    let mut first = Vec::with_capacity(2);
+    // The session's limits before its task, as `pod submit` records them:
+    // the worker that claims it holds them.
+    if let Some(limits) = schedule.limits.filter(|l| l.is_set()) {
+        first.push(LogRecord::Limits(pod::log::LimitsRecord::now(
+            limits, "schedule",
+        )));
+    }
+    first.push(LogRecord::Item(Item::user(schedule.task.clone())));
+    (header, first)
 }
 
 /// Fires every due schedule of `store` once (the ones another worker fires
@@ -326,6 +332,7 @@ pub async fn fire_due(store: &PgStore) -> Result<Vec<Fired>, pod::PodError> {
         if !fired {
             continue;
         }
+        pod::stats::schedule_fired(session.is_some(), u64::try_from(missed).unwrap_or(0));
         done.push(match session {
             Some(session) => Fired::Started {
                 name: schedule.name,

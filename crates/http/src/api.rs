@@ -420,6 +420,27 @@ pub fn store_error(err: PodError) -> ApiError {
 /// session (201), or finds the session an earlier delivery with the same
 /// id started (200, `duplicate`).
 pub async fn deliver(
+    state: State<AppState>,
+    name: Path<String>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let delivered = start_delivery(state, name, headers, body).await;
+    let counted = match &delivered {
+        Ok(response) if response.status() == StatusCode::CREATED => {
+            Some(pod::stats::Delivery::Started)
+        }
+        Ok(_) => Some(pod::stats::Delivery::Duplicate),
+        Err(err) if err.status().is_client_error() => Some(pod::stats::Delivery::Refused),
+        Err(_) => None,
+    };
+    if let Some(delivery) = counted {
+        pod::stats::trigger_delivered(delivery);
+    }
+    delivered
+}
+
+async fn start_delivery(
     State(app): State<AppState>,
     Path(name): Path<String>,
     headers: axum::http::HeaderMap,

@@ -25,7 +25,7 @@ pub struct Ceiling {
     /// The largest session budget.
     pub session_budget: pod::SessionBudget,
     /// The largest money limit of a run.
-    pub max_cost: Option<pod_llm::Cost>,
+    pub max_run_cost: Option<pod_llm::Cost>,
     /// Canonical directories workspaces must lie in.
     pub workspace_roots: Vec<PathBuf>,
     /// Canonical paths a workspace may not overlap (pod's own data).
@@ -61,7 +61,7 @@ impl Ceiling {
             sandbox: resolved.sandbox,
             budget: resolved.budget.clone(),
             session_budget: resolved.session_budget,
-            max_cost: resolved.max_cost,
+            max_run_cost: resolved.max_run_cost,
             workspace_roots: roots,
             private: private
                 .iter()
@@ -205,24 +205,26 @@ fn check_approval(ceiling: &ApprovalPolicy, asked: &ApprovalPolicy) -> Result<()
     Ok(())
 }
 
-fn check_budget(ceiling: &Ceiling, settings: &Resolved) -> Result<(), Widening> {
-    fn at_most<T: PartialOrd + std::fmt::Display + Copy>(
-        name: &str,
-        most: Option<T>,
-        asked: Option<T>,
-    ) -> Result<(), Widening> {
-        match (most, asked) {
-            (Some(most), Some(asked)) if asked > most => Err(Widening::new(
-                name,
-                format!("{name} {asked} is more than this server's {most}"),
-            )),
-            (Some(most), None) => Err(Widening::new(
-                name,
-                format!("no limit on {name} is more than this server's {most}"),
-            )),
-            _ => Ok(()),
-        }
+/// `asked` is no more than `most` (and set, when `most` is).
+fn at_most<T: PartialOrd + std::fmt::Display + Copy>(
+    name: &str,
+    most: Option<T>,
+    asked: Option<T>,
+) -> Result<(), Widening> {
+    match (most, asked) {
+        (Some(most), Some(asked)) if asked > most => Err(Widening::new(
+            name,
+            format!("{name} {asked} is more than this server's {most}"),
+        )),
+        (Some(most), None) => Err(Widening::new(
+            name,
+            format!("no limit on {name} is more than this server's {most}"),
+        )),
+        _ => Ok(()),
     }
+}
+
+fn check_budget(ceiling: &Ceiling, settings: &Resolved) -> Result<(), Widening> {
     let (most, asked) = (&ceiling.budget, &settings.budget);
     at_most(
         "budget.max_requests",
@@ -232,8 +234,20 @@ fn check_budget(ceiling: &Ceiling, settings: &Resolved) -> Result<(), Widening> 
     at_most("budget.max_turns", most.continuations, asked.continuations)?;
     at_most("budget.max_run_requests", most.requests, asked.requests)?;
     at_most("budget.max_run_tokens", most.tokens, asked.tokens)?;
-    at_most("budget.max_cost", ceiling.max_cost, settings.max_cost)?;
-    let (most, asked) = (&ceiling.session_budget, &settings.session_budget);
+    at_most(
+        "budget.max_run_cost",
+        ceiling.max_run_cost,
+        settings.max_run_cost,
+    )?;
+    check_session_budget(ceiling, &settings.session_budget)
+}
+
+/// Checks a session's limits (as asked, or as a raise would make them)
+/// against the server's: none may be more, or missing where it has one.
+pub fn check_session_budget(ceiling: &Ceiling, asked: &pod::SessionBudget) -> Result<(), Widening> {
+    let most = &ceiling.session_budget;
+    at_most("budget.max_cost", most.cost, asked.cost)?;
+    at_most("budget.max_wall_secs", most.wall_secs, asked.wall_secs)?;
     at_most("session_budget.requests", most.requests, asked.requests)?;
     at_most("session_budget.tokens", most.tokens, asked.tokens)?;
     Ok(())
@@ -307,7 +321,7 @@ mod tests {
             sandbox: SandboxPolicy::default(),
             budget: Budget::default(),
             session_budget: Default::default(),
-            max_cost: None,
+            max_run_cost: None,
             workspace_roots: vec![base.join("roots")],
             private: vec![base.join("roots/a/deep"), base.join("home")],
         };

@@ -23,7 +23,7 @@ impl ApiError {
         }
     }
 
-    /// The response's status.
+    /// Its status.
     pub fn status(&self) -> StatusCode {
         self.status
     }

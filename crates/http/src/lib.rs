@@ -30,6 +30,7 @@ pub mod config;
 mod error;
 mod failure;
 mod guard;
+mod limits;
 mod listing;
 mod managed;
 pub mod metrics;
@@ -266,7 +267,7 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
     let api = Router::new()
         .route("/sessions", get(api::list).post(api::create))
         .route("/sessions/batch", post(api::create_batch))
-        .route("/sessions/{id}", get(api::get))
+        .route("/sessions/{id}", get(api::get).patch(limits::patch))
         .route("/sessions/{id}/history", get(api::history))
         .route("/sessions/{id}/diff", get(api::diff))
         .route("/sessions/{id}/events", get(sse::session))

@@ -35,6 +35,11 @@ pub struct Metrics {
     // Verification rounds that passed and that failed (`--verify`).
     verified: AtomicU64,
     unverified: AtomicU64,
+    // The kind of limit (`money`, `requests`, `tokens`, `wall_time`, …)
+    // -> runs it stopped.
+    budget_stops: Mutex<BTreeMap<&'static str, u64>>,
+    // Runs the loop guards stopped (repeated calls, cycles, text, failures).
+    loop_stops: AtomicU64,
 }
 
 /// Pairs of model and profile counted apart at most (the rest count as
@@ -84,6 +89,9 @@ impl Metrics {
             }
             PodEvent::TurnEnded { reason, .. } => {
                 *self.turns.lock().entry(reason_label(reason)).or_default() += 1;
+                if let pod::TurnEndReason::Limit(limit) = reason {
+                    self.stopped(limit);
+                }
             }
             PodEvent::TurnFailed { .. } => {
                 *self.turns.lock().entry("failed".into()).or_default() += 1;
@@ -105,6 +113,15 @@ impl Metrics {
             // (Counted under the parent's model and profile.)
             PodEvent::Subagent { inner, .. } => self.observe(inner, meter),
             _ => {}
+        }
+    }
+
+    fn stopped(&self, limit: &pod::Limit) {
+        match limit.kind() {
+            "loop" => {
+                self.loop_stops.fetch_add(1, Ordering::Relaxed);
+            }
+            kind => *self.budget_stops.lock().entry(kind).or_default() += 1,
         }
     }
 
@@ -148,6 +165,12 @@ impl Metrics {
             .lock()
             .iter()
             .map(|(reason, n)| (vec![("reason", reason.clone())], *n as f64))
+            .collect();
+        let budget_stops: Vec<Sample> = self
+            .budget_stops
+            .lock()
+            .iter()
+            .map(|(kind, n)| (vec![("reason", (*kind).to_string())], *n as f64))
             .collect();
         let stats = pod::stats::snapshot();
         let models = pod_providers::metered::snapshot();
@@ -214,6 +237,16 @@ impl Metrics {
             Family::new("pod_tool_calls_total", "Tool calls by tool and outcome.", tools),
             Family::new("pod_turns_total", "Turns by how they ended.", turns),
             Family::new(
+                "pod_budget_stops_total",
+                "Runs a limit stopped, by the kind of limit: money, requests, tokens, wall_time, turn_requests, continuations.",
+                budget_stops,
+            ),
+            Family::new(
+                "pod_loop_stops_total",
+                "Runs the loop guards stopped (the same call, a short cycle or the same text repeated after a reminder; the same call failing the same way).",
+                vec![(vec![], load(&self.loop_stops))],
+            ),
+            Family::new(
                 "pod_compactions_total",
                 "Context compactions.",
                 vec![(vec![], load(&self.compactions))],
@@ -258,6 +291,24 @@ impl Metrics {
                 "pod_store_committed_records_total",
                 "Session log records those statements committed.",
                 vec![(vec![], stats.group_commit_records as f64)],
+            ),
+            Family::new(
+                "pod_schedule_fires_total",
+                "Schedules' fire times acted on by this process's fleet worker: started a session, skipped (the last one still ran), or missed (passed while no worker ran; catch-up runs only the latest).",
+                vec![
+                    (vec![("outcome", "started".into())], stats.schedule_started as f64),
+                    (vec![("outcome", "skipped".into())], stats.schedule_skipped as f64),
+                    (vec![("outcome", "missed".into())], stats.schedule_missed as f64),
+                ],
+            ),
+            Family::new(
+                "pod_trigger_deliveries_total",
+                "Webhook deliveries to /api/triggers by outcome: started a session, duplicate (an earlier delivery of the same id started it), refused.",
+                vec![
+                    (vec![("outcome", "started".into())], stats.trigger_started as f64),
+                    (vec![("outcome", "duplicate".into())], stats.trigger_duplicate as f64),
+                    (vec![("outcome", "refused".into())], stats.trigger_refused as f64),
+                ],
             ),
             Family::new(
                 "pod_store_outages_total",
@@ -465,5 +516,42 @@ mod tests {
             text.contains("pod_tool_calls_total{tool=\"we\\\"ird\",outcome=\"error\"} 1\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn budget_and_loop_stops_are_counted_by_reason() {
+        let metrics = Metrics::default();
+        let ended = |limit: pod::Limit| PodEvent::TurnEnded {
+            reason: pod::TurnEndReason::Limit(limit),
+            usage: Usage::default(),
+            requests: 1,
+        };
+        let money = pod::Limit::SessionCost {
+            max: pod_llm::Cost::from_amount(2.0),
+            spent: pod_llm::Cost::from_amount(2.0),
+        };
+        metrics.observe(&ended(money), &Meter::default());
+        metrics.observe(
+            &ended(pod::Limit::RunCost(pod_llm::Cost::from_amount(1.0))),
+            &Meter::default(),
+        );
+        metrics.observe(
+            &ended(pod::Limit::Loop {
+                what: "bash".into(),
+                times: 7,
+            }),
+            &Meter::default(),
+        );
+        let text = metrics.render(&Gauges {
+            sessions: BTreeMap::new(),
+            approvals_waiting: 0,
+            oldest_approval_seconds: 0.0,
+            live: 0,
+        });
+        assert!(
+            text.contains("pod_budget_stops_total{reason=\"money\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("pod_loop_stops_total 1\n"), "{text}");
     }
 }

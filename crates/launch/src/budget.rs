@@ -1,9 +1,12 @@
 //! The limits of a run, lowered from the config file, the session's record
 //! and the flags to one [`Budget`], resolved once.
 //!
-//! Precedence: defaults, then the file's `[budget]` table, then the
-//! profile's `budget` table, then (on resume) the budget the session
-//! recorded, then the flags.
+//! Precedence (docs/budgets.md says it once for people): defaults, then
+//! the file's `[budget]` table, then the profile's `budget` table, then
+//! (on resume) what the session recorded, then the flags. The session's
+//! limits (`max_cost`, `max_wall`, `max_session_*`) are recorded in its log
+//! when it starts and whenever they change (`pod budget`, a resume's
+//! flags): a recorded session never reads them from the file again.
 
 use crate::error::LaunchError;
 use crate::flags::BudgetFlags;
@@ -28,9 +31,20 @@ pub struct BudgetTable {
     pub max_session_requests: Option<u64>,
     /// Tokens over a session's life.
     pub max_session_tokens: Option<u64>,
-    /// Money a run and its subagents may spend together, at the profile's
-    /// prices (not recorded: read on every start, like the session caps).
+    /// Money the session and its subagents may spend over its life, at
+    /// the profile's prices (recorded).
     pub max_cost: Option<pod_llm::Cost>,
+    /// Money one run and its subagents may spend.
+    pub max_run_cost: Option<pod_llm::Cost>,
+    /// Wall time from the session's creation, as `90m`, `2h`, `1d`
+    /// (recorded).
+    pub max_wall: Option<String>,
+    /// Times the model may repeat itself (the same call, a short cycle of
+    /// calls, the same text) before it is reminded; two more and the run
+    /// stops. 0 turns the loop guard off.
+    pub loop_repeats: Option<u32>,
+    /// Tools whose calls the loop guard never counts (a polling tool).
+    pub loop_exempt: Option<Vec<String>>,
 }
 
 impl BudgetTable {
@@ -62,6 +76,7 @@ impl BudgetTable {
             max_run_requests: args.max_run_requests,
             max_run_tokens: args.max_run_tokens,
             max_cost: args.max_cost,
+            max_run_cost: args.max_run_cost,
             ..Self::default()
         }
     }
@@ -93,34 +108,110 @@ impl BudgetTable {
     }
 }
 
-/// The session budget: the file's `[budget]` table, then the profile's.
-/// It is read from the config file on every start (not recorded), so a
-/// raised cap lets a stopped session go on.
+/// The session's limits a front end's flags set (the others stay as
+/// recorded or configured).
+pub fn session_flags(flags: &BudgetFlags) -> pod::SessionBudget {
+    pod::SessionBudget {
+        cost: flags.max_cost,
+        wall_secs: flags.max_wall_secs,
+        ..pod::SessionBudget::default()
+    }
+}
+
+/// The session's limits: the flags over `recorded` (what the session's log
+/// recorded last), or for a new session (or one from before limits were
+/// recorded) over the profile's `budget` table over the file's `[budget]`.
 pub fn session(
     file: &pod_providers::ConfigFile,
     profile: Option<&toml::Value>,
+    recorded: Option<pod::SessionBudget>,
+    flags: &BudgetFlags,
 ) -> Result<pod::SessionBudget, LaunchError> {
-    let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table", file)?;
-    let profile = BudgetTable::parse(profile, "budget table of the profile", file)?;
-    Ok(pod::SessionBudget {
-        requests: profile.max_session_requests.or(top.max_session_requests),
-        tokens: profile.max_session_tokens.or(top.max_session_tokens),
-    })
+    let base = match recorded {
+        Some(recorded) => recorded,
+        None => {
+            let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table", file)?;
+            let profile = BudgetTable::parse(profile, "budget table of the profile", file)?;
+            let wall = match profile.max_wall.as_deref().or(top.max_wall.as_deref()) {
+                Some(text) => Some(parse_duration(text).map_err(|why| {
+                    LaunchError::settings(
+                        format!("max_wall: {why}"),
+                        "give it as a number and a unit: 90m, 2h, 1d",
+                    )
+                })?),
+                None => None,
+            };
+            pod::SessionBudget {
+                requests: profile.max_session_requests.or(top.max_session_requests),
+                tokens: profile.max_session_tokens.or(top.max_session_tokens),
+                cost: profile.max_cost.or(top.max_cost),
+                wall_secs: wall,
+            }
+        }
+    };
+    Ok(base.overlaid(session_flags(flags)))
 }
 
-/// The run's money limit: the flag, else the profile's `budget` table,
-/// else the file's `[budget]` table. Not recorded: a resume reads it again.
-pub fn max_cost(
+/// A run's money limit: the flag, else the profile's `budget` table, else
+/// the file's `[budget]` table (a resume uses the recorded one unless the
+/// flag is given: `Resolved`).
+pub fn max_run_cost(
     file: &pod_providers::ConfigFile,
     profile: Option<&toml::Value>,
     flags: &BudgetFlags,
 ) -> Result<Option<pod_llm::Cost>, LaunchError> {
-    if flags.max_cost.is_some() {
-        return Ok(flags.max_cost);
+    if flags.max_run_cost.is_some() {
+        return Ok(flags.max_run_cost);
     }
     let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table", file)?;
     let profile = BudgetTable::parse(profile, "budget table of the profile", file)?;
-    Ok(profile.max_cost.or(top.max_cost))
+    Ok(profile.max_run_cost.or(top.max_run_cost))
+}
+
+/// The loop guard's settings: the profile's `budget` table over the file's
+/// `[budget]`, over the defaults. Read on every start (they judge the
+/// model's behaviour, not what the session may spend).
+pub fn loop_guard(
+    file: &pod_providers::ConfigFile,
+    profile: Option<&toml::Value>,
+) -> Result<pod::LoopGuardConfig, LaunchError> {
+    let top = BudgetTable::parse(file.budget.as_ref(), "[budget] table", file)?;
+    let profile = BudgetTable::parse(profile, "budget table of the profile", file)?;
+    let defaults = pod::LoopGuardConfig::default();
+    Ok(pod::LoopGuardConfig {
+        repeats: profile
+            .loop_repeats
+            .or(top.loop_repeats)
+            .unwrap_or(defaults.repeats),
+        exempt: profile
+            .loop_exempt
+            .or(top.loop_exempt)
+            .unwrap_or(defaults.exempt),
+    })
+}
+
+/// `90s`, `15m`, `2h`, `1d` as seconds.
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("{text:?} has no unit: use s, m, h or d (e.g. 2h)"))?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} does not start with a number (e.g. 2h)"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        other => return Err(format!("unknown unit {other:?}: use s, m, h or d")),
+    };
+    match number.checked_mul(seconds) {
+        Some(0) => Err(format!("{text:?}: the limit must be more than 0")),
+        Some(secs) => Ok(secs),
+        None => Err(format!("{text:?} is too long")),
+    }
 }
 
 /// The run's budget. `recorded`: what the resumed session was started with

@@ -23,8 +23,9 @@ pub struct ModelFlags {
     pub model: Option<String>,
 }
 
-/// The limits of a run (`--max-requests`, `--max-turns`,
-/// `--max-run-requests`, `--max-run-tokens`, `--max-cost`).
+/// The limits of a run and a session (`--max-requests`, `--max-turns`,
+/// `--max-run-requests`, `--max-run-tokens`, `--max-run-cost`,
+/// `--max-cost`, `--max-wall`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BudgetFlags {
     /// Model requests per turn.
@@ -35,8 +36,14 @@ pub struct BudgetFlags {
     pub max_run_requests: Option<u64>,
     /// Tokens in the run.
     pub max_run_tokens: Option<u64>,
-    /// Money the run and its subagents may spend, at the profile's prices.
+    /// Money the session and its subagents may spend over its life, at
+    /// the profile's prices (recorded in the session's log).
     pub max_cost: Option<pod_llm::Cost>,
+    /// Money one run and its subagents may spend.
+    pub max_run_cost: Option<pod_llm::Cost>,
+    /// Seconds from the session's creation after which it sends no request
+    /// (recorded in the session's log).
+    pub max_wall_secs: Option<u64>,
 }
 
 /// Where commands may write and whether they have the network

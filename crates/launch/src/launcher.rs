@@ -253,7 +253,10 @@ impl Launcher {
             ));
         }
         let recorded = loaded.launch.as_ref();
-        let settings = Resolved::resolve(flags, recorded)?;
+        let mut settings = Resolved::resolve(flags, recorded)?;
+        if let Some(limits) = pod::SessionBudget::recorded(&loaded.records) {
+            settings = settings.with_recorded_limits(limits, flags)?;
+        }
         let (prompt, prompt_warnings) = crate::prompt::collect(
             flags,
             &settings.file,
@@ -291,6 +294,41 @@ impl Launcher {
     }
 }
 
+impl Launcher {
+    /// Records `over` over session `id`'s limits (`pod budget`, the API's
+    /// `PATCH`), `via` naming the front end; see [`pod::limits::raise`].
+    /// A session from before limits were recorded starts from the config
+    /// file's. A money limit needs the session's model's prices.
+    pub async fn raise_limits(
+        &self,
+        id: Uuid,
+        over: pod::SessionBudget,
+        via: &str,
+        wait: Duration,
+    ) -> Result<pod::limits::Raised, LaunchError> {
+        let loaded = sessions::load(self.place.store.as_ref(), id).await?;
+        let settings = Resolved::resolve(&Flags::default(), loaded.launch.as_ref());
+        if over.cost.is_some() {
+            let priced = settings
+                .as_ref()
+                .is_ok_and(|settings| settings.choice.raw.prices.is_some());
+            if !priced {
+                return Err(LaunchError::settings(
+                    format!("session {id}'s model has no prices, so a money limit cannot count"),
+                    "add prices to its profile (prices = { input = 3.0, output = 15.0 }, per \
+                     million tokens)",
+                ));
+            }
+        }
+        let unrecorded = settings
+            .map(|settings| settings.session_budget)
+            .unwrap_or_default();
+        pod::limits::raise(&self.place.store, id, unrecorded, over, via, wait)
+            .await
+            .map_err(|err| LaunchError::pod(format!("cannot change session {id}'s limits"), err))
+    }
+}
+
 impl Plan {
     /// A new session that replays `replaying`'s script as its model, with
     /// `settings`, `hooks` and its MCP servers as they are (a replay decides
@@ -318,6 +356,22 @@ impl Plan {
             resume: None,
             replay: Some(replaying),
         }
+    }
+
+    /// The first records of a session of this plan queued for a fleet
+    /// with `task` (`pod submit`, a batch): its limits, when it has any
+    /// (so the worker that runs it, and every later one, holds them), and
+    /// the task.
+    pub fn first_records(&self, task: String, via: &str) -> Vec<pod::log::LogRecord> {
+        let limits = self.settings.session_budget;
+        let mut records = Vec::with_capacity(2);
+        if limits.is_set() {
+            records.push(pod::log::LogRecord::Limits(pod::log::LimitsRecord::now(
+                limits, via,
+            )));
+        }
+        records.push(pod::log::LogRecord::Item(pod::Item::user(task)));
+        records
     }
 
     /// The session this plan resumes, if it resumes one.
@@ -448,12 +502,13 @@ impl Plan {
         config.until_done = settings.until_done;
         config.budget = settings.budget.clone();
         config.session_budget = settings.session_budget;
-        // Subagents share the meter and are counted at the profile's
+        config.loop_guard = settings.loop_guard.clone();
+        // Subagents share the meters and are counted at the profile's
         // prices (a cheaper subagent model is over-counted, never under).
-        config.cost_budget = settings
-            .max_cost
-            .zip(settings.choice.raw.prices)
-            .map(|(max, prices)| pod::CostBudget::new(max, prices));
+        let money = settings.max_run_cost.is_some() || settings.session_budget.cost.is_some();
+        config.cost_budget = settings.choice.raw.prices.filter(|_| money).map(|prices| {
+            pod::CostBudget::new(settings.max_run_cost, settings.session_budget.cost, prices)
+        });
         config.approval = settings.approval.clone();
         config.sandbox = settings.sandbox;
         config.verify = match &self.replay {

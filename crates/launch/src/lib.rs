@@ -35,7 +35,7 @@
 #![deny(missing_docs)]
 
 mod approval;
-mod budget;
+pub mod budget;
 mod error;
 mod flags;
 pub mod goal;

@@ -138,7 +138,7 @@ fn event_of(event: &PodEvent, about: &About) -> Option<Event> {
                     ),
                     _ => (Kind::Finished, "the model finished its answer".to_string()),
                 },
-                TurnEndReason::Limit(limit) => (Kind::Stopped, format!("stopped by {limit}")),
+                TurnEndReason::Limit(limit) => (Kind::Stopped, limit.stop_line()),
                 TurnEndReason::Stalled => (
                     Kind::Stopped,
                     "stopped: it made no progress on its unfinished plan".to_string(),

@@ -12,7 +12,8 @@
 //!   replaces a recorded model.
 //! - Approval flags given to resume replace the recorded ones.
 //! - `--until-done` turns until-done on; a recorded until-done stays on.
-//! - Budget flags override the recorded budget.
+//! - Budget flags override the recorded budget (and the recorded
+//!   `--max-run-cost`).
 //! - `--sandbox` and `--network` override the recorded sandbox.
 //! - Hooks are read when the session starts and recorded whole (the
 //!   commands, not the file names: a file in the workspace is the agent's
@@ -45,6 +46,10 @@ pub struct Launch {
     /// The run's limits.
     #[serde(default)]
     pub budget: Budget,
+    /// The money one run may spend (`--max-run-cost`); the session's own
+    /// limits are `limits` records in the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_run_cost: Option<pod_llm::Cost>,
     /// The sandbox (absent in sessions from before it existed: they get
     /// the config file's or the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +204,7 @@ mod tests {
             approval: RecordedApproval::default(),
             until_done: true,
             budget: Budget::default(),
+            max_run_cost: None,
             sandbox: Some(pod::SandboxPolicy {
                 mode: pod::SandboxMode::Strict,
                 network: true,

@@ -152,6 +152,10 @@ pub struct Summary {
     /// The limit that stopped its last run, when the status is `stopped`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<pod_worker::Limit>,
+    /// Its limits (money, wall time, requests, tokens) as its log recorded
+    /// them last, when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<pod::SessionBudget>,
     /// Why it is `failed`, `cancelled`, `interrupted` or `damaged`: the
     /// error, what was cut short, where the log is damaged.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -250,6 +254,7 @@ pub fn damaged(
         origin: None,
         question: None,
         stopped_by: None,
+        limits: None,
         verification: None,
         reason: Some(pod_llm::error_chain(error)),
         damage,
@@ -280,7 +285,14 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         .map(|q| (*q).clone());
     let answered = !questions.pending(&replayed.history).is_empty();
     let items = pod::fork_item_count(&contents.records);
-    let (stopped_by, ended) = match contents.records.last() {
+    // A raise of its limits (`pod budget`) does not change how its last
+    // run ended.
+    let last = contents
+        .records
+        .iter()
+        .rev()
+        .find(|record| !matches!(record, LogRecord::Limits(_)));
+    let (stopped_by, ended) = match last {
         Some(LogRecord::Stopped(stopped)) => (Some(stopped.limit.clone()), None),
         Some(LogRecord::Ended(ended)) => (None, Some(ended)),
         _ => (None, None),
@@ -383,6 +395,7 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         question,
         verification,
         stopped_by,
+        limits: pod::SessionBudget::recorded(&contents.records),
         reason,
         damage: None,
         usage,

@@ -28,10 +28,13 @@ pub struct Resolved {
     pub until_done: bool,
     /// The run's limits.
     pub budget: Budget,
-    /// The session's caps (from the config file).
+    /// The session's limits (the flags over what it recorded, or over the
+    /// config file for a new session).
     pub session_budget: pod::SessionBudget,
     /// The money a run and its subagents may spend (flag or config file).
-    pub max_cost: Option<pod_llm::Cost>,
+    pub max_run_cost: Option<pod_llm::Cost>,
+    /// The loop guard's settings.
+    pub loop_guard: pod::LoopGuardConfig,
     /// The sandbox `bash` runs in.
     pub sandbox: SandboxPolicy,
     /// Subagents' limits (their model is built with the providers).
@@ -66,15 +69,13 @@ impl Resolved {
         };
         let sandbox = sandbox::resolve(&file, recorded.and_then(|l| l.sandbox), &flags.sandbox)?;
         let approval = approval::policy(&file, &approval_flags, sandbox.is_enforced())?;
-        let session_budget = budget::session(&file, choice.raw.budget.as_ref())?;
-        let max_cost = budget::max_cost(&file, choice.raw.budget.as_ref(), &flags.budget)?;
-        if max_cost.is_some() && choice.raw.prices.is_none() {
-            return Err(LaunchError::settings(
-                "a cost limit (--max-cost or max_cost) needs the model's prices",
-                "add prices to the profile, e.g. prices = { input = 3.0, cache_write = 3.75, \
-                 cache_read = 0.3, output = 15.0 } (per million tokens)",
-            ));
-        }
+        let session_budget =
+            budget::session(&file, choice.raw.budget.as_ref(), None, &flags.budget)?;
+        let max_run_cost = match recorded.and_then(|launch| launch.max_run_cost) {
+            Some(cost) if flags.budget.max_run_cost.is_none() => Some(cost),
+            _ => budget::max_run_cost(&file, choice.raw.budget.as_ref(), &flags.budget)?,
+        };
+        let loop_guard = budget::loop_guard(&file, choice.raw.budget.as_ref())?;
         let subagents = crate::subagents::resolve(&file)?;
         let notify = crate::notify::resolve(&file, choice.raw.notify.as_ref())?;
         let goal = crate::goal::resolve(
@@ -89,7 +90,7 @@ impl Resolved {
             recorded.map(|launch| &launch.budget),
             &flags.budget,
         )?;
-        Ok(Self {
+        let resolved = Self {
             file,
             choice,
             approval_flags,
@@ -97,12 +98,41 @@ impl Resolved {
             until_done: flags.until_done || recorded.is_some_and(|launch| launch.until_done),
             budget,
             session_budget,
-            max_cost,
+            max_run_cost,
+            loop_guard,
             sandbox,
             subagents,
             notify,
             goal,
-        })
+        };
+        resolved.check_prices()?;
+        Ok(resolved)
+    }
+
+    /// These settings for a session whose log recorded `limits`: the flags
+    /// over them, instead of over the config file.
+    pub fn with_recorded_limits(
+        mut self,
+        limits: pod::SessionBudget,
+        flags: &Flags,
+    ) -> Result<Self, LaunchError> {
+        self.session_budget = limits.overlaid(budget::session_flags(&flags.budget));
+        self.check_prices()?;
+        Ok(self)
+    }
+
+    /// A money limit without prices is refused before anything runs.
+    fn check_prices(&self) -> Result<(), LaunchError> {
+        let money = self.session_budget.cost.is_some() || self.max_run_cost.is_some();
+        if money && self.choice.raw.prices.is_none() {
+            return Err(LaunchError::settings(
+                "a cost limit (--max-cost, --max-run-cost, max_cost or max_run_cost) needs the \
+                 model's prices",
+                "add prices to the profile, e.g. prices = { input = 3.0, cache_write = 3.75, \
+                 cache_read = 0.3, output = 15.0 } (per million tokens)",
+            ));
+        }
+        Ok(())
     }
 
     /// What a new session records of these settings (its MCP servers are
@@ -118,6 +148,7 @@ impl Resolved {
             approval: RecordedApproval::from_args(&self.approval_flags),
             until_done: self.until_done,
             budget: self.budget.clone(),
+            max_run_cost: self.max_run_cost,
             sandbox: Some(self.sandbox),
             mcp_servers: Vec::new(),
             hooks: Vec::new(),

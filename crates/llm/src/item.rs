@@ -199,6 +199,10 @@ pub enum SystemKind {
     /// The operator's checks failed when the model ended its turn: what
     /// they said, as a `<system-reminder>`.
     Verification,
+    /// The loop guard: the model repeats itself (the same call, a short
+    /// cycle, the same text), as a `<system-reminder>`. Not a plan
+    /// reminder: the plan's cadence and replay's run starts ignore it.
+    Loop,
     /// Anything else the runtime says.
     #[default]
     #[serde(other)]

@@ -3,7 +3,7 @@
 use crate::approval::{ApprovalPolicy, Approver};
 use crate::compact::CompactionConfig;
 use crate::home::PodHome;
-use crate::interceptors::{CostBudget, SessionBudget};
+use crate::interceptors::{CostBudget, LoopGuardConfig, SessionBudget};
 use crate::store::{FileStore, Store};
 use crate::subagents::SubagentConfig;
 use pod_llm::Provider;
@@ -77,9 +77,11 @@ pub struct PodConfig {
     /// Caps on the whole session's requests and tokens, across runs and
     /// resumes (none by default).
     pub session_budget: SessionBudget,
-    /// The money a run and its subagents may spend together (none by
-    /// default); subagents share the meter.
+    /// The money limits of the session and of a run, and the meters they
+    /// are counted on (none by default); subagents share them.
     pub cost_budget: Option<CostBudget>,
+    /// What the loop guard looks for (on by default: five repeats).
+    pub loop_guard: LoopGuardConfig,
     /// Called once the Pod runs ([`StartHook`]); none by default.
     pub on_start: Vec<StartHook>,
     /// How the front end started the session, stored in a new session's log
@@ -155,6 +157,7 @@ impl PodConfig {
             interceptors: Vec::new(),
             session_budget: SessionBudget::default(),
             cost_budget: None,
+            loop_guard: LoopGuardConfig::default(),
             on_start: Vec::new(),
             launch: None,
             sandbox: SandboxPolicy::default(),

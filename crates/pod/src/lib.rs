@@ -53,6 +53,7 @@ mod hooks;
 pub mod interceptors;
 mod job;
 pub mod ledger;
+pub mod limits;
 pub mod log;
 mod observer;
 mod pod;
@@ -80,7 +81,9 @@ pub use fork::{fork_item_count, fork_session, fork_session_in};
 pub use gate::ApprovalGate;
 pub use handle::PodHandle;
 pub use home::{HomeAccess, PodHome, LOG_FILE};
-pub use interceptors::{context_estimate, CostBudget, SessionBudget, MAX_COMPACTION_FAILURES};
+pub use interceptors::{
+    context_estimate, CostBudget, LoopGuardConfig, SessionBudget, MAX_COMPACTION_FAILURES,
+};
 pub use pod::Pod;
 pub use store::{FileStore, LogWriter, SessionStat, SessionStore, Store, Waits};
 pub use subagents::{child_session_id, SubagentConfig, SubagentType, TASK};

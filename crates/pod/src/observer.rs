@@ -100,11 +100,11 @@ impl TurnObserver for PodObserver {
             },
         ) = (&self.cost, &item.kind)
         {
-            budget.meter.add(budget.prices.charge(usage));
+            budget.charge(budget.prices.charge(usage));
         }
         if let ItemKind::System { kind, text } = &item.kind {
             match kind {
-                SystemKind::Reminder | SystemKind::Verification => {
+                SystemKind::Reminder | SystemKind::Verification | SystemKind::Loop => {
                     self.emit(PodEvent::ReminderInjected { text: text.clone() })
                 }
                 SystemKind::Notification => {

@@ -9,8 +9,8 @@ use crate::gate::{ApprovalGate, ParkedOn};
 use crate::handle::{Command, PodHandle};
 use crate::hooks::{HookInterceptor, HookRunner, HookVerdicts};
 use crate::interceptors::{
-    Approval, AutoCompact, CompactionTrigger, CostGuard, NotificationQueue, Notifications,
-    Reminders, SessionBudgetGuard, Spent, UntilDone,
+    Approval, AutoCompact, CompactionTrigger, CostGuard, LoopGuard, NotificationQueue,
+    Notifications, Reminders, SessionBudgetGuard, Spent, UntilDone,
 };
 use crate::job::{self, Answer, Done, Job};
 use crate::log::{LogRecord, ParentLink};
@@ -59,6 +59,13 @@ impl Pod {
         id: Uuid,
         parent: Option<ParentLink>,
     ) -> Result<PodHandle, PodError> {
+        let mut config = config;
+        if let Some(cost) = config.cost_budget.as_mut() {
+            // A child's is its parent's, already set.
+            if parent.is_none() {
+                cost.session_max = config.session_budget.cost;
+            }
+        }
         let config = Arc::new(config);
         let store = config.store();
         let header = session::header(&config, id, parent);
@@ -88,10 +95,25 @@ impl Pod {
         config: PodConfig,
         parent: Option<ParentLink>,
     ) -> Result<PodHandle, PodError> {
-        let config = Arc::new(config);
+        let mut config = config;
         let store = config.store();
         let opened = session::open(id, &config, &store, parent).await?;
         let lineage = Lineage::of(Some(&opened.header));
+        if lineage.depth == 0 {
+            // The session's limits hold across its starts, and its money
+            // meter goes on from what its log (and its subagents') spent.
+            config.session_budget = session::settle_limits(&opened, &config).await?;
+            if let Some(cost) = config.cost_budget.as_mut() {
+                cost.session_max = config.session_budget.cost;
+                if cost.session_max.is_some() {
+                    let spent =
+                        crate::ledger::session_cost(&store, id, &opened.records, &cost.prices)
+                            .await?;
+                    cost.session.set(spent);
+                }
+            }
+        }
+        let config = Arc::new(config);
         let events = event_channel(&config);
         let tools = SessionTools::new(&config, tools_for(id, lineage, &events))?;
         let session =
@@ -149,6 +171,8 @@ struct PodActor {
     fenced: Option<(Uuid, i64)>,
     // The question the last turn parked on, if it did.
     parked: ParkedOn,
+    // When the session was created (its wall-time limit counts from it).
+    created_at: chrono::DateTime<chrono::Utc>,
     // A cancel that came before the next queued job started (interrupt or
     // not): that job starts cancelled.
     cancel_next: Option<bool>,
@@ -185,6 +209,7 @@ fn start(
     }
     let notifications = NotificationQueue::default();
     let todos = tools.todos.clone();
+    let created_at = session.created_at;
     let parked = ParkedOn::default();
     let hooks = config
         .hooks
@@ -218,6 +243,7 @@ fn start(
             history: session.history,
             spent: session.spent,
             questions: session.questions,
+            created_at: session.created_at,
         },
         lineage,
     );
@@ -233,6 +259,7 @@ fn start(
         parts: Some(parts),
         fenced: None,
         parked,
+        created_at,
         cancel_next: None,
         running: None,
         queue: VecDeque::new(),
@@ -247,6 +274,7 @@ struct Replayed {
     history: Vec<Item>,
     spent: Spent,
     questions: Questions,
+    created_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// What the Pod keeps for its whole life and every set of parts shares.
@@ -277,6 +305,7 @@ fn build_parts(
         history,
         spent,
         questions,
+        created_at,
     } = replayed;
     // The gate takes up the questions where the log left them; a
     // subagent's turn never parks (its parent's call would move on).
@@ -351,7 +380,7 @@ fn build_parts(
         &store,
         notifications,
         trigger,
-        spent,
+        (spent, created_at),
         gatekeepers,
         lineage.depth == 0,
     );
@@ -413,6 +442,7 @@ fn build_parts(
             log: log.clone(),
             events: events.clone(),
             hooks: hooks.cloned(),
+            cost: config.cost_budget.clone(),
         },
         subagents,
         trace: questions.last_trace().map(str::to_string),
@@ -434,7 +464,7 @@ fn stack(
     store: &TodoStore,
     notifications: &NotificationQueue,
     trigger: Option<CompactionTrigger>,
-    spent: Spent,
+    (spent, created_at): (Spent, chrono::DateTime<chrono::Utc>),
     gatekeepers: Gatekeepers,
     root: bool,
 ) -> InterceptorStack {
@@ -443,10 +473,13 @@ fn stack(
         stack.push_boxed(make());
     }
     if config.session_budget.is_set() {
-        stack.push(SessionBudgetGuard::new(config.session_budget, spent));
+        stack.push(SessionBudgetGuard::new(config.session_budget, spent).created_at(created_at));
     }
     if let Some(budget) = &config.cost_budget {
         stack.push(CostGuard::new(budget.clone(), root));
+    }
+    if config.loop_guard.repeats > 0 {
+        stack.push(LoopGuard::new(config.loop_guard.clone()));
     }
     stack
         .push(Notifications::new(notifications.clone()))
@@ -721,6 +754,7 @@ impl PodActor {
                 history,
                 spent,
                 questions,
+                created_at: self.created_at,
             },
             self.lineage,
         ));

@@ -63,6 +63,7 @@ pub fn replay_into(
             | LogRecord::Hook(_)
             | LogRecord::Checkpoint(_)
             | LogRecord::Trace(_)
+            | LogRecord::Limits(_)
             | LogRecord::Verify(_) => {}
         }
     }
@@ -143,6 +144,7 @@ impl TodoReplay {
             | LogRecord::Hook(_)
             | LogRecord::Checkpoint(_)
             | LogRecord::Trace(_)
+            | LogRecord::Limits(_)
             | LogRecord::Verify(_) => {}
         }
     }
@@ -173,6 +175,7 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
             | LogRecord::Hook(_)
             | LogRecord::Checkpoint(_)
             | LogRecord::Trace(_)
+            | LogRecord::Limits(_)
             | LogRecord::Verify(_) => {}
         }
     }

@@ -2,8 +2,8 @@
 
 use crate::config::PodConfig;
 use crate::error::PodError;
-use crate::interceptors::Spent;
-use crate::log::{LogRecord, ParentLink, SessionHeader};
+use crate::interceptors::{SessionBudget, Spent};
+use crate::log::{LimitsRecord, LogRecord, ParentLink, SessionHeader};
 use crate::questions::Questions;
 use crate::replay::replay_into;
 use crate::store::{LogWriter, OpenedLog, Store};
@@ -22,6 +22,8 @@ pub(crate) struct OpenSession {
     pub spent: Spent,
     /// Its questions and answers.
     pub questions: Questions,
+    /// When it was created (its wall time counts from then).
+    pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// The header of a new session `id` (a child's names its parent).
@@ -39,13 +41,44 @@ pub(crate) async fn create(
     header: &SessionHeader,
 ) -> Result<OpenSession, PodError> {
     let log = store.create(header, config.durability).await?;
+    if config.session_budget.is_set() {
+        record_limits(&log, config.session_budget, "start").await?;
+    }
     Ok(OpenSession {
         id: header.session_id,
         log,
         history: Vec::new(),
         spent: Spent::default(),
         questions: Questions::default(),
+        created_at: header.created_at,
     })
+}
+
+/// Appends `limits` as the session's limits from now on.
+pub(crate) async fn record_limits(
+    log: &LogWriter,
+    limits: SessionBudget,
+    via: &str,
+) -> Result<(), PodError> {
+    let record = LogRecord::Limits(LimitsRecord::now(limits, via));
+    log.append(&record, true).await
+}
+
+/// The session's limits for a Pod of `config` resuming `opened`: what the
+/// log recorded last, with every limit the config sets over it (a front
+/// end passes the ones it was given; none clears a recorded one). Written
+/// to the log when they differ from the recorded ones, so the next start
+/// holds them too.
+pub(crate) async fn settle_limits(
+    opened: &Opened,
+    config: &PodConfig,
+) -> Result<SessionBudget, PodError> {
+    let recorded = SessionBudget::recorded(&opened.records).unwrap_or_default();
+    let limits = recorded.overlaid(config.session_budget);
+    if limits != recorded {
+        record_limits(&opened.log, limits, "resume").await?;
+    }
+    Ok(limits)
 }
 
 /// A session's log, open for writing and read, before its replay: its
@@ -110,6 +143,7 @@ pub(crate) async fn resume(
         history,
         spent,
         questions,
+        created_at: header.created_at,
     })
 }
 

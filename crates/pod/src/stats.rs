@@ -24,6 +24,12 @@ static GROUP_RECORDS: AtomicU64 = AtomicU64::new(0);
 static STORES_DOWN: AtomicU64 = AtomicU64::new(0);
 static OUTAGES: AtomicU64 = AtomicU64::new(0);
 static OUTAGE_MILLIS: AtomicU64 = AtomicU64::new(0);
+static SCHEDULE_STARTED: AtomicU64 = AtomicU64::new(0);
+static SCHEDULE_SKIPPED: AtomicU64 = AtomicU64::new(0);
+static SCHEDULE_MISSED: AtomicU64 = AtomicU64::new(0);
+static TRIGGER_STARTED: AtomicU64 = AtomicU64::new(0);
+static TRIGGER_DUPLICATE: AtomicU64 = AtomicU64::new(0);
+static TRIGGER_REFUSED: AtomicU64 = AtomicU64::new(0);
 // When the current outage began, in milliseconds since the epoch; 0: none.
 static DOWN_SINCE_MS: AtomicI64 = AtomicI64::new(0);
 
@@ -95,6 +101,37 @@ pub fn store_back(lasted: Duration) {
     OUTAGE_MILLIS.fetch_add(millis, Ordering::Relaxed);
 }
 
+/// A schedule's fire time started a session (`started`) or was skipped
+/// while the last one still ran, passing over `missed` earlier fire times.
+pub fn schedule_fired(started: bool, missed: u64) {
+    match started {
+        true => SCHEDULE_STARTED.fetch_add(1, Ordering::Relaxed),
+        false => SCHEDULE_SKIPPED.fetch_add(1, Ordering::Relaxed),
+    };
+    SCHEDULE_MISSED.fetch_add(missed, Ordering::Relaxed);
+}
+
+/// What a webhook delivery did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// It started a session.
+    Started,
+    /// Its session was started by an earlier delivery of the same id.
+    Duplicate,
+    /// It was refused (signature, size, rate, unknown trigger).
+    Refused,
+}
+
+/// A webhook delivery was handled.
+pub fn trigger_delivered(delivery: Delivery) {
+    let counter = match delivery {
+        Delivery::Started => &TRIGGER_STARTED,
+        Delivery::Duplicate => &TRIGGER_DUPLICATE,
+        Delivery::Refused => &TRIGGER_REFUSED,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
 /// The counters now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
@@ -122,6 +159,18 @@ pub struct Stats {
     pub outages: u64,
     /// How long the outages that ended lasted, in seconds.
     pub outage_seconds: f64,
+    /// Schedules' fire times that started a session.
+    pub schedule_started: u64,
+    /// Fire times skipped while the last session still ran.
+    pub schedule_skipped: u64,
+    /// Fire times passed over while no worker ran.
+    pub schedule_missed: u64,
+    /// Webhook deliveries that started a session.
+    pub trigger_started: u64,
+    /// Deliveries whose session an earlier one started.
+    pub trigger_duplicate: u64,
+    /// Deliveries refused.
+    pub trigger_refused: u64,
 }
 
 /// What has been counted in this process.
@@ -144,5 +193,11 @@ pub fn snapshot() -> Stats {
         stores_down: load(&STORES_DOWN),
         outages: load(&OUTAGES),
         outage_seconds: load(&OUTAGE_MILLIS) as f64 / 1e3,
+        schedule_started: load(&SCHEDULE_STARTED),
+        schedule_skipped: load(&SCHEDULE_SKIPPED),
+        schedule_missed: load(&SCHEDULE_MISSED),
+        trigger_started: load(&TRIGGER_STARTED),
+        trigger_duplicate: load(&TRIGGER_DUPLICATE),
+        trigger_refused: load(&TRIGGER_REFUSED),
     }
 }

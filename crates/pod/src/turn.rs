@@ -47,6 +47,8 @@ pub(crate) struct CompactionSetup {
     pub events: EventBus,
     /// The operator's hooks (`PreCompact`), if any.
     pub hooks: Option<HookRunner>,
+    /// The session's money meters: a summary costs too.
+    pub cost: Option<crate::interceptors::CostBudget>,
 }
 
 impl TurnParts {
@@ -182,6 +184,7 @@ async fn compact(
         files: setup.files.as_ref(),
         log: &setup.log,
         events: &setup.events,
+        cost: setup.cost.as_ref(),
     };
     let span = tracing::info_span!("compact", pod.compaction.trigger = %trigger);
     match compactor.run(worker, cancel).instrument(span).await {

@@ -7,6 +7,7 @@ CREATE TABLE pod_schedules (
     timing       jsonb NOT NULL,
     task         text NOT NULL,
     template     json NOT NULL,
+    limits       json,
     overlap      text NOT NULL CHECK (overlap IN ('skip', 'allow')),
     paused       boolean NOT NULL DEFAULT false,
     next_fire    timestamptz NOT NULL,

@@ -56,6 +56,8 @@ pub struct NewSchedule {
     pub task: String,
     /// The header its sessions start from (a fresh id and time each).
     pub template: SessionHeader,
+    /// The limits each of its sessions records before its task.
+    pub limits: Option<pod::SessionBudget>,
     /// What a fire does while the last session still runs.
     pub overlap: Overlap,
     /// Its first fire time.
@@ -73,6 +75,8 @@ pub struct Schedule {
     pub task: String,
     /// The header its sessions start from.
     pub template: SessionHeader,
+    /// The limits each of its sessions records before its task.
+    pub limits: Option<pod::SessionBudget>,
     /// What a fire does while the last session still runs.
     pub overlap: Overlap,
     /// Paused: it fires nothing until resumed.
@@ -127,19 +131,24 @@ const COLUMNS: &str = "
     s.name, s.timing::text, s.task, s.template::text, s.overlap, s.paused, s.next_fire,
     s.created_at, s.last_fire, s.last_session,
     coalesce(l.state IN ('queued', 'running', 'parked'), false),
-    s.fires, s.skipped, s.missed, now()";
+    s.fires, s.skipped, s.missed, now(), s.limits::text";
 
 impl PgStore {
     /// Adds a schedule; `false` if one of that name exists.
     pub async fn add_schedule(&self, new: &NewSchedule) -> Result<bool, PodError> {
         let template = serde_json::to_string(&new.template).map_err(PodError::Encode)?;
+        let limits = match &new.limits {
+            Some(limits) => Some(serde_json::to_string(limits).map_err(PodError::Encode)?),
+            None => None,
+        };
         let timing = new.timing.to_string();
         let conn = self.conn().await?;
         let added = conn
             .client
             .execute(
-                "INSERT INTO pod_schedules (name, timing, task, template, overlap, next_fire)
-                 VALUES ($1::text, $2::text::jsonb, $3::text, $4::text::json, $5::text, $6)
+                "INSERT INTO pod_schedules (name, timing, task, template, overlap, next_fire, limits)
+                 VALUES ($1::text, $2::text::jsonb, $3::text, $4::text::json, $5::text, $6,
+                         $7::text::json)
                  ON CONFLICT (name) DO NOTHING",
                 &[
                     &new.name,
@@ -148,6 +157,7 @@ impl PgStore {
                     &template,
                     &new.overlap.as_str(),
                     &new.next_fire,
+                    &limits,
                 ],
             )
             .await
@@ -204,10 +214,15 @@ impl PgStore {
         };
         let timing = serde_json::from_str(row.get(1)).map_err(|e| damaged("timing", e))?;
         let template = serde_json::from_str(row.get(3)).map_err(|e| damaged("template", e))?;
+        let limits = match row.get::<_, Option<&str>>(15) {
+            Some(text) => Some(serde_json::from_str(text).map_err(|e| damaged("limits", e))?),
+            None => None,
+        };
         Ok(Schedule {
             timing,
             task: row.get(2),
             template,
+            limits,
             overlap: Overlap::parse(row.get(4)),
             paused: row.get(5),
             next_fire: row.get(6),

@@ -81,6 +81,28 @@ pub enum Limit {
     /// Money a run and its subagents spent together, at the profile's
     /// prices (a cost guard's limit).
     RunCost(pod_llm::Cost),
+    /// Money the whole session spent (its runs, its subagents' and its
+    /// graders'), across resumes, crashes and takeovers: the session's
+    /// recorded money limit.
+    SessionCost {
+        /// The limit.
+        max: pod_llm::Cost,
+        /// What the session had spent when it stopped.
+        spent: pod_llm::Cost,
+    },
+    /// The session's recorded wall-time limit, counted from its creation.
+    SessionWall {
+        /// The limit, in seconds.
+        max_secs: u64,
+    },
+    /// The model repeated itself (the same call, a short cycle of calls,
+    /// the same text) after it was reminded that it loops.
+    Loop {
+        /// What it repeated, for people: `bash "echo pending"`.
+        what: String,
+        /// How many times in a row.
+        times: u32,
+    },
     /// The same call failed the same way this many times in a row.
     RepeatedFailure {
         /// The tool called.
@@ -106,12 +128,56 @@ impl std::fmt::Display for Limit {
             }
             Limit::SessionTokens(n) => write!(f, "the session budget of {}", counted(*n, "token")),
             Limit::RunCost(max) => write!(f, "the run's cost limit of {max}"),
+            Limit::SessionCost { max, spent } => write!(f, "budget (money {spent} of {max})"),
+            Limit::SessionWall { max_secs } => {
+                write!(f, "budget (wall time of {})", duration(*max_secs))
+            }
+            Limit::Loop { what, times } => write!(f, "loop ({what} ×{times})"),
             Limit::RepeatedFailure { tool, times } => write!(
                 f,
                 "the loop guard: the same {tool} call failed the same way {} in a row",
                 counted(*times, "time")
             ),
         }
+    }
+}
+
+impl Limit {
+    /// The words a stop says it with: `stopped: budget (money 2.00 of
+    /// 2.00)` for the session's own limits and loops, `stopped by the run
+    /// budget of 6 model requests` for the others.
+    pub fn stop_line(&self) -> String {
+        match self {
+            Limit::SessionCost { .. } | Limit::SessionWall { .. } | Limit::Loop { .. } => {
+                format!("stopped: {self}")
+            }
+            _ => format!("stopped by {self}"),
+        }
+    }
+
+    /// The kind of limit, for a metric's label: `money`, `requests`,
+    /// `tokens`, `wall_time`, `turn_requests`, `continuations`, `loop`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Limit::TurnRequests(_) => "turn_requests",
+            Limit::Continuations(_) => "continuations",
+            Limit::RunRequests(_) | Limit::SessionRequests(_) => "requests",
+            Limit::RunTokens(_) | Limit::SessionTokens(_) => "tokens",
+            Limit::RunCost(_) | Limit::SessionCost { .. } => "money",
+            Limit::SessionWall { .. } => "wall_time",
+            Limit::Loop { .. } | Limit::RepeatedFailure { .. } => "loop",
+        }
+    }
+}
+
+/// Seconds as people write them: `90s`, `15m`, `2h`, `1h30m`.
+fn duration(secs: u64) -> String {
+    match (secs / 3600, secs % 3600 / 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (h, 0, 0) => format!("{h}h"),
+        (h, m, 0) => format!("{h}h{m}m"),
+        _ => format!("{secs}s"),
     }
 }
 
@@ -361,6 +427,33 @@ mod tests {
             }
             .to_string(),
             "the loop guard: the same bash call failed the same way 1 time in a row"
+        );
+    }
+
+    #[test]
+    fn the_sessions_own_limits_say_what_stopped_it() {
+        let money = Limit::SessionCost {
+            max: pod_llm::Cost::from_amount(2.0),
+            spent: pod_llm::Cost::from_amount(2.1),
+        };
+        assert_eq!(money.stop_line(), "stopped: budget (money 2.10 of 2.00)");
+        assert_eq!(money.kind(), "money");
+        assert_eq!(
+            Limit::SessionWall { max_secs: 7_200 }.stop_line(),
+            "stopped: budget (wall time of 2h)"
+        );
+        let looped = Limit::Loop {
+            what: "bash \"echo pending\"".into(),
+            times: 7,
+        };
+        assert_eq!(
+            looped.stop_line(),
+            "stopped: loop (bash \"echo pending\" ×7)"
+        );
+        assert_eq!(looped.kind(), "loop");
+        assert_eq!(
+            Limit::RunRequests(6).stop_line(),
+            "stopped by the run budget of 6 model requests"
         );
     }
 }

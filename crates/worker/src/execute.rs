@@ -42,7 +42,7 @@ impl CallsStop {
             CallsStop::Cancelled => {
                 "Not run: the turn was cancelled before this call started.".to_string()
             }
-            CallsStop::Limit(limit) => format!("Not run: the run was stopped by {limit}."),
+            CallsStop::Limit(limit) => format!("Not run: the run was {}.", limit.stop_line()),
             CallsStop::Parked(_) => String::new(),
         }))
     }

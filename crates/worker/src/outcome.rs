@@ -51,7 +51,7 @@ impl std::fmt::Display for TurnEndReason {
             TurnEndReason::EndTurn => f.write_str("the model finished"),
             TurnEndReason::MaxTokens => f.write_str("the answer hit the output token limit"),
             TurnEndReason::Refusal => f.write_str("the provider refused the answer"),
-            TurnEndReason::Limit(limit) => write!(f, "stopped by {limit}"),
+            TurnEndReason::Limit(limit) => f.write_str(&limit.stop_line()),
             TurnEndReason::Cancelled => f.write_str("cancelled"),
             TurnEndReason::Stalled => f.write_str("no progress on the unfinished plan"),
             TurnEndReason::GoalUnmet(why) => write!(f, "unverified: {why}"),

@@ -3,6 +3,7 @@
 
 pub mod acp;
 mod approve;
+mod budget;
 mod checkpoints;
 mod demo;
 mod fork;
@@ -37,6 +38,7 @@ pub async fn dispatch(command: Command, global: &GlobalArgs) -> Result<Outcome> 
         Command::Rewind(args) => checkpoints::rewind(args, place().await?).await,
         Command::Rm(args) => rm::run(args, place().await?).await,
         Command::Approve(args) => approve::run(args, place().await?).await,
+        Command::Budget(args) => budget::run(args, place().await?).await,
         Command::Prune(args) => prune::run(args, place().await?).await,
         Command::Replay(args) => replay::run(args, place().await?).await,
         Command::Store(command) => transfer::run(command, place().await?).await,

@@ -71,6 +71,7 @@ async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Ou
             timing: timing.to_json(),
             task,
             template: header,
+            limits: Some(template.limits()).filter(|l| l.is_set()),
             overlap: match args.overlap {
                 OverlapArg::Skip => Overlap::Skip,
                 OverlapArg::Allow => Overlap::Allow,

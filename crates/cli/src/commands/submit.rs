@@ -58,6 +58,8 @@ pub(super) struct Template {
     model_name: String,
     workspace: PathBuf,
     launch: Option<pod::log::LaunchJson>,
+    // Recorded before the task, so every worker that runs it holds them.
+    limits: pod::SessionBudget,
 }
 
 impl Template {
@@ -81,10 +83,16 @@ impl Template {
             model_name,
             workspace,
             launch: plan.record()?.to_json(),
+            limits: plan.settings.session_budget,
         })
     }
 
     /// A new session of these settings doing `task`.
+    /// The limits its sessions record before their task.
+    pub(super) fn limits(&self) -> pod::SessionBudget {
+        self.limits
+    }
+
     pub(super) fn session(&self, task: String) -> (SessionHeader, Vec<LogRecord>) {
         let mut header = SessionHeader::new(
             Uuid::new_v4(),
@@ -92,7 +100,15 @@ impl Template {
             self.workspace.clone(),
         );
         header.launch = self.launch.clone();
-        (header, vec![LogRecord::Item(Item::user(task))])
+        let mut records = Vec::with_capacity(2);
+        if self.limits.is_set() {
+            records.push(LogRecord::Limits(pod::log::LimitsRecord::now(
+                self.limits,
+                "cli",
+            )));
+        }
+        records.push(LogRecord::Item(Item::user(task)));
+        (header, records)
     }
 }
 

@@ -118,7 +118,7 @@ impl HumanOutput {
             TurnEndReason::Cancelled => Some("turn cancelled".to_string()),
             TurnEndReason::MaxTokens => Some("the answer hit the output token limit".into()),
             TurnEndReason::Refusal => Some("the provider refused the answer".into()),
-            TurnEndReason::Limit(limit) => Some(format!("stopped by {limit}")),
+            TurnEndReason::Limit(limit) => Some(limit.stop_line()),
             TurnEndReason::Aborted(why) => Some(format!("turn aborted: {}", safe::line(why))),
             TurnEndReason::Paused(why) => Some(format!("turn paused: {}", safe::line(why))),
             TurnEndReason::Parked(why) => Some(safe::line(why).into_owned()),

@@ -70,8 +70,8 @@ impl Numbered {
             }
             LogRecord::Compaction(boundary) => out.push_str(&boundary_lines(boundary, style)),
             LogRecord::Stopped(stopped) => out.push_str(&style.yellow(&format!(
-                "── run stopped by {} after {} ──\n",
-                stopped.limit,
+                "── run {} after {} ──\n",
+                stopped.limit.stop_line(),
                 super::plural(stopped.requests as usize, "model request")
             ))),
             LogRecord::Question(question) => out.push_str(&style.yellow(&format!(
@@ -125,9 +125,31 @@ impl Numbered {
             }
             LogRecord::Checkpoint(_) => {}
             LogRecord::Verify(verify) => out.push_str(&verify_lines(verify, style)),
+            LogRecord::Limits(limits) => out.push_str(&style.dim(&format!(
+                "── limits: {} ({}) ──\n",
+                limits_text(&limits.limits),
+                super::safe::line(&limits.via)
+            ))),
             LogRecord::Header(_) | LogRecord::Trace(_) => {}
         }
         out
+    }
+}
+
+/// A session's limits in words: `money 2.00, wall time 7200s`.
+pub fn limits_text(limits: &pod::SessionBudget) -> String {
+    let parts: Vec<String> = [
+        limits.cost.map(|cost| format!("money {cost}")),
+        limits.wall_secs.map(|secs| format!("wall time {secs}s")),
+        limits.requests.map(|n| format!("{n} requests")),
+        limits.tokens.map(|n| format!("{n} tokens")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match parts.is_empty() {
+        true => "none".into(),
+        false => parts.join(", "),
     }
 }
 
@@ -286,6 +308,7 @@ fn item_lines(number: usize, width: usize, item: &Item, style: Style) -> String 
                 SystemKind::Summary => "⇣ summary",
                 SystemKind::CarryOver => "⇣ carry-over",
                 SystemKind::Verification => "✗ checks failed",
+                SystemKind::Loop => "↻ loop",
                 SystemKind::Other => "system",
             };
             let body = first_line(gist(text), 100);

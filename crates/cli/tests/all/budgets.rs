@@ -304,8 +304,17 @@ fn a_session_budget_from_the_config_file_spans_resumes() {
     let (code, lines, _) = run_json(&env, &["resume", "--json", &id]);
     assert_eq!(code, Some(3));
     assert_eq!(lines.last().unwrap()["requests"], 0);
-    // Raising the cap lets it go on to the end.
+    // The cap is recorded: raising it in the config file changes nothing
+    // for this session; `pod budget` raises it, and it goes on to the end.
     env.config_file("[budget]\nmax_session_requests = 100\n");
+    let (code, _, _) = run_json(&env, &["resume", "--json", &id]);
+    assert_eq!(code, Some(3));
+    let out = env
+        .pod()
+        .args(["budget", &id, "--max-session-requests", "100"])
+        .output()
+        .unwrap();
+    assert_success(&out);
     let (code, lines, stderr) = run_json(&env, &["resume", "--json", &id]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(lines.last().unwrap()["todos"]["completed"], 3);
@@ -345,7 +354,7 @@ fn a_money_budget_stops_a_run_whose_subagents_spend_it() {
             "--json",
             "--profile",
             "priced",
-            "--max-cost",
+            "--max-run-cost",
             "3",
             "--script",
             path.to_str().unwrap(),

@@ -17,6 +17,8 @@ mod first_steps;
 mod fleet;
 mod fleet_scale;
 mod fork;
+mod governor;
+mod governor_http;
 mod hooks;
 mod http;
 mod instructions;

@@ -128,7 +128,7 @@ fn after_downtime_a_schedule_runs_its_latest_fire_time_once() {
     add(
         &fleet,
         "catchup",
-        &["--every", "2s"],
+        &["--every", "2s", "--max-wall", "2h"],
         vec![say("Caught up.")],
     );
     let created = show(&fleet, "catchup")["created_at"].clone();
@@ -157,6 +157,23 @@ fn after_downtime_a_schedule_runs_its_latest_fire_time_once() {
     wait_line(&out, &format!("finished {id}"));
     let session = fleet.show(&id);
     assert_eq!(session["session"]["origin"]["name"], "catchup", "{session}");
+    // It holds the schedule's limits, recorded before its task.
+    let id: uuid::Uuid = id.parse().unwrap();
+    let records: Vec<String> = fleet
+        .query(
+            "SELECT record::text FROM pod_records WHERE session_id = $1 ORDER BY seq",
+            &[&id],
+        )
+        .iter()
+        .map(|row| row.get::<_, String>(0))
+        .collect();
+    let limits = records.iter().position(|r| r.contains("\"limits\""));
+    let task = records.iter().position(|r| r.contains("The catchup task"));
+    assert!(limits.is_some() && limits < task, "{records:#?}");
+    assert!(
+        records[limits.unwrap_or(0)].contains("7200"),
+        "{records:#?}"
+    );
     worker.kill().unwrap();
     worker.wait().unwrap();
 }

@@ -231,10 +231,25 @@ function limitText(limit) {
     case "session_requests": return value + " requests in the session";
     case "session_tokens": return tokens(value) + " tokens in the session";
     case "run_cost": return "a cost of " + money(value) + " in the run";
+    case "session_cost": return "its money limit: " + money(value && value.spent) + " of " + money(value && value.max);
+    case "session_wall": return "its wall-time limit of " + (value && value.max_secs) + "s";
+    case "loop": return "a loop: " + (value && value.what) + " ×" + (value && value.times);
     case "repeated_failure": return (value && value.tool) + " failed " + (value && value.times) + " times in a row";
     case undefined: return "";
     default: return kind.replace(/_/g, " ") + " " + JSON.stringify(value);
   }
+}
+
+// A session's limits, as a `limits` record holds them.
+function limitsText(limits) {
+  const l = limits || {};
+  const parts = [
+    typeof l.cost === "number" ? "money " + money(l.cost) : "",
+    l.wall_secs ? "wall time " + l.wall_secs + "s" : "",
+    l.requests ? l.requests + " requests" : "",
+    l.tokens ? tokens(l.tokens) + " tokens" : "",
+  ].filter(Boolean);
+  return parts.length ? parts.join(", ") : "none";
 }
 
 // What to say after a session's status, when there is something: why it

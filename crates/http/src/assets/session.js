@@ -164,6 +164,7 @@ function systemNodes(item) {
     case "reminder": return parts(item.text).map((p) => reminderNode(p.text));
     case "carry_over": return parts(item.text).map((p) => reminderNode(p.text, "carried over"));
     case "verification": return parts(item.text).map((p) => reminderNode(p.text, "checks failed"));
+    case "loop": return parts(item.text).map((p) => reminderNode(p.text, "loop"));
     case "notification": return [el("div", "item note", item.text)];
     case "summary": return [folded("summary", [el("span", "tag", "summary"), el("span", "line", oneLine(item.text))],
       [el("div", "full", item.text)])];
@@ -201,6 +202,7 @@ function itemNodes(record) {
     return [el("div", "item compaction", "⇣ compacted: ~" + c.tokens_before + " → ~" + c.tokens_after + " tokens")];
   }
   if (record.stopped) return [el("div", "item system", "stopped by " + (limitText(record.stopped.limit) || "its budget"))];
+  if (record.limits) return [el("div", "item system", "limits: " + limitsText(record.limits.limits) + (record.limits.via ? " (" + record.limits.via + ")" : ""))];
   if (record.question) {
     const q = record.question;
     return intoCall(q.request && q.request.call_id, el("div", "item asked", "asked: " + (q.request ? q.request.summary : "")));
@@ -308,6 +310,8 @@ function renderMeta() {
   $("s-detail").className = "detail status " + s.status;
   // Only a turn that runs here can be cancelled.
   $("cancel").hidden = !(s.status === "running" || s.status === "awaiting_approval");
+  // A session its money limit stopped goes on once the limit is raised.
+  $("limit-form").hidden = !(s.status === "stopped" && s.stopped_by && "session_cost" in s.stopped_by);
 }
 
 async function openSession(id) {
@@ -401,3 +405,15 @@ function steer(form, box, path, done) {
 steer("notify-form", "notify-text", "/notify", "notification sent");
 steer("prompt-form", "prompt-text", "/prompt", "prompt sent");
 $("cancel").onclick = () => post("/cancel", {}, "cancel sent");
+// Raises the session's money limit (PATCH, within the server's ceiling).
+$("limit-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const amount = Number($("limit-cost").value);
+  if (!(amount > 0)) return;
+  try {
+    const raised = await api("/sessions/" + current.id, { method: "PATCH", body: JSON.stringify({ max_cost: amount }) });
+    $("s-message").textContent = "limit raised to " + money(amount) + (raised.queued ? "; queued for the fleet" : raised.continued ? "; it goes on" : "");
+  } catch (err) {
+    $("s-message").textContent = shown(err.message);
+  }
+});

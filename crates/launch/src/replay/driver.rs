@@ -101,6 +101,9 @@ async fn start(
         None => crate::model::config_file(&ModelFlags::default())?,
     };
     let mut settings = Resolved::resolve_in(file, &flags, recorded.as_ref())?;
+    if let Some(limits) = pod::SessionBudget::recorded(&root.records) {
+        settings = settings.with_recorded_limits(limits, &flags)?;
+    }
     let (sandbox, narrowed) = super::confine::narrow(settings.sandbox);
     settings.sandbox = sandbox;
     settings.notify = pod_notify::NotifyConfig::default();

@@ -182,7 +182,10 @@ fn skipped_call(record: &LogRecord) -> Option<&str> {
 /// A record's JSON without what legitimately differs; `None` for the
 /// records left out.
 pub(crate) fn value_of(record: &LogRecord) -> Option<Value> {
-    if matches!(record, LogRecord::Header(_) | LogRecord::Trace(_)) {
+    if matches!(
+        record,
+        LogRecord::Header(_) | LogRecord::Trace(_) | LogRecord::Limits(_)
+    ) {
         return None;
     }
     let mut value = serde_json::to_value(record).ok()?;
@@ -190,6 +193,8 @@ pub(crate) fn value_of(record: &LogRecord) -> Option<Value> {
     match kind.as_str() {
         "item" => item(body),
         "compaction" => {
+            // What the summary cost is the provider's, not the runtime's.
+            remove(body, &["usage"]);
             item(&mut body["summary"]);
             for list in ["tail", "carry_over"] {
                 if let Some(items) = body[list].as_array_mut() {

@@ -25,7 +25,13 @@ pub(crate) struct Cursor {
 /// calls, a budget stop, an ended record); otherwise it was cut short (a
 /// crash, a kill, a torn line) and a replay may go past it.
 pub(crate) fn is_whole(records: &[LogRecord]) -> bool {
-    match records.last() {
+    // A raise of the session's limits after its last run changes nothing
+    // of how it ended.
+    let last = records
+        .iter()
+        .rev()
+        .find(|record| !matches!(record, LogRecord::Limits(_)));
+    match last {
         Some(LogRecord::Stopped(_) | LogRecord::Ended(_)) => true,
         Some(LogRecord::Item(item)) => matches!(
             &item.kind,

@@ -19,9 +19,14 @@ fn steps() -> serde_json::Value {
             {"id": "a", "content": "Look around", "status": status}
         ]}}]})
     };
-    let look = json!({"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]});
+    // Three ways to name the workspace: seven looks, but no loop (the
+    // loop guard would remind at five identical calls in a row).
+    let look = |i: usize| {
+        let path = [".", "./", "./."][i % 3];
+        json!({"tool_calls": [{"name": "list_dir", "arguments": {"path": path}}]})
+    };
     let mut steps = vec![todos("in_progress")];
-    steps.extend(std::iter::repeat_n(look, 7));
+    steps.extend((0..7).map(look));
     steps.push(todos("completed"));
     steps.push(json!({"text": "Looked around."}));
     json!({"model": "scripted-test", "steps": steps})

@@ -73,6 +73,8 @@ pub(crate) struct Compactor<'a> {
     /// Told when a summary is being written (not when there is nothing to
     /// compact, so no "compacting" line is left without an ending).
     pub events: &'a crate::events::EventBus,
+    /// The session's money meters, charged with the summary's cost.
+    pub cost: Option<&'a crate::interceptors::CostBudget>,
 }
 
 impl Compactor<'_> {
@@ -93,7 +95,7 @@ impl Compactor<'_> {
         self.events.send(crate::events::PodEvent::CompactionStarted);
         let snapshot = self.todos.snapshot();
         let input = compact_input(&history[..start], &snapshot, self.input_budget());
-        let summary = self.summarise(input, cancel).await?;
+        let (summary, usage) = self.summarise(input, cancel).await?;
 
         let summary_item = Item::system(
             SystemKind::Summary,
@@ -119,12 +121,18 @@ impl Compactor<'_> {
             todos: snapshot,
             tokens_before,
             tokens_after,
+            // A provider that reports nothing leaves nothing to count.
+            usage: (usage != pod_llm::Usage::default()).then_some(usage),
         };
         let record = LogRecord::Compaction(record);
         self.log
             .append(&record, true)
             .await
             .map_err(|err| CompactionError::Log(Box::new(err)))?;
+        // Charged once it is recorded, as an answer is once it commits.
+        if let Some(cost) = self.cost {
+            cost.charge(cost.prices.charge(&usage));
+        }
         // The tools' state learns of it (the file tracker marks every file
         // "read required"), as replay does at this boundary.
         worker.tool_states().compacted();
@@ -143,7 +151,7 @@ impl Compactor<'_> {
         &self,
         input: String,
         cancel: &CancellationToken,
-    ) -> Result<String, CompactionError> {
+    ) -> Result<(String, pod_llm::Usage), CompactionError> {
         // A separate worker with no tools: it cannot touch the plan.
         let config = WorkerConfig {
             system_prompt: COMPACT_SYSTEM_PROMPT.to_string(),
@@ -177,7 +185,7 @@ impl Compactor<'_> {
         if summary.is_empty() {
             return Err(CompactionError::EmptySummary);
         }
-        Ok(summary)
+        Ok((summary, outcome.usage))
     }
 
     fn input_budget(&self) -> u64 {

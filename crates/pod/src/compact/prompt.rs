@@ -80,6 +80,7 @@ fn render_item(item: &Item, cut: bool) -> String {
                 SystemKind::Summary => "earlier summary",
                 SystemKind::CarryOver => "carried over",
                 SystemKind::Verification => "checks failed",
+                SystemKind::Loop => "loop",
                 SystemKind::Other => "runtime",
             };
             format!("[{label}] {text}")

@@ -1,6 +1,7 @@
-//! A session budget: a cap on the model requests and tokens of a whole
-//! session, across runs, crashes and resumes, for embedders who run agents
-//! on someone's bill. It is an ordinary interceptor (the example the docs
+//! A session budget: a cap on the model requests, tokens and wall time of
+//! a whole session, across runs, crashes and resumes, for embedders who
+//! run agents on someone's bill (its money cap is the [`CostGuard`](super::CostGuard)'s,
+//! which sees subagents' answers as they commit). It is an ordinary interceptor (the example the docs
 //! point embedders to): it keeps its books from the committed history and
 //! ends the run cleanly, before a request, once the budget is spent; the
 //! history stays valid and a larger budget lets a later run go on.
@@ -15,20 +16,52 @@ use pod_worker::{Interceptor, Limit, PreRequestAction, RunStart};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// The caps; `None` is no cap.
+/// The caps; `None` is no cap. Recorded in the session's log
+/// ([`LogRecord::Limits`]) whenever they are set or raised, so every
+/// later start (a resume, a crash's, another worker's) holds them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionBudget {
     /// Model requests over the session's life.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
     /// Tokens (prompt + completion, as providers report them) over the
     /// session's life.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
+    /// Money over the session's life: its answers, its subagents' and its
+    /// graders', at the profile's prices (enforced by the [`CostGuard`](super::CostGuard)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<pod_llm::Cost>,
+    /// Seconds from the session's creation after which no request is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_secs: Option<u64>,
 }
 
 impl SessionBudget {
     /// Whether any cap is set.
     pub fn is_set(&self) -> bool {
-        self.requests.is_some() || self.tokens.is_some()
+        self.requests.is_some()
+            || self.tokens.is_some()
+            || self.cost.is_some()
+            || self.wall_secs.is_some()
+    }
+
+    /// These caps with every cap `over` sets replaced.
+    pub fn overlaid(self, over: SessionBudget) -> SessionBudget {
+        SessionBudget {
+            requests: over.requests.or(self.requests),
+            tokens: over.tokens.or(self.tokens),
+            cost: over.cost.or(self.cost),
+            wall_secs: over.wall_secs.or(self.wall_secs),
+        }
+    }
+
+    /// The caps the log recorded last (none when it recorded none).
+    pub fn recorded(records: &[LogRecord]) -> Option<SessionBudget> {
+        records.iter().rev().find_map(|record| match record {
+            LogRecord::Limits(limits) => Some(limits.limits),
+            _ => None,
+        })
     }
 }
 
@@ -66,6 +99,8 @@ impl Spent {
 pub struct SessionBudgetGuard {
     budget: SessionBudget,
     spent: Spent,
+    // When the session was created: its wall time counts from there.
+    created_at: Option<chrono::DateTime<chrono::Utc>>,
     // The newest answer already counted; answers after it are new. Copies in
     // a compacted history keep their ids, so nothing is counted twice.
     counted_up_to: Option<Uuid>,
@@ -78,9 +113,16 @@ impl SessionBudgetGuard {
         Self {
             budget,
             spent,
+            created_at: None,
             counted_up_to: None,
             started: false,
         }
+    }
+
+    /// The same guard, counting wall time from `created_at`.
+    pub fn created_at(mut self, created_at: chrono::DateTime<chrono::Utc>) -> Self {
+        self.created_at = Some(created_at);
+        self
     }
 
     /// What the session has spent so far.
@@ -118,6 +160,12 @@ impl SessionBudgetGuard {
         }
         if let Some(max) = self.budget.tokens.filter(|max| self.spent.tokens >= *max) {
             return Some(Limit::SessionTokens(max));
+        }
+        if let (Some(max_secs), Some(created)) = (self.budget.wall_secs, self.created_at) {
+            let elapsed = (chrono::Utc::now() - created).num_seconds();
+            if elapsed >= i64::try_from(max_secs).unwrap_or(i64::MAX) {
+                return Some(Limit::SessionWall { max_secs });
+            }
         }
         None
     }
@@ -174,8 +222,8 @@ mod tests {
     #[tokio::test]
     async fn stops_once_spent_and_counts_each_answer_once() {
         let budget = SessionBudget {
-            requests: None,
             tokens: Some(100),
+            ..SessionBudget::default()
         };
         let mut guard = SessionBudgetGuard::new(
             budget,

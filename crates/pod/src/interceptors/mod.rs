@@ -6,14 +6,17 @@
 //! 1. **Embedders' interceptors** ([`PodConfig::interceptors`](crate::PodConfig::interceptors)),
 //!    in the order given.
 //! 2. [`SessionBudgetGuard`]: ends a run before a request once the session
-//!    budget is spent (only when one is set); [`CostGuard`] once the run
-//!    and its subagents spent the run's money limit (only when one is set).
-//! 3. [`Notifications`]: delivers `notify` messages before the next request.
-//! 4. [`Reminders`]: reminds the model of its unfinished plan.
-//! 5. [`Approval`]: the approval policy, in `pre_tool_call`.
-//! 6. [`AutoCompact`]: yields for a compaction when the request would pass
+//!    budget (requests, tokens, wall time) is spent (only when one is set);
+//!    [`CostGuard`] once the session, or the run, with its subagents spent
+//!    its money limit (only when one is set).
+//! 3. [`LoopGuard`]: reminds a model that repeats itself, then ends the run
+//!    (unless `loop_guard.repeats` is 0).
+//! 4. [`Notifications`]: delivers `notify` messages before the next request.
+//! 5. [`Reminders`]: reminds the model of its unfinished plan.
+//! 6. [`Approval`]: the approval policy, in `pre_tool_call`.
+//! 7. [`AutoCompact`]: yields for a compaction when the request would pass
 //!    the threshold; refuses a prompt larger than the context window.
-//! 7. [`UntilDone`]: continues a turn that ends with unfinished todos.
+//! 8. [`UntilDone`]: continues a turn that ends with unfinished todos.
 //!
 //! Embedders go first so that what they change is what the Pod judges and
 //! measures: approval sees the arguments that will run (a rewriter placed
@@ -21,13 +24,17 @@
 //! measures the request that will be sent (an interceptor that adds context
 //! after it could push a request past the window). The budget guard comes
 //! before compaction, so a spent budget ends the run instead of paying for
-//! a summary. Notifications come before reminders, so the model reads what
+//! a summary. The loop guard comes after the budget guards (a spent budget
+//! names the budget, not the loop) and before the reminders: swapped with
+//! [`Reminders`], a plan reminder appended in the same step would be the
+//! newest item and the loop reminder read as an afterthought. Notifications come before reminders, so the model reads what
 //! the user sent before the runtime's reminder.
 
 mod approval;
 mod budget_guard;
 mod compaction;
 mod cost_guard;
+mod loop_guard;
 mod notifications;
 mod reminders;
 mod until_done;
@@ -36,6 +43,7 @@ pub use approval::Approval;
 pub use budget_guard::{SessionBudget, SessionBudgetGuard, Spent};
 pub use compaction::{context_estimate, AutoCompact, CompactionTrigger, MAX_COMPACTION_FAILURES};
 pub use cost_guard::{CostBudget, CostGuard, CostMeter};
+pub use loop_guard::{LoopGuard, LoopGuardConfig, DEFAULT_LOOP_REPEATS, LOOP_GRACE};
 pub use notifications::{NotificationQueue, Notifications};
 pub use reminders::{answered_since_plan, last_reminder_unanswered, Reminders};
 pub use until_done::UntilDone;

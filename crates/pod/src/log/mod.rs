@@ -12,7 +12,7 @@ pub use reader::{
 };
 pub use record::{
     AnswerRecord, CheckRecord, CheckpointPhase, CheckpointRecord, CompactionRecord, EndedHow,
-    EndedRecord, HookDecision, HookRecord, LaunchJson, LogRecord, Origin, ParentLink,
+    EndedRecord, HookDecision, HookRecord, LaunchJson, LimitsRecord, LogRecord, Origin, ParentLink,
     QuestionRecord, SessionHeader, StoppedRecord, TraceRecord, VerdictRecord, VerifyRecord,
     LOG_FORMAT_VERSION,
 };

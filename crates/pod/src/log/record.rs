@@ -10,9 +10,10 @@ use uuid::Uuid;
 /// the [`LogRecord::Stopped`] record and [`SessionHeader::launch`]; version 3
 /// the [`LogRecord::Question`] and [`LogRecord::Answer`] records; version
 /// 4 the [`LogRecord::Ended`] record; version 5 the [`LogRecord::Hook`]
-/// and [`LogRecord::Checkpoint`] records. Logs of earlier versions are read
-/// as they are.
-pub const LOG_FORMAT_VERSION: u32 = 5;
+/// and [`LogRecord::Checkpoint`] records; version 6 the
+/// [`LogRecord::Limits`] record. Logs of earlier versions are read as they
+/// are.
+pub const LOG_FORMAT_VERSION: u32 = 6;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -47,6 +48,9 @@ pub enum LogRecord {
     /// A round of verification: the operator's checks run (and the grader
     /// asked) when the model ended its turn, and what they said.
     Verify(VerifyRecord),
+    /// The session's limits, as set when it started or raised since (the
+    /// last one holds): every later start of the session keeps them.
+    Limits(LimitsRecord),
 }
 
 impl LogRecord {
@@ -65,6 +69,31 @@ impl LogRecord {
             LogRecord::Hook(hook) => Some(hook.at),
             LogRecord::Checkpoint(checkpoint) => Some(checkpoint.at),
             LogRecord::Trace(trace) => Some(trace.at),
+            LogRecord::Limits(limits) => Some(limits.at),
+        }
+    }
+}
+
+/// A [`LogRecord::Limits`]: the session's limits from here on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LimitsRecord {
+    /// Every limit of the session (not only the ones changed).
+    pub limits: crate::interceptors::SessionBudget,
+    /// Who set them: `start` for the session's launch, `cli`, `http`, or a
+    /// front end's name for a raise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub via: String,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+impl LimitsRecord {
+    /// `limits`, set now by `via`.
+    pub fn now(limits: crate::interceptors::SessionBudget, via: &str) -> Self {
+        Self {
+            limits,
+            via: via.to_string(),
+            at: Utc::now(),
         }
     }
 }
@@ -254,6 +283,11 @@ pub struct CompactionRecord {
     pub tokens_before: u64,
     /// Estimated tokens after.
     pub tokens_after: u64,
+    /// What writing the summary used, as its provider reported it: the
+    /// session's money meter counts it (absent in logs from before it was
+    /// recorded, and for a summary whose provider reported none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<pod_llm::Usage>,
 }
 
 impl CompactionRecord {

@@ -98,7 +98,7 @@ impl Report {
         let stop = match (ended, &self.stopped) {
             (Some(TurnEndReason::EndTurn) | None, None) => None,
             (Some(TurnEndReason::Limit(limit)), _) | (None, Some(limit)) => {
-                Some(format!("it was stopped by {limit}"))
+                Some(format!("it was {}", limit.stop_line()))
             }
             (Some(reason), _) => Some(describe(reason)),
         };
@@ -139,7 +139,7 @@ fn describe(reason: &TurnEndReason) -> String {
         TurnEndReason::EndTurn => "it ended".into(),
         TurnEndReason::MaxTokens => "its answer was cut by the output token limit".into(),
         TurnEndReason::Refusal => "the model refused".into(),
-        TurnEndReason::Limit(limit) => format!("it was stopped by {limit}"),
+        TurnEndReason::Limit(limit) => format!("it was {}", limit.stop_line()),
         TurnEndReason::Cancelled => "it was cancelled".into(),
         TurnEndReason::Stalled => "it made no progress on its unfinished plan".into(),
         TurnEndReason::GoalUnmet(why) => format!("its work was not verified ({why})"),

@@ -353,3 +353,48 @@ async fn the_system_prompts_instructions_survive_three_compactions_and_a_resume_
         .iter()
         .all(|r| !format!("{:?}", r.history).contains("INSTRUCTIONS-MARKER")));
 }
+
+#[tokio::test]
+async fn a_compaction_summary_is_charged_to_the_session_and_read_back_from_the_log() {
+    let mut steps: Vec<ScriptStep> = (0..6).map(bulky_echo).collect();
+    steps.push(ScriptStep::text("Paused here."));
+    let mut summary = ScriptStep::text("Summary");
+    summary.usage = Some(pod_llm::Usage {
+        prompt_tokens: 1_000_000,
+        ..Default::default()
+    });
+    let (test, compactor) = compacting_pod(steps, vec![summary]);
+    let mut config = config(&test, &compactor);
+    config.compaction.context_window = None; // manual only
+    config.compaction.tail_tokens = 50;
+    let prices = pod_llm::Prices {
+        input: 1.0,
+        ..Default::default()
+    };
+    let budget = pod::CostBudget::new(None, None, prices);
+    config.cost_budget = Some(budget.clone());
+    let pod = Pod::spawn(config).await.expect("spawn");
+    pod.prompt("Start").await.expect("turn");
+    let before = budget.session.spent();
+    pod.compact().await.expect("compaction");
+    assert_eq!(
+        budget.session.spent().micros() - before.micros(),
+        pod_llm::Cost::from_amount(1.0).micros()
+    );
+    let id = pod.session_id();
+    pod.shutdown().await.expect("shutdown");
+    // What a restart reads back is what the live meter counted.
+    let store = pod::FileStore::new(test.home());
+    let records = pod::SessionStore::read(&store, id)
+        .await
+        .expect("read")
+        .records;
+    assert!(records.iter().any(|record| matches!(
+        record,
+        pod::log::LogRecord::Compaction(c) if c.usage.is_some()
+    )));
+    assert_eq!(
+        pod::ledger::records_cost(&records, &prices),
+        budget.session.spent()
+    );
+}

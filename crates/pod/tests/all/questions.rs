@@ -399,6 +399,7 @@ fn questions_followed_record_by_record_are_those_a_replay_finds_open() {
         todos: Vec::new(),
         tokens_before: 100,
         tokens_after: 10,
+        usage: None,
     }));
     records.push(LogRecord::Item(Item::tool_result("call_2", "done", false)));
     records.push(LogRecord::Compaction(CompactionRecord {
@@ -408,6 +409,7 @@ fn questions_followed_record_by_record_are_those_a_replay_finds_open() {
         todos: Vec::new(),
         tokens_before: 100,
         tokens_after: 10,
+        usage: None,
     }));
     let mut followed = FollowedQuestions::default();
     let mut seen_open = 0;

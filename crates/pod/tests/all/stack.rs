@@ -85,7 +85,7 @@ async fn the_session_budget_spans_resumes_and_ends_the_run_cleanly() {
     let mut config = test.config();
     config.session_budget = SessionBudget {
         requests: Some(3),
-        tokens: None,
+        ..SessionBudget::default()
     };
     let pod = Pod::spawn(config.clone()).await.expect("spawn");
     let outcome = pod.prompt("First").await.expect("turn");

@@ -1,0 +1,54 @@
+//! Raising a stopped session's limits from the API (`PATCH
+//! /api/sessions/{id}`, whose handler is in `limits.rs`): checked against the
+//! server's ceiling, recorded, and the session continued.
+
+use super::{Runner, PARKING_WAIT};
+use crate::error::ApiError;
+use pod::PodError;
+use pod_llm::error_chain as chain;
+use uuid::Uuid;
+
+impl Runner {
+    /// Records `over` over session `id`'s limits (within this server's
+    /// ceiling); a session a limit had stopped goes on: on a fleet its
+    /// workers take it, else it is continued here. See
+    /// `PATCH /api/sessions/{id}`.
+    pub async fn raise_limits(
+        &self,
+        id: Uuid,
+        over: pod::SessionBudget,
+    ) -> Result<(pod::limits::Raised, bool), ApiError> {
+        let _start = self.starting.lock().await;
+        if self.is_live(id) {
+            return Err(ApiError::conflict(format!(
+                "session {id} is running here: change its limits when it stops"
+            )));
+        }
+        let store = self.launcher.place().store.as_ref();
+        let loaded = pod_launch::sessions::load(store, id)
+            .await
+            .map_err(|e| ApiError::internal(chain(&e)))?;
+        let before = pod::SessionBudget::recorded(&loaded.records).unwrap_or_default();
+        crate::ceiling::check_session_budget(&self.allowed.ceiling, &before.overlaid(over))
+            .map_err(ApiError::forbidden)?;
+        let raised = self
+            .launcher
+            .raise_limits(id, over, "http", PARKING_WAIT)
+            .await
+            .map_err(|err| match err.pod_error() {
+                Some(PodError::SessionBusy { .. } | PodError::SessionLeased { .. }) => {
+                    ApiError::conflict(format!("session {id} is running elsewhere"))
+                }
+                Some(PodError::NoSuchSession { .. }) => {
+                    ApiError::not_found(format!("no session {id}"))
+                }
+                _ => ApiError::bad_request(chain(&err)),
+            })?;
+        let continued = raised.stopped_by.is_some() && !raised.queued;
+        if continued {
+            let (handle, mcp, meter) = self.resume(id).await?;
+            self.go_live(id, handle, Some(mcp), None, meter);
+        }
+        Ok((raised, continued))
+    }
+}
