@@ -52,19 +52,7 @@ impl Factory {
         };
         let mut prepared = plan.prepare(options).await?;
         prepared.config.event_capacity = prepared.config.event_capacity.max(start.event_capacity);
-        let session = prepared
-            .start()
-            .await
-            .map_err(|err| match err.pod_error() {
-                // Boxed as is: the editor is told the session does not exist.
-                Some(pod::PodError::NoSuchSession { id, store }) => {
-                    FactoryError::from(pod::PodError::NoSuchSession {
-                        id: id.clone(),
-                        store: store.clone(),
-                    })
-                }
-                _ => FactoryError::from(err),
-            })?;
+        let session = prepared.start().await.map_err(factory_error)?;
         Ok(Started {
             handle: session.handle,
             mcp: session.mcp,
@@ -87,15 +75,21 @@ impl PodFactory for Factory {
             .launcher
             .plan_resume(id, &self.flags, Some(start.workspace.into()))
             .await
-            .map_err(|err| match err.pod_error() {
-                Some(pod::PodError::NoSuchSession { id, store }) => {
-                    FactoryError::from(pod::PodError::NoSuchSession {
-                        id: id.clone(),
-                        store: store.clone(),
-                    })
-                }
-                _ => FactoryError::from(err),
-            })?;
+            .map_err(factory_error)?;
         self.start(plan, start).await
+    }
+}
+
+/// A launcher's error for the editor: a missing session boxed as the
+/// `PodError` it is, so that the editor is told the session does not exist.
+fn factory_error(err: pod_launch::LaunchError) -> FactoryError {
+    match err.pod_error() {
+        Some(pod::PodError::NoSuchSession { id, store }) => {
+            FactoryError::from(pod::PodError::NoSuchSession {
+                id: id.clone(),
+                store: store.clone(),
+            })
+        }
+        _ => FactoryError::from(err),
     }
 }

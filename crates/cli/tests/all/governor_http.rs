@@ -52,15 +52,7 @@ async fn until_status(server: &Server, id: &str, status: &str) -> Value {
 async fn until_metric(server: &Server, line: &str) {
     let mut text = String::new();
     for _ in 0..1_200 {
-        text = reqwest::Client::new()
-            .get(format!("{}/metrics", server.base))
-            .bearer_auth(&server.token)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        text = server.metrics().await;
         if text.lines().any(|l| l == line) {
             return;
         }

@@ -85,6 +85,19 @@ impl Server {
         }
     }
 
+    /// `GET /metrics` with the token: the exposition text.
+    pub async fn metrics(&self) -> String {
+        self.client
+            .get(format!("{}/metrics", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// A request to `/api{path}` with the token.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.client
@@ -890,15 +903,7 @@ async fn a_batch_is_queued_for_the_fleet_all_or_none() {
             let row = server.get(&format!("/sessions/{id}")).await;
             appended += row["records"].as_f64().unwrap() - 1.0;
         }
-        let metrics = reqwest::Client::new()
-            .get(format!("{}/metrics", server.base))
-            .bearer_auth(&server.token)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = server.metrics().await;
         let committed = metric(&metrics, "pod_store_committed_records_total");
         let commits = metric(&metrics, "pod_store_commits_total");
         if committed == appended {

@@ -169,15 +169,7 @@ async fn failed_model_requests_are_counted_by_kind_with_their_retries() {
     server.until_let_go(&id).await;
     let session = server.get(&format!("/sessions/{id}")).await;
     assert_eq!(session["session"]["status"], "failed", "{session}");
-    let text = reqwest::Client::new()
-        .get(format!("{}/metrics", server.base))
-        .bearer_auth(&server.token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = server.metrics().await;
     let got = samples(&text);
     assert_eq!(
         got["pod_model_request_failures_total{model=\"m\",kind=\"unreachable\"}"], 2.0,

@@ -170,15 +170,7 @@ async fn a_signed_delivery_starts_one_session_and_the_same_delivery_again_none()
     assert_eq!(anonymous.status(), 401);
     // /metrics counts them: three started, one duplicate, five refused
     // (forged, unsigned, unknown trigger, too large, over the rate).
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", server.base))
-        .bearer_auth(&server.token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     for (outcome, n) in [("started", 3), ("duplicate", 1), ("refused", 5)] {
         let line = format!("pod_trigger_deliveries_total{{outcome=\"{outcome}\"}} {n}");
         assert!(metrics.contains(&line), "{line} in {metrics}");
