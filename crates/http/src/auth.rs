@@ -282,7 +282,7 @@ fn query_token(query: &str) -> Option<String> {
 
 /// Compares without stopping at the first difference, so the time taken
 /// does not tell how much of a guess was right.
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

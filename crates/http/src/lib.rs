@@ -32,6 +32,7 @@ mod failure;
 mod guard;
 mod limits;
 mod listing;
+mod managed;
 pub mod metrics;
 pub mod runner;
 mod server;
@@ -261,6 +262,8 @@ impl Bound {
 }
 
 fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router {
+    // The Managed Agents API under /v1, with the token as its API key.
+    let managed = managed::router(state.clone(), Arc::clone(&token));
     let api = Router::new()
         .route("/sessions", get(api::list).post(api::create))
         .route("/sessions/batch", post(api::create_batch))
@@ -294,6 +297,7 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
         .route("/api/triggers/{name}", post(api::deliver))
         .with_state(state);
     Router::new()
+        .merge(managed)
         .merge(triggers)
         .nest("/api", api)
         .merge(metrics)

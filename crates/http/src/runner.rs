@@ -159,6 +159,17 @@ impl Runner {
         &self.launcher.place().home
     }
 
+    /// Where API clients may put workspaces (the Managed Agents API's
+    /// environments).
+    pub(crate) fn workspace_roots(&self) -> &[PathBuf] {
+        &self.allowed.ceiling.workspace_roots
+    }
+
+    /// The model of sessions created without a profile.
+    pub(crate) fn server_model(&self) -> &ModelFlags {
+        &self.allowed.model
+    }
+
     /// A runner for the sessions `launcher` starts, within what `allowed`
     /// allows.
     pub fn new(launcher: Launcher, allowed: Allowed) -> Self {

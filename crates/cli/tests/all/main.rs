@@ -23,6 +23,7 @@ mod hooks;
 mod http;
 mod instructions;
 mod ledger;
+mod managed;
 mod mcp;
 mod metrics;
 mod notify;

@@ -69,6 +69,10 @@ pub struct CreateSession {
     /// supplies a definition.
     #[serde(default)]
     pub agent: Option<String>,
+    /// The Managed Agents API's agent (its name and system prompt): the
+    /// session runs as it. Never read from a request's JSON.
+    #[serde(skip)]
+    pub(crate) as_agent: Option<pod_launch::RecordedAgent>,
 }
 
 /// The `budget` of `POST /api/sessions`: `pod run`'s budget flags.
@@ -328,10 +332,13 @@ impl Runner {
             // server's config and the workspace's AGENTS.md apply.
             ..Default::default()
         };
-        let plan = self
+        let mut plan = self
             .launcher
             .plan(&flags, workspace)
             .map_err(|e| ApiError::bad_request(chain(&e)))?;
+        if let Some(agent) = &request.as_agent {
+            plan.prompt.agent = Some(agent.clone());
+        }
         allowed
             .ceiling
             .check(&plan.settings)

@@ -1,0 +1,588 @@
+//! `/v1/sessions/{id}/events`: send (`user.message`, `user.interrupt`),
+//! list in pages, and stream over SSE.
+//!
+//! The events are the session's log, translated ([`translate`]): one
+//! source for the list and the stream, so a list equals what a stream
+//! sent, and an event's id (`sevt_` and the record's sequence number, with
+//! a suffix for the events one record makes) is the same every time it is
+//! read. A user item is `user.message` then `session.status_running`; an
+//! answer's text `agent.message`, its calls `agent.tool_use`; a result
+//! `agent.tool_result`; a turn's end `session.status_idle` with its stop
+//! reason (`end_turn`; `requires_action` on a question; `retries_exhausted`
+//! when it failed; `budget_reached` when a limit stopped it).
+//!
+//! A stream sends the events that come after it connected (after
+//! `Last-Event-ID` when it reconnects); it wakes on the session's tail
+//! (the reader the native stream shares), and re-reads the log then.
+
+use super::error::{parse, Error};
+use super::sessions::{self, Session};
+use super::{page, query_pairs, query_value, Managed};
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::Json;
+use chrono::{DateTime, Utc};
+use futures_util::Stream;
+use pod::log::{EndedHow, LogRecord};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use uuid::Uuid;
+
+/// The text of a `user.message` event: its text blocks, joined.
+pub(crate) fn message_text(event: &Value) -> Result<String, Error> {
+    let Some(blocks) = event.get("content").and_then(Value::as_array) else {
+        return Err(Error::invalid(
+            "a user.message needs `content`: a list of blocks",
+        ));
+    };
+    let mut text = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => match block.get("text").and_then(Value::as_str) {
+                Some(t) => text.push(t),
+                None => return Err(Error::invalid("a text block needs `text`")),
+            },
+            Some(other) => return Err(Error::unsupported(&format!("{other} blocks in messages"))),
+            None => return Err(Error::invalid("a content block needs a `type`")),
+        }
+    }
+    let text = text.join("\n");
+    if text.trim().is_empty() {
+        return Err(Error::invalid("the user.message has no text"));
+    }
+    Ok(text)
+}
+
+/// The session's log as the API's events. `running`: whether a process
+/// runs it now (read before the records): a turn without an end in the
+/// log has ended when nothing runs it.
+pub(crate) fn translate(records: &[LogRecord], running: bool) -> Vec<Value> {
+    let mut out = Vec::new();
+    // The `agent.tool_use` event of each call, for its result.
+    let mut calls: HashMap<String, String> = HashMap::new();
+    let mut in_turn = false;
+    let mut last: (usize, DateTime<Utc>) = (0, DateTime::<Utc>::MIN_UTC);
+    for (index, record) in records.iter().enumerate() {
+        let seq = index + 1;
+        let at = record.at().unwrap_or(last.1);
+        let id = |suffix: &str| format!("sevt_{seq:08}{suffix}");
+        match record {
+            LogRecord::Item(item) => match &item.kind {
+                pod::ItemKind::User { text } => {
+                    if in_turn {
+                        out.push(idle(last, json!({"type": "end_turn"})));
+                    }
+                    out.push(json!({
+                        "id": id(""), "type": "user.message", "processed_at": at,
+                        "content": [{"type": "text", "text": text}],
+                    }));
+                    out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
+                    in_turn = true;
+                }
+                pod::ItemKind::Assistant {
+                    text, tool_calls, ..
+                } => {
+                    if !text.trim().is_empty() {
+                        out.push(json!({
+                            "id": id(""), "type": "agent.message", "processed_at": at,
+                            "content": [{"type": "text", "text": text}],
+                        }));
+                    }
+                    for (n, call) in tool_calls.iter().enumerate() {
+                        let event = id(&format!("_{n}"));
+                        let input = match serde_json::from_str::<Value>(&call.arguments) {
+                            Ok(Value::Object(input)) => Value::Object(input),
+                            _ => json!({"arguments": call.arguments}),
+                        };
+                        calls.insert(call.id.clone(), event.clone());
+                        out.push(json!({
+                            "id": event, "type": "agent.tool_use", "processed_at": at,
+                            "name": call.name, "input": input,
+                        }));
+                    }
+                }
+                pod::ItemKind::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => out.push(json!({
+                    "id": id(""), "type": "agent.tool_result", "processed_at": at,
+                    "tool_use_id": calls.get(call_id).cloned().unwrap_or_else(|| call_id.clone()),
+                    "content": [{"type": "text", "text": content}],
+                    "is_error": is_error,
+                })),
+                _ => {}
+            },
+            LogRecord::Question(question) if in_turn => {
+                let call = &question.request.call_id;
+                let event = calls.get(call).cloned().unwrap_or_else(|| call.clone());
+                out.push(idle(
+                    (seq, at),
+                    json!({"type": "requires_action", "event_ids": [event]}),
+                ));
+                in_turn = false;
+            }
+            LogRecord::Answer(_) if !in_turn => {
+                out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
+                in_turn = true;
+            }
+            LogRecord::Ended(ended) if in_turn => {
+                let reason = match ended.how {
+                    EndedHow::Failed => "retries_exhausted",
+                    EndedHow::Cancelled | EndedHow::Interrupted => "end_turn",
+                };
+                out.push(idle((seq, at), json!({"type": reason})));
+                in_turn = false;
+            }
+            LogRecord::Stopped(_) if in_turn => {
+                out.push(idle((seq, at), json!({"type": "budget_reached"})));
+                in_turn = false;
+            }
+            _ => {}
+        }
+        last = (seq, at);
+    }
+    if in_turn && !running {
+        out.push(idle(last, json!({"type": "end_turn"})));
+    }
+    out
+}
+
+/// `session.status_idle` after record `seq`.
+fn idle((seq, at): (usize, DateTime<Utc>), stop_reason: Value) -> Value {
+    json!({
+        "id": format!("sevt_{seq:08}_idle"),
+        "type": "session.status_idle",
+        "processed_at": at,
+        "stop_reason": stop_reason,
+    })
+}
+
+/// The session's events now.
+async fn current(m: &Managed, id: Uuid) -> Result<Vec<Value>, Error> {
+    // Whether it runs first: once it does not, the records read next hold
+    // everything it did.
+    let running = sessions::running(m, id).await;
+    Ok(translate(&sessions::records(m, id).await?, running))
+}
+
+/// What `POST /v1/sessions/{id}/events` takes.
+#[derive(Deserialize)]
+struct SendBody {
+    events: Vec<Value>,
+}
+
+/// `POST /v1/sessions/{id}/events`: `user.message` prompts the session
+/// (its first starts it), `user.interrupt` cancels its turn; the events
+/// are checked first, then acted on in order.
+pub(crate) async fn send(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, Error> {
+    let send: SendBody = parse(&body)?;
+    let session = sessions::get(&m, &id)?;
+    if send.events.is_empty() {
+        return Err(Error::invalid("`events` is empty"));
+    }
+    enum Act {
+        Message(String),
+        Interrupt,
+        Confirm { tool_use_id: String, allow: bool },
+    }
+    let mut acts = Vec::new();
+    for event in &send.events {
+        match event.get("type").and_then(Value::as_str) {
+            Some("user.message") => acts.push(Act::Message(message_text(event)?)),
+            Some("user.interrupt") => {
+                if event.get("session_thread_id").is_some_and(|t| !t.is_null()) {
+                    return Err(Error::unsupported("session threads"));
+                }
+                acts.push(Act::Interrupt)
+            }
+            Some("user.tool_confirmation") => {
+                let Some(tool_use_id) = event.get("tool_use_id").and_then(Value::as_str) else {
+                    return Err(Error::invalid(
+                        "a user.tool_confirmation needs `tool_use_id`",
+                    ));
+                };
+                let allow = match event.get("result").and_then(Value::as_str) {
+                    Some("allow") => true,
+                    Some("deny") => false,
+                    _ => return Err(Error::invalid("`result` must be allow or deny")),
+                };
+                acts.push(Act::Confirm {
+                    tool_use_id: tool_use_id.to_string(),
+                    allow,
+                })
+            }
+            Some(
+                kind @ ("user.custom_tool_result"
+                | "user.define_outcome"
+                | "user.tool_result"
+                | "system.message"),
+            ) => return Err(Error::unsupported(kind)),
+            other => {
+                return Err(Error::invalid(format!(
+                    "unknown event type {}",
+                    other.unwrap_or("(none)")
+                )))
+            }
+        }
+    }
+    let mut data = Vec::new();
+    for (act, event) in acts.into_iter().zip(&send.events) {
+        let mut echoed = event.clone();
+        if let Some(object) = echoed.as_object_mut() {
+            object.insert(
+                "id".into(),
+                json!(format!("sevt_sent_{}", Uuid::new_v4().simple())),
+            );
+            object.insert("processed_at".into(), Value::Null);
+        }
+        match act {
+            Act::Message(text) => {
+                refuse_when_waiting(&m, &session).await?;
+                sessions::deliver(&m, &session, text).await?;
+            }
+            Act::Confirm { tool_use_id, allow } => {
+                confirm(&m, &session, &tool_use_id, allow).await?;
+            }
+            Act::Interrupt => {
+                // Nothing runs: nothing to interrupt.
+                if m.app.runner.is_live(session.id) {
+                    m.app.runner.cancel(session.id).await?;
+                }
+            }
+        }
+        data.push(echoed);
+    }
+    Ok(Json(json!({"data": data})))
+}
+
+/// Answers the question the session is parked on, if it is about the call
+/// `tool_use_id` names (its `agent.tool_use` event): the session goes on
+/// here, as an answer through `POST /api/approvals/ID` makes it. The
+/// answer is in the log first, so it survives a restart.
+async fn confirm(
+    m: &Managed,
+    session: &Session,
+    tool_use_id: &str,
+    allow: bool,
+) -> Result<(), Error> {
+    let entry = m
+        .app
+        .summaries
+        .get(m.app.store.as_ref(), session.id)
+        .await
+        .map_err(|e| Error::internal(format!("{e:#}")))?;
+    let events = current(m, session.id).await?;
+    let asked = events.last().and_then(|e| {
+        (e["type"] == "session.status_idle" && e["stop_reason"]["type"] == "requires_action")
+            .then(|| e["stop_reason"]["event_ids"][0].as_str())
+            .flatten()
+    });
+    let (Some(question), Some(asked)) = (entry.summary.question, asked) else {
+        return Err(Error::conflict(format!(
+            "session {} waits for no tool confirmation",
+            session.public_id()
+        )));
+    };
+    if asked != tool_use_id {
+        return Err(Error::conflict(format!(
+            "session {} waits for a confirmation of {asked}, not {tool_use_id}",
+            session.public_id()
+        )));
+    }
+    let decision = match allow {
+        true => pod::ApprovalDecision::AllowOnce,
+        false => pod::ApprovalDecision::RejectOnce,
+    };
+    let bound = crate::runner::Binding {
+        session_id: Some(session.id),
+        call_id: Some(question.request.call_id.clone()),
+    };
+    let by = pod::questions::Answerer::via("managed-agents");
+    m.app
+        .runner
+        .answer_parked(session.id, &question, &bound, decision, &by)
+        .await?;
+    Ok(())
+}
+
+/// A session parked on a question takes no message until it is answered.
+async fn refuse_when_waiting(m: &Managed, session: &Session) -> Result<(), Error> {
+    let events = current(m, session.id).await?;
+    let waiting = events.last().is_some_and(|e| {
+        e["type"] == "session.status_idle" && e["stop_reason"]["type"] == "requires_action"
+    });
+    match waiting {
+        true => Err(Error::conflict(format!(
+            "session {} waits for a tool confirmation: send user.tool_confirmation first",
+            session.public_id()
+        ))),
+        false => Ok(()),
+    }
+}
+
+/// `GET /v1/sessions/{id}/events`: oldest first (`order=desc`: newest
+/// first), in pages; `types` (or `types[]`) filters.
+pub(crate) async fn list(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, Error> {
+    let session = sessions::get(&m, &id)?;
+    let pairs = query_pairs(query.as_deref());
+    let types: Vec<&str> = pairs
+        .iter()
+        .filter(|(k, _)| k == "types" || k == "types[]")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let mut events = current(&m, session.id).await?;
+    if !types.is_empty() {
+        events.retain(|e| types.iter().any(|t| e["type"] == *t));
+    }
+    if query_value(&pairs, "order") == Some("desc") {
+        events.reverse();
+    }
+    let (data, next) = page(
+        &events,
+        query_value(&pairs, "limit"),
+        query_value(&pairs, "page"),
+    )?;
+    Ok(Json(json!({"data": data, "next_page": next})))
+}
+
+type EventStream = std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>;
+
+/// `GET /v1/sessions/{id}/events/stream`: the events after the client
+/// connected (or after `Last-Event-ID`), as `event: TYPE`, `id: ID`,
+/// `data: JSON`.
+pub(crate) async fn stream(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Sse<axum::response::sse::KeepAliveStream<EventStream>>, Error> {
+    let session = sessions::get(&m, &id)?;
+    let events = current(&m, session.id).await?;
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim);
+    let sent = match last {
+        Some(last) => events
+            .iter()
+            .position(|e| e["id"] == last)
+            .map(|at| at + 1)
+            .ok_or_else(|| {
+                Error::invalid(format!("Last-Event-ID {last} is no event of this session"))
+            })?,
+        None => events.len(),
+    };
+    let watcher = Watcher {
+        _counted: m.app.tails.watcher(),
+        m,
+        id: session.id,
+        sent,
+        queue: events.into_iter().skip(sent).collect(),
+        frames: None,
+    };
+    let stream = futures_util::stream::unfold(watcher, |mut watcher| async move {
+        let event = watcher.next().await?;
+        Some((Ok(event), watcher))
+    });
+    let stream: EventStream = Box::pin(stream);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// How long a stream waits for a sign of change before it reads the log
+/// anyway: the tail wakes it on every record and status change; this only
+/// bounds what a missed wake-up costs.
+const RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One stream: how many of the session's events it sent, and those it
+/// will send next.
+struct Watcher {
+    m: Managed,
+    id: Uuid,
+    sent: usize,
+    queue: VecDeque<Value>,
+    // The session's tail, once its log exists.
+    frames: Option<tokio::sync::broadcast::Receiver<crate::tail::Frame>>,
+    _counted: crate::tail::Counted,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        if self.frames.take().is_some() {
+            self.m.app.tails.release(self.id);
+        }
+    }
+}
+
+impl Watcher {
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if self.m.app.stop.is_cancelled() {
+                return None;
+            }
+            if let Some(event) = self.queue.pop_front() {
+                self.sent += 1;
+                let kind = event["type"].as_str().unwrap_or("message").to_string();
+                let id = event["id"].as_str().unwrap_or_default().to_string();
+                return Some(Event::default().event(kind).id(id).data(event.to_string()));
+            }
+            self.wait().await;
+            let events = match current(&self.m, self.id).await {
+                Ok(events) => events,
+                Err(err) => {
+                    tracing::debug!(session = %self.id, error = %err, "Managed Agents stream ended");
+                    return None;
+                }
+            };
+            // A turn's idle waits while a new prompt starts (the session
+            // runs before its message is in the log): only what lies past
+            // what was sent is new.
+            self.queue = events.into_iter().skip(self.sent).collect();
+        }
+    }
+
+    /// Until something may have changed: a frame of the session's tail,
+    /// its first message (before its log exists), or [`RECHECK`].
+    async fn wait(&mut self) {
+        if self.frames.is_none() {
+            let shared = &self.m.app.shared;
+            if let Ok(subscription) = self.m.app.tails.subscribe(shared, self.id).await {
+                self.frames = Some(subscription.frames);
+            }
+        }
+        let started = self.m.started.clone();
+        let stop = self.m.app.stop.clone();
+        match self.frames.as_mut() {
+            Some(frames) => {
+                let closed = tokio::select! {
+                    frame = frames.recv() => {
+                        matches!(frame, Err(tokio::sync::broadcast::error::RecvError::Closed))
+                    }
+                    _ = tokio::time::sleep(RECHECK) => false,
+                    _ = stop.cancelled() => false,
+                };
+                // The tail ended (its store failed): the next wait joins a
+                // new one, after a pause, instead of spinning on a closed
+                // channel.
+                if closed {
+                    self.frames = None;
+                    tokio::time::sleep(RECHECK).await;
+                }
+            }
+            None => {
+                tokio::select! {
+                    _ = started.notified() => {}
+                    _ = tokio::time::sleep(RECHECK) => {}
+                    _ = stop.cancelled() => {}
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pod::Item;
+
+    fn answer(text: &str, tool_calls: Vec<pod_llm::ToolCall>) -> LogRecord {
+        LogRecord::Item(Item::new(pod::ItemKind::Assistant {
+            text: text.into(),
+            reasoning: None,
+            tool_calls,
+            usage: None,
+        }))
+    }
+
+    fn types(events: &[Value]) -> Vec<&str> {
+        events.iter().filter_map(|e| e["type"].as_str()).collect()
+    }
+
+    #[test]
+    fn a_turn_translates_to_the_apis_events_and_ends_idle_when_nothing_runs() {
+        let call = pod_llm::ToolCall {
+            id: "call_1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path": "a.txt"}"#.into(),
+        };
+        let records = vec![
+            LogRecord::Item(Item::user("Hi")),
+            answer("Reading.", vec![call]),
+            LogRecord::Item(Item::tool_result("call_1", "hello", false)),
+            answer("Done.", Vec::new()),
+        ];
+        let running = translate(&records, true);
+        assert_eq!(
+            types(&running),
+            [
+                "user.message",
+                "session.status_running",
+                "agent.message",
+                "agent.tool_use",
+                "agent.tool_result",
+                "agent.message"
+            ]
+        );
+        assert_eq!(running[3]["input"]["path"], "a.txt");
+        assert_eq!(running[4]["tool_use_id"], running[3]["id"]);
+        let idle = translate(&records, false);
+        assert_eq!(idle.len(), 7);
+        assert_eq!(idle[6]["type"], "session.status_idle");
+        assert_eq!(idle[6]["stop_reason"]["type"], "end_turn");
+        // The next message keeps every earlier event and its id.
+        let mut more = records.clone();
+        more.push(LogRecord::Item(Item::user("Again")));
+        let next = translate(&more, true);
+        assert_eq!(next[..7], idle[..]);
+        assert_eq!(
+            types(&next[7..]),
+            ["user.message", "session.status_running"]
+        );
+    }
+
+    #[test]
+    fn a_turn_that_failed_or_was_cancelled_ends_with_its_stop_reason() {
+        let ended = |how| {
+            LogRecord::Ended(pod::log::EndedRecord {
+                how,
+                reason: None,
+                partial_answer: None,
+                calls_not_made: Vec::new(),
+                at: Utc::now(),
+            })
+        };
+        for (how, reason) in [
+            (EndedHow::Failed, "retries_exhausted"),
+            (EndedHow::Cancelled, "end_turn"),
+            (EndedHow::Interrupted, "end_turn"),
+        ] {
+            let records = vec![LogRecord::Item(Item::user("Hi")), ended(how)];
+            // Its end is in the log: no second idle, running or not.
+            for running in [true, false] {
+                let events = translate(&records, running);
+                assert_eq!(
+                    types(&events),
+                    [
+                        "user.message",
+                        "session.status_running",
+                        "session.status_idle"
+                    ]
+                );
+                assert_eq!(events[2]["stop_reason"]["type"], reason);
+                assert_eq!(events[2]["id"], "sevt_00000002_idle");
+            }
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! `/v1/sessions`: create, retrieve, list. A Managed Agents session is a
+//! pod session with the same id (`sesn_` and the uuid's 32 hex digits):
+//! created here with its agent and environment (checked against the
+//! server's ceiling at once), its pod session started by the runner with
+//! the first `user.message` (`Runner::start_as`, as every API session
+//! starts), so it shows in `pod sessions` and the dashboard from then on.
+//! Its status is `running` while a process runs it, else `idle`.
+
+use super::agents::{self, Agent};
+use super::environments;
+use super::error::{parse, Error};
+use super::{page, query_pairs, query_value, Managed};
+use crate::runner::CreateSession;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::Json;
+use chrono::{DateTime, Utc};
+use pod::log::LogRecord;
+use pod::PodError;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+const KIND: &str = "sessions";
+
+/// A session's Managed Agents settings, as pod keeps them (its history is
+/// its pod session's log).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Session {
+    /// The pod session's id.
+    pub id: Uuid,
+    /// The agent as it was when the session was created.
+    pub agent: Agent,
+    pub environment_id: String,
+    /// The environment's workspace and network, as they were.
+    pub workspace: std::path::PathBuf,
+    #[serde(default)]
+    pub network: Option<bool>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Session {
+    /// Its id in the API: `sesn_` and the pod session's uuid.
+    pub fn public_id(&self) -> String {
+        public_id(self.id)
+    }
+
+    /// The runner's request for its session, with `task` first: it runs
+    /// as its agent (pod's prompt, then the agent's system prompt).
+    fn request(&self, m: &Managed, task: &str) -> Result<CreateSession, Error> {
+        let mut request = request(
+            task,
+            self.agent.profile(&m.app.runner),
+            &self.workspace,
+            self.network,
+        )?;
+        request.as_agent = self
+            .agent
+            .system
+            .as_ref()
+            .map(|system| pod_launch::RecordedAgent {
+                name: self.agent.name.clone(),
+                description: self.agent.description.clone().unwrap_or_default(),
+                prompt: system.clone(),
+                tools: None,
+                model: None,
+                source: std::path::PathBuf::from(format!("managed/agents/{}.json", self.agent.id)),
+            });
+        Ok(request)
+    }
+}
+
+/// `sesn_` and the 32 hex digits of `id`.
+pub(crate) fn public_id(id: Uuid) -> String {
+    format!("sesn_{}", id.simple())
+}
+
+/// The pod session a public id names (`sesn_…`, or a pod uuid).
+fn pod_id(text: &str) -> Option<Uuid> {
+    Uuid::parse_str(text.strip_prefix("sesn_").unwrap_or(text)).ok()
+}
+
+/// The native API's request for a session on `workspace` starting with
+/// `task`: what the runner checks against the ceiling and starts.
+pub(crate) fn request(
+    task: &str,
+    profile: Option<String>,
+    workspace: &std::path::Path,
+    network: Option<bool>,
+) -> Result<CreateSession, Error> {
+    let mut value = json!({"task": task, "workspace": workspace});
+    if let Some(profile) = profile {
+        value["profile"] = json!(profile);
+    }
+    if let Some(network) = network {
+        value["network"] = json!(network);
+    }
+    serde_json::from_value(value)
+        .map_err(|e| Error::internal(format!("cannot make the session's request: {e}")))
+}
+
+/// What `POST /v1/sessions` takes.
+#[derive(Deserialize)]
+struct Create {
+    agent: Value,
+    environment_id: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+    #[serde(default)]
+    initial_events: Vec<Value>,
+    #[serde(default)]
+    resources: Vec<Value>,
+    #[serde(default)]
+    vault_ids: Vec<String>,
+    #[serde(default)]
+    budget: Option<Value>,
+}
+
+/// `POST /v1/sessions`.
+pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json<Value>, Error> {
+    let create: Create = parse(&body)?;
+    if !create.resources.is_empty() {
+        return Err(Error::unsupported(
+            "session resources (files, repositories, memory stores)",
+        ));
+    }
+    if !create.vault_ids.is_empty() {
+        return Err(Error::unsupported("vaults"));
+    }
+    if create.budget.as_ref().is_some_and(|b| !b.is_null()) {
+        return Err(Error::unsupported("session budgets"));
+    }
+    let (agent_id, version) = match &create.agent {
+        Value::String(id) => (id.clone(), None),
+        Value::Object(agent) => match agent.get("id").and_then(Value::as_str) {
+            Some(id) => (id.to_string(), agent.get("version").and_then(Value::as_u64)),
+            None => return Err(Error::invalid("`agent.id` must be a string")),
+        },
+        _ => {
+            return Err(Error::invalid(
+                "`agent` must be an agent id or {\"id\": ...}",
+            ))
+        }
+    };
+    let agent = agents::get(&m, &agent_id)?;
+    if version.is_some_and(|v| v != u64::from(agent.version)) {
+        return Err(Error::not_found(format!(
+            "agent {agent_id} has no version {}: it has only version {}",
+            version.unwrap_or_default(),
+            agent.version
+        )));
+    }
+    let environment = environments::get(&m, &create.environment_id)?;
+    let mut first = Vec::new();
+    for event in &create.initial_events {
+        match event.get("type").and_then(Value::as_str) {
+            Some("user.message") => first.push(super::events::message_text(event)?),
+            Some("user.define_outcome") => return Err(Error::unsupported("user.define_outcome")),
+            other => {
+                return Err(Error::invalid(format!(
+                    "initial_events take user.message events, not {}",
+                    other.unwrap_or("(no type)")
+                )))
+            }
+        }
+    }
+    let session = Session {
+        id: Uuid::new_v4(),
+        agent,
+        environment_id: environment.id.clone(),
+        workspace: environment.workspace.clone(),
+        network: environment.network(),
+        title: create.title,
+        metadata: create.metadata,
+        created_at: Utc::now(),
+    };
+    // What the server allows is checked now, not at the first message.
+    m.app
+        .runner
+        .check(&session.request(&m, "(checking the session)")?)?;
+    m.files.put(KIND, &session.public_id(), &session)?;
+    if !first.is_empty() {
+        deliver(&m, &session, first.join("\n\n")).await?;
+    }
+    Ok(Json(to_json(&m, &session).await?))
+}
+
+/// Sends `text` to the session: its first message starts its pod
+/// session, later ones prompt it (running it here again when it is idle).
+pub(crate) async fn deliver(m: &Managed, session: &Session, text: String) -> Result<(), Error> {
+    // One at a time: two first messages must not both start it.
+    let _one = m.starting.lock().await;
+    let runner = &m.app.runner;
+    match m.app.store.stat(session.id).await {
+        Ok(_) => runner.prompt(session.id, text).await?,
+        Err(PodError::NoSuchSession { .. }) => {
+            runner
+                .start_as(session.request(m, &text)?, session.id)
+                .await?;
+            m.started.notify_waiters();
+        }
+        Err(err) => return Err(Error::internal(pod_llm::error_chain(&err))),
+    }
+    Ok(())
+}
+
+/// The session's records (none before its first message).
+pub(crate) async fn records(m: &Managed, id: Uuid) -> Result<Vec<LogRecord>, Error> {
+    match m.app.store.read(id).await {
+        Ok(contents) => Ok(contents.records),
+        Err(PodError::NoSuchSession { .. }) => Ok(Vec::new()),
+        Err(err) => Err(Error::internal(pod_llm::error_chain(&err))),
+    }
+}
+
+/// Whether a process runs the session now (this server, or a fleet
+/// worker holding or about to claim it).
+pub(crate) async fn running(m: &Managed, id: Uuid) -> bool {
+    if m.app.runner.is_live(id) {
+        return true;
+    }
+    matches!(m.app.store.stat(id).await, Ok(stat) if stat.holder.is_some() || stat.queued)
+}
+
+/// Session `text` (`sesn_…`), or a 404.
+pub(crate) fn get(m: &Managed, text: &str) -> Result<Session, Error> {
+    let missing = || Error::not_found(format!("no session {text}"));
+    let id = pod_id(text).ok_or_else(missing)?;
+    m.files.get(KIND, &public_id(id))?.ok_or_else(missing)
+}
+
+/// The session in the API's shape: its status, and its usage summed from
+/// its log.
+async fn to_json(m: &Managed, session: &Session) -> Result<Value, Error> {
+    // The status first: once it is idle, the records read next hold all
+    // it did.
+    let running = running(m, session.id).await;
+    let records = records(m, session.id).await?;
+    let (mut input, mut output, mut cached) = (0u64, 0u64, 0u64);
+    let mut updated = session.created_at;
+    for record in &records {
+        if let Some(at) = record.at() {
+            updated = updated.max(at);
+        }
+        if let LogRecord::Item(item) = record {
+            if let pod::ItemKind::Assistant {
+                usage: Some(usage), ..
+            } = &item.kind
+            {
+                input += usage.prompt_tokens.saturating_sub(usage.cache_read_tokens);
+                cached += usage.cache_read_tokens;
+                output += usage.completion_tokens;
+            }
+        }
+    }
+    let mut agent = session.agent.common_json();
+    if let Some(object) = agent.as_object_mut() {
+        object.insert("id".into(), json!(session.agent.id));
+    }
+    let duration = (Utc::now() - session.created_at).num_milliseconds() as f64 / 1000.0;
+    Ok(json!({
+        "id": session.public_id(),
+        "type": "session",
+        "agent": agent,
+        "environment_id": session.environment_id,
+        "title": session.title,
+        "metadata": session.metadata,
+        "status": if running { "running" } else { "idle" },
+        "resources": [],
+        "vault_ids": [],
+        "outcome_evaluations": [],
+        "budget": null,
+        "stats": {"duration_seconds": duration},
+        "usage": {
+            "input_tokens": input,
+            "output_tokens": output,
+            "cache_read_input_tokens": cached,
+        },
+        "created_at": session.created_at,
+        "updated_at": updated,
+        "archived_at": null,
+    }))
+}
+
+/// `GET /v1/sessions/{id}`.
+pub(crate) async fn retrieve(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Error> {
+    let session = get(&m, &id)?;
+    Ok(Json(to_json(&m, &session).await?))
+}
+
+/// `GET /v1/sessions`: newest first, in pages (`agent_id` filters).
+pub(crate) async fn list(
+    State(m): State<Managed>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, Error> {
+    let pairs = query_pairs(query.as_deref());
+    let mut all: Vec<Session> = m.files.all(KIND)?;
+    if let Some(agent) = query_value(&pairs, "agent_id") {
+        all.retain(|s| s.agent.id == agent);
+    }
+    match query_value(&pairs, "order") {
+        Some("asc") => all.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id))),
+        _ => all.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id))),
+    }
+    let (sessions, next) = page(
+        &all,
+        query_value(&pairs, "limit"),
+        query_value(&pairs, "page"),
+    )?;
+    let mut data = Vec::with_capacity(sessions.len());
+    for session in &sessions {
+        data.push(to_json(&m, session).await?);
+    }
+    Ok(Json(
+        json!({"data": data, "next_page": next, "prev_page": null}),
+    ))
+}
