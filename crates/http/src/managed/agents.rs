@@ -179,7 +179,7 @@ fn check_model(m: &Managed, model: &str) -> Result<(), Error> {
     let Some(root) = runner.workspace_roots().first() else {
         return Ok(());
     };
-    let request = super::sessions::request("(checking the model)", Some(profile), root, None)?;
+    let request = super::request::request("(checking the model)", Some(profile), root, None)?;
     runner.check(&request).map_err(|err| {
         let err = Error::from(err);
         match err.is_bad_request() {

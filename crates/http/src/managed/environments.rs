@@ -120,7 +120,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         ))
     })?;
     // Within the server's roots, as any session it starts.
-    let probe = super::sessions::request(
+    let probe = super::request::request(
         "(checking the environment)",
         None,
         &workspace,

@@ -16,6 +16,7 @@
 //! (the reader the native stream shares), and re-reads the log then.
 
 use super::error::{parse, Error};
+use super::request::message_text;
 use super::sessions::{self, Session};
 use super::{page, query_pairs, query_value, Managed};
 use axum::body::Bytes;
@@ -31,31 +32,6 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use uuid::Uuid;
-
-/// The text of a `user.message` event: its text blocks, joined.
-pub(crate) fn message_text(event: &Value) -> Result<String, Error> {
-    let Some(blocks) = event.get("content").and_then(Value::as_array) else {
-        return Err(Error::invalid(
-            "a user.message needs `content`: a list of blocks",
-        ));
-    };
-    let mut text = Vec::new();
-    for block in blocks {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => match block.get("text").and_then(Value::as_str) {
-                Some(t) => text.push(t),
-                None => return Err(Error::invalid("a text block needs `text`")),
-            },
-            Some(other) => return Err(Error::unsupported(&format!("{other} blocks in messages"))),
-            None => return Err(Error::invalid("a content block needs a `type`")),
-        }
-    }
-    let text = text.join("\n");
-    if text.trim().is_empty() {
-        return Err(Error::invalid("the user.message has no text"));
-    }
-    Ok(text)
-}
 
 /// The session's log as the API's events. `running`: whether a process
 /// runs it now (read before the records): a turn without an end in the

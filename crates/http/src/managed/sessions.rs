@@ -9,6 +9,7 @@
 use super::agents::{self, Agent};
 use super::environments;
 use super::error::{parse, Error};
+use super::request::{message_text, request};
 use super::{page, query_pairs, query_value, Managed};
 use crate::runner::CreateSession;
 use axum::body::Bytes;
@@ -85,25 +86,6 @@ fn pod_id(text: &str) -> Option<Uuid> {
     Uuid::parse_str(text.strip_prefix("sesn_").unwrap_or(text)).ok()
 }
 
-/// The native API's request for a session on `workspace` starting with
-/// `task`: what the runner checks against the ceiling and starts.
-pub(crate) fn request(
-    task: &str,
-    profile: Option<String>,
-    workspace: &std::path::Path,
-    network: Option<bool>,
-) -> Result<CreateSession, Error> {
-    let mut value = json!({"task": task, "workspace": workspace});
-    if let Some(profile) = profile {
-        value["profile"] = json!(profile);
-    }
-    if let Some(network) = network {
-        value["network"] = json!(network);
-    }
-    serde_json::from_value(value)
-        .map_err(|e| Error::internal(format!("cannot make the session's request: {e}")))
-}
-
 /// What `POST /v1/sessions` takes.
 #[derive(Deserialize)]
 struct Create {
@@ -161,7 +143,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
     let mut first = Vec::new();
     for event in &create.initial_events {
         match event.get("type").and_then(Value::as_str) {
-            Some("user.message") => first.push(super::events::message_text(event)?),
+            Some("user.message") => first.push(message_text(event)?),
             Some("user.define_outcome") => return Err(Error::unsupported("user.define_outcome")),
             other => {
                 return Err(Error::invalid(format!(
