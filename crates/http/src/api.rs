@@ -112,6 +112,13 @@ pub struct Page {
 /// twenty pages, each a few hundred KB.
 const PAGE: usize = 500;
 
+/// `GET /api/schedules`: the fleet's schedules, when each fires next and
+/// its last session (docs/schedules.md).
+pub async fn schedules(State(app): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let schedules = app.runner.schedules().await?;
+    Ok(Json(json!({ "schedules": schedules })))
+}
+
 /// `GET /metrics`: the Prometheus text exposition ([`crate::metrics`]).
 pub async fn metrics(State(app): State<AppState>) -> Result<Response, ApiError> {
     // During a database outage the store's gauges cannot be read, and

@@ -278,6 +278,7 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
         .route("/approvals/{id}", post(api::answer))
         .route("/events", get(sse::all))
         .route("/server", get(api::server))
+        .route("/schedules", get(api::schedules))
         .fallback(|| async { error::ApiError::not_found("no such API endpoint") })
         .method_not_allowed_fallback(|| async {
             error::ApiError::method_not_allowed("this endpoint does not take that method")

@@ -108,6 +108,9 @@ pub trait Queue: Send + Sync {
         &self,
         sessions: &[(pod::log::SessionHeader, Vec<pod::log::LogRecord>)],
     ) -> Result<(), pod::PodError>;
+
+    /// The fleet's schedules, each as `pod schedule list --json` shows it.
+    async fn schedules(&self) -> Result<Vec<serde_json::Value>, pod::PodError>;
 }
 
 /// A piece of a live session's answer as its model streams it.

@@ -104,7 +104,8 @@ fn when(schedule: &Schedule) -> String {
     }
 }
 
-fn as_json(schedule: &Schedule) -> serde_json::Value {
+/// A schedule as `pod schedule list --json` and `GET /api/schedules` show it.
+pub(super) fn as_json(schedule: &Schedule) -> serde_json::Value {
     json!({
         "name": schedule.name,
         "timing": schedule.timing,

@@ -155,6 +155,16 @@ impl pod_http::Queue for FleetQueue {
     ) -> Result<(), pod::PodError> {
         self.0.submit_many(sessions).await
     }
+
+    async fn schedules(&self) -> Result<Vec<serde_json::Value>, pod::PodError> {
+        Ok(self
+            .0
+            .schedules()
+            .await?
+            .iter()
+            .map(super::schedule::as_json)
+            .collect())
+    }
 }
 
 /// The HTTP API of this process, where the worker's sessions ask.

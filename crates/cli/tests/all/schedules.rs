@@ -274,3 +274,57 @@ fn bad_schedules_are_refused_with_what_to_do() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no schedule named nope"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_lists_the_fleets_schedules() {
+    let fleet = Fleet::new();
+    add(
+        &fleet,
+        "nightly",
+        &["--cron", "0 3 * * *", "--tz", "Europe/Berlin"],
+        vec![say("x")],
+    );
+    let mut serve = fleet.env.pod_process();
+    serve.env("POD_STORE", fleet.pg.url()).args([
+        "--workers",
+        "1",
+        "--yes",
+        "--provider",
+        "scripted",
+    ]);
+    let server = crate::http::Server::start_with(serve, &fleet.env);
+    let listed = server.get("/schedules").await;
+    let schedules = listed["schedules"].as_array().cloned().unwrap_or_default();
+    assert_eq!(schedules.len(), 1, "{listed}");
+    let nightly = &schedules[0];
+    assert_eq!(nightly["name"], "nightly");
+    assert_eq!(nightly["when"], "cron 0 3 * * * (Europe/Berlin)");
+    assert_eq!(nightly["paused"], false);
+    // The next 03:00 in Berlin: 01:00 or 02:00 UTC.
+    let next: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(nightly["next_fire"].clone()).unwrap();
+    let hour = next.format("%H:%M:%S").to_string();
+    assert!(hour == "02:00:00" || hour == "01:00:00", "{nightly}");
+    assert_eq!(nightly["task"], "The nightly task");
+
+    // A server on the file store has no schedules to list.
+    let env = TestEnv::new();
+    let script = env.script("x.json", &script(vec![say("x")]));
+    let mut serve = env.pod_process();
+    serve.args(["--script"]).arg(&script);
+    let files = crate::http::Server::start_with(serve, &env);
+    let response = files
+        .request(reqwest::Method::GET, "/schedules")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 409);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("PostgreSQL"),
+        "{body}"
+    );
+}

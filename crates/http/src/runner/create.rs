@@ -227,6 +227,21 @@ impl Runner {
         Ok((header, records))
     }
 
+    /// The fleet's schedules (`pod schedule`); a server without a
+    /// PostgreSQL store has none to show.
+    pub async fn schedules(&self) -> Result<Vec<serde_json::Value>, ApiError> {
+        let Some(queue) = &self.queue else {
+            return Err(ApiError::conflict(
+                "schedules live in a fleet's PostgreSQL store: start the server with \
+                 --store postgres://…",
+            ));
+        };
+        queue
+            .schedules()
+            .await
+            .map_err(|e| ApiError::internal(chain(&e)))
+    }
+
     /// Queues `requests` for the fleet's workers, all or none, and returns
     /// their ids in order: every one is checked as `create` checks it (the
     /// ceiling included), then all go to the queue in one transaction. The
