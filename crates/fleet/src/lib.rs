@@ -194,15 +194,12 @@ impl Worker {
         let mut down_since: Option<Instant> = None;
         let mut schedules_at = Instant::now();
         loop {
-            if !stop.is_cancelled()
-                && Instant::now() >= schedules_at
-                && !matches!(store.availability(), Availability::Down { .. })
-            {
+            if !stop.is_cancelled() && Instant::now() >= schedules_at && !store.is_down() {
                 schedules_at = Instant::now() + SCHEDULE_POLL;
                 match schedule::fire_due(store).await {
                     Ok(fired) => fired.into_iter().for_each(|f| report(Report::Schedule(f))),
                     Err(err) => {
-                        if !matches!(store.availability(), Availability::Down { .. }) {
+                        if !store.is_down() {
                             report(Report::ScheduleFailed(pod_llm::error_chain(&err)));
                         }
                     }
@@ -237,7 +234,7 @@ impl Worker {
                     }
                     Err(err) => {
                         // An outage is said once, when it begins.
-                        if !matches!(store.availability(), Availability::Down { .. }) {
+                        if !store.is_down() {
                             report(Report::ClaimFailed(pod_llm::error_chain(&err)));
                         }
                         pacing.claimed(false, Instant::now());

@@ -59,7 +59,7 @@ impl Health {
         }
     }
 
-    /// Whether it is down now.
+    /// Whether it is down now (one atomic read: asked on every statement).
     pub fn is_down(&self) -> bool {
         self.down.load(Ordering::Relaxed)
     }
@@ -132,18 +132,32 @@ impl Health {
     }
 }
 
-/// Whether `err` means the database could not be reached: no answer from
-/// the server (the connection failed or closed), a connection exception
+/// Whether `err` means the database could not be reached: the connection
+/// closed or failed at the socket (an I/O error), a connection exception
 /// (class 08), or the server shutting down or starting up (class 57P:
-/// admin shutdown, crash shutdown, cannot connect now).
+/// admin shutdown, crash shutdown, cannot connect now). A client-side
+/// error (a value that does not convert, say) is not an outage: waiting
+/// for it would wait for ever.
 pub(crate) fn unreachable(err: &tokio_postgres::Error) -> bool {
     match err.as_db_error() {
-        None => true,
+        None => err.is_closed() || io_cause(err),
         Some(db) => {
             let code = db.code().code();
             code.starts_with("08") || code.starts_with("57P")
         }
     }
+}
+
+/// Whether an I/O error is among `err`'s causes.
+fn io_cause(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = err.source();
+    while let Some(inner) = cause {
+        if inner.is::<std::io::Error>() {
+            return true;
+        }
+        cause = inner.source();
+    }
+    false
 }
 
 /// The wait before attempt `attempt` (from 1) at an unreachable database:

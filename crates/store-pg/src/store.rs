@@ -255,6 +255,12 @@ impl PgStore {
         }
     }
 
+    /// Whether the store's last statements found its database
+    /// unreachable (cheaper than [`availability`](Self::availability)).
+    pub fn is_down(&self) -> bool {
+        self.inner.db.pool.health().is_down()
+    }
+
     /// Whether the database can be reached now, as the store's last
     /// statements found.
     pub fn availability(&self) -> Availability {
