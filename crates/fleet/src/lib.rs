@@ -13,6 +13,7 @@
 
 #![deny(missing_docs)]
 
+mod outage;
 mod run;
 pub mod schedule;
 
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
+pub use outage::OutageNotice;
 pub use run::{Ended, RunError};
 
 /// How often an idle worker looks for work.
@@ -60,6 +62,9 @@ pub struct Worker {
     pub exit_when_idle: bool,
     /// The process's HTTP API, if it serves one.
     pub api: Option<Arc<dyn Api>>,
+    /// Whom to notify when the database stays unreachable, and after how
+    /// long.
+    pub outage_notice: Option<OutageNotice>,
 }
 
 /// What the worker did, for its front end to show (one line each).
@@ -191,9 +196,14 @@ impl Worker {
         let mut running: JoinSet<(Uuid, Result<Ended, RunError>)> = JoinSet::new();
         let mut pacing = ClaimPacing::default();
         let mut availability = store.watch_availability();
-        let mut down_since: Option<Instant> = None;
+        let mut outages = outage::Outages::new(
+            self.outage_notice.clone(),
+            pod::SessionStore::location(store),
+            store.owner().to_string(),
+        );
         let mut schedules_at = Instant::now();
         loop {
+            outages.tick();
             if !stop.is_cancelled() && Instant::now() >= schedules_at && !store.is_down() {
                 schedules_at = Instant::now() + SCHEDULE_POLL;
                 match schedule::fire_due(store).await {
@@ -261,16 +271,17 @@ impl Worker {
                 Ok(()) = availability.changed() => {
                     let now = *availability.borrow_and_update();
                     let location = pod::SessionStore::location(store);
-                    match (now, down_since) {
-                        (Availability::Down { since }, None) => {
-                            down_since = Some(Instant::now());
-                            report(Report::StoreDown { location, since });
+                    match now {
+                        Availability::Down { since } => {
+                            if outages.down(since) {
+                                report(Report::StoreDown { location, since });
+                            }
                         }
-                        (Availability::Up, Some(at)) => {
-                            down_since = None;
-                            report(Report::StoreBack { location, after: at.elapsed() });
+                        Availability::Up => {
+                            if let Some(after) = outages.back() {
+                                report(Report::StoreBack { location, after });
+                            }
                         }
-                        _ => {}
                     }
                 }
                 _ = tokio::time::sleep(POLL) => {}

@@ -298,6 +298,9 @@ pub async fn server(State(app): State<AppState>) -> Json<serde_json::Value> {
             "list": app.listing.watchers(),
         },
         "resynced": app.tails.resyncs(),
+        // When the fleet's database became unreachable (null while it is
+        // reachable, and on the file store): the dashboard's banner.
+        "store_unreachable_since": pod::stats::store_down_since(),
     }))
 }
 

@@ -194,6 +194,23 @@ impl Launcher {
         &self.outbox
     }
 
+    /// The notifier of the config file's top-level `[notify]` table, for
+    /// what concerns a whole process rather than one session (a fleet
+    /// worker's database outage); `None` when it sends nothing.
+    pub fn process_notifier(&self) -> Result<Option<pod_notify::Notifier>, LaunchError> {
+        let file = match pod_providers::ConfigFile::default_path() {
+            Some(path) => {
+                pod_providers::ConfigFile::load(&path).map_err(|source| LaunchError::Config {
+                    context: "cannot read the config file".into(),
+                    source,
+                })?
+            }
+            None => pod_providers::ConfigFile::default(),
+        };
+        let config = crate::notify::resolve(&file, None)?;
+        crate::notify::notifier(&config, &self.outbox)
+    }
+
     /// A new session in `workspace` (an existing directory), as `flags` ask.
     pub fn plan(&self, flags: &Flags, workspace: PathBuf) -> Result<Plan, LaunchError> {
         let file = crate::model::config_file(&flags.model)?;

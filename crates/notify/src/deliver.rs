@@ -73,7 +73,7 @@ impl Target {
     }
 
     /// Delivers `body` everywhere it goes; failures are logged.
-    pub(crate) async fn deliver(&self, kind: Kind, session: Uuid, body: Vec<u8>) {
+    pub(crate) async fn deliver(&self, kind: Kind, session: Option<Uuid>, body: Vec<u8>) {
         let id = format!("msg_{}", Uuid::new_v4().simple());
         let webhook = async {
             if let Some(url) = &self.webhook {
@@ -88,7 +88,14 @@ impl Target {
         tokio::join!(webhook, command);
     }
 
-    async fn post(&self, url: &reqwest::Url, id: &str, kind: Kind, session: Uuid, body: &[u8]) {
+    async fn post(
+        &self,
+        url: &reqwest::Url,
+        id: &str,
+        kind: Kind,
+        session: Option<Uuid>,
+        body: &[u8],
+    ) {
         let mut backoff = Duration::from_secs(1);
         for attempt in 0..=self.retries {
             if attempt > 0 {
@@ -112,7 +119,7 @@ impl Target {
             }
             let why = match request.send().await {
                 Ok(response) if response.status().is_success() => {
-                    tracing::debug!(%session, kind = kind.type_name(), attempt, "notification delivered");
+                    tracing::debug!(session = ?session, kind = kind.type_name(), attempt, "notification delivered");
                     return;
                 }
                 Ok(response) => {
@@ -121,7 +128,7 @@ impl Target {
                         || status == reqwest::StatusCode::REQUEST_TIMEOUT
                         || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
                     if !again {
-                        tracing::warn!(%session, kind = kind.type_name(), %status, "the webhook refused a notification; not retried");
+                        tracing::warn!(session = ?session, kind = kind.type_name(), %status, "the webhook refused a notification; not retried");
                         return;
                     }
                     format!("status {status}")
@@ -130,19 +137,22 @@ impl Target {
                 // (Slack, Discord), and this goes to the log.
                 Err(err) => chain(&err.without_url()),
             };
-            tracing::warn!(%session, kind = kind.type_name(), attempt, error = %why, "webhook delivery failed");
+            tracing::warn!(session = ?session, kind = kind.type_name(), attempt, error = %why, "webhook delivery failed");
         }
-        tracing::warn!(%session, kind = kind.type_name(), attempts = self.retries + 1, "notification not delivered; giving up");
+        tracing::warn!(session = ?session, kind = kind.type_name(), attempts = self.retries + 1, "notification not delivered; giving up");
     }
 
-    async fn run(&self, argv: &[String], kind: Kind, session: Uuid, body: &[u8]) {
+    async fn run(&self, argv: &[String], kind: Kind, session: Option<Uuid>, body: &[u8]) {
         let Some((program, args)) = argv.split_first() else {
             return;
         };
         let spawned = tokio::process::Command::new(program)
             .args(args)
             .env("POD_EVENT", kind.type_name())
-            .env("POD_SESSION_ID", session.to_string())
+            .env(
+                "POD_SESSION_ID",
+                session.map(|s| s.to_string()).unwrap_or_default(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -151,7 +161,7 @@ impl Target {
         let mut child = match spawned {
             Ok(child) => child,
             Err(err) => {
-                tracing::warn!(%session, kind = kind.type_name(), program = %program, %err, "cannot run the notify command");
+                tracing::warn!(session = ?session, kind = kind.type_name(), program = %program, %err, "cannot run the notify command");
                 return;
             }
         };
@@ -165,14 +175,14 @@ impl Target {
         match tokio::time::timeout(self.timeout, fed).await {
             Ok(Ok(status)) if status.success() => {}
             Ok(Ok(status)) => {
-                tracing::warn!(%session, kind = kind.type_name(), program = %program, %status, "the notify command failed")
+                tracing::warn!(session = ?session, kind = kind.type_name(), program = %program, %status, "the notify command failed")
             }
             Ok(Err(err)) => {
-                tracing::warn!(%session, kind = kind.type_name(), program = %program, %err, "the notify command failed")
+                tracing::warn!(session = ?session, kind = kind.type_name(), program = %program, %err, "the notify command failed")
             }
             Err(_) => {
                 let _ = child.kill().await;
-                tracing::warn!(%session, kind = kind.type_name(), program = %program, "the notify command timed out; killed");
+                tracing::warn!(session = ?session, kind = kind.type_name(), program = %program, "the notify command timed out; killed");
             }
         }
     }

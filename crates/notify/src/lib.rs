@@ -110,6 +110,11 @@ pub enum Kind {
     Finished,
     /// A run stopped because the operator's checks kept failing.
     Unverified,
+    /// A fleet's database has been unreachable for longer than the
+    /// worker's threshold (its sessions are paused).
+    DatabaseDown,
+    /// The database is back after a [`Kind::DatabaseDown`] went out.
+    DatabaseBack,
 }
 
 impl Kind {
@@ -121,6 +126,8 @@ impl Kind {
             Kind::Failed => "session.failed",
             Kind::Finished => "session.finished",
             Kind::Unverified => "session.unverified",
+            Kind::DatabaseDown => "fleet.database_unreachable",
+            Kind::DatabaseBack => "fleet.database_back",
         }
     }
 }
@@ -177,6 +184,36 @@ impl Event {
         }
     }
 
+    /// The message body: Standard Webhooks' `type`, `timestamp`, `data`.
+    pub fn body(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(&serde_json::json!({
+            "type": self.kind.type_name(),
+            "timestamp": self.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "data": self,
+        }))
+    }
+}
+
+/// An event about a fleet worker's database, not about one session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetEvent {
+    /// [`Kind::DatabaseDown`] or [`Kind::DatabaseBack`].
+    #[serde(skip)]
+    pub kind: Kind,
+    /// When.
+    #[serde(skip)]
+    pub at: DateTime<Utc>,
+    /// The database, as the worker names it (no password).
+    pub database: String,
+    /// The worker that saw it (each worker of a fleet sends its own).
+    pub worker: String,
+    /// Since when the database has been unreachable.
+    pub since: DateTime<Utc>,
+    /// How long it was (or has been, so far) unreachable, in seconds.
+    pub down_secs: f64,
+}
+
+impl FleetEvent {
     /// The message body: Standard Webhooks' `type`, `timestamp`, `data`.
     pub fn body(&self) -> Result<Vec<u8>, serde_json::Error> {
         serde_json::to_vec(&serde_json::json!({
@@ -263,7 +300,8 @@ impl Outbox {
 /// One event's delivery, queued.
 struct Job {
     kind: Kind,
-    session: Uuid,
+    /// The session it is about; none for a [`FleetEvent`].
+    session: Option<Uuid>,
     body: Vec<u8>,
 }
 
@@ -307,9 +345,16 @@ impl Notifier {
                 .clone()
                 .map(|events| events.into_iter().collect())
                 .unwrap_or_else(|| {
-                    [Kind::Question, Kind::Stopped, Kind::Failed, Kind::Finished]
-                        .into_iter()
-                        .collect()
+                    [
+                        Kind::Question,
+                        Kind::Stopped,
+                        Kind::Failed,
+                        Kind::Finished,
+                        Kind::DatabaseDown,
+                        Kind::DatabaseBack,
+                    ]
+                    .into_iter()
+                    .collect()
                 }),
             dashboard: config
                 .dashboard
@@ -346,19 +391,35 @@ impl Notifier {
                 return;
             }
         };
-        let (kind, session) = (event.kind, event.session_id);
-        self.outbox.started();
-        if self
-            .queue
-            .try_send(Job {
-                kind,
-                session,
+        self.queue_job(Job {
+            kind: event.kind,
+            session: Some(event.session_id),
+            body,
+        });
+    }
+
+    /// Queues a fleet `event` for delivery (if its kind goes out); returns
+    /// at once.
+    pub fn send_fleet(&self, event: FleetEvent) {
+        if !self.wants(event.kind) {
+            return;
+        }
+        match event.body() {
+            Ok(body) => self.queue_job(Job {
+                kind: event.kind,
+                session: None,
                 body,
-            })
-            .is_err()
-        {
+            }),
+            Err(err) => tracing::warn!(%err, "cannot encode a notification"),
+        }
+    }
+
+    fn queue_job(&self, job: Job) {
+        let (kind, session) = (job.kind, job.session);
+        self.outbox.started();
+        if self.queue.try_send(job).is_err() {
             self.outbox.done();
-            tracing::warn!(session = %session, kind = kind.type_name(), "too many notifications waiting for a receiver; this one is dropped");
+            tracing::warn!(session = ?session, kind = kind.type_name(), "too many notifications waiting for a receiver; this one is dropped");
         }
     }
 }

@@ -62,6 +62,11 @@ pub struct ServeArgs {
     /// serve` started while the database is down waits for it).
     #[arg(long, value_name = "AGE", value_parser = parse_age)]
     pub db_outage_limit: Option<std::time::Duration>,
+    /// Notify (the `[notify]` table's webhook or command) when the database
+    /// has been unreachable this long, and again when it is back; 0s
+    /// turns it off.
+    #[arg(long, value_name = "AGE", value_parser = parse_age, default_value = "1m")]
+    pub db_outage_notify_after: std::time::Duration,
     /// Exit once every fleet session is idle (none queued, none running).
     #[arg(long)]
     pub exit_when_idle: bool,

@@ -108,6 +108,22 @@ fn raise_open_files() -> Option<u64> {
     Some(limit.rlim_cur)
 }
 
+/// Whom the worker tells when the database stays away past
+/// `--db-outage-notify-after` (the top-level `[notify]` table), if anyone.
+fn outage_notice(
+    args: &ServeArgs,
+    launcher: &pod_launch::Launcher,
+) -> Result<Option<pod_fleet::OutageNotice>> {
+    if args.db_outage_notify_after.is_zero() {
+        return Ok(None);
+    }
+    let notifier = launcher.process_notifier()?;
+    Ok(notifier.map(|notifier| pod_fleet::OutageNotice {
+        notifier,
+        after: args.db_outage_notify_after,
+    }))
+}
+
 /// Runs the fleet worker until `stop` (or the fleet is idle, with
 /// `--exit-when-idle`), printing what it does.
 async fn work(
@@ -135,6 +151,7 @@ async fn work(
         slots: args.workers,
         exit_when_idle: args.exit_when_idle,
         api: runner.map(|runner| Arc::new(Api(runner)) as Arc<dyn pod_fleet::Api>),
+        outage_notice: outage_notice(args, launcher)?,
     };
     worker
         .run(stop, |report| {

@@ -81,11 +81,39 @@ fn wait_all_started(fleet: &Fleet, ids: &[String]) {
     }
 }
 
+/// A `[notify]` table whose command appends each outage notification
+/// to `notified` (one JSON message a line).
+fn notify_outages_to(fleet: &Fleet, notified: &std::path::Path) {
+    let file = notified.display();
+    fleet.env.config_file(&format!(
+        "[notify]\ncommand = [\"sh\", \"-c\", \"cat >> '{file}'; echo >> '{file}'\"]\n\
+         events = [\"database_down\", \"database_back\"]\n"
+    ));
+}
+
+/// The notifications in `notified`, in order.
+fn notifications(notified: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(notified)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 #[test]
 fn sessions_pause_through_a_database_outage_and_all_finish() {
     let mut fleet = Fleet::new();
+    let notified = fleet.env.config_dir().join("notified.jsonl");
+    notify_outages_to(&fleet, &notified);
     let ids = submit(&fleet, 8);
-    let (worker, out) = fleet.worker(&["--workers", "8", "--exit-when-idle"]);
+    let (worker, out) = fleet.worker(&[
+        "--workers",
+        "8",
+        "--exit-when-idle",
+        "--db-outage-notify-after",
+        "3s",
+    ]);
     wait_all_started(&fleet, &ids);
 
     // Down for longer than the store's old retry window (about 6 s) and
@@ -123,6 +151,24 @@ fn sessions_pause_through_a_database_outage_and_all_finish() {
             .collect();
         assert_eq!(outputs.len(), 3, "{id}: {outputs:?}");
     }
+
+    // The outage outlasted the 3 s threshold: one notification when it
+    // did, one when the database was back, naming the worker and how long.
+    let sent = notifications(&notified);
+    let types: Vec<&str> = sent.iter().filter_map(|m| m["type"].as_str()).collect();
+    assert_eq!(
+        types,
+        ["fleet.database_unreachable", "fleet.database_back"],
+        "{sent:#?}"
+    );
+    let (down, back) = (&sent[0]["data"], &sent[1]["data"]);
+    assert!(down["down_secs"].as_f64().unwrap() >= 3.0, "{down}");
+    assert!(back["down_secs"].as_f64().unwrap() >= 12.0, "{back}");
+    assert_eq!(down["since"], back["since"], "{sent:#?}");
+    assert!(
+        down["worker"].as_str().is_some_and(|w| !w.is_empty()),
+        "{down}"
+    );
 }
 
 #[test]
@@ -150,6 +196,9 @@ fn a_worker_started_while_the_database_is_down_waits_for_it() {
 #[test]
 fn a_worker_killed_during_an_outage_leaves_its_sessions_to_the_other() {
     let mut fleet = Fleet::new();
+    // An 8 s outage is under the default threshold (1 m): nobody is paged.
+    let notified = fleet.env.config_dir().join("notified.jsonl");
+    notify_outages_to(&fleet, &notified);
     let ids = submit(&fleet, 6);
     // The first takes three sessions, then the second the other three.
     let (mut first, first_out) = fleet.worker(&["--workers", "3"]);
@@ -177,6 +226,7 @@ fn a_worker_killed_during_an_outage_leaves_its_sessions_to_the_other() {
     for id in &ids {
         check_finished(&fleet, id);
     }
+    assert_eq!(notifications(&notified), Vec::<serde_json::Value>::new());
 }
 
 /// A sample of `/metrics` without labels.
@@ -213,6 +263,22 @@ async fn the_api_and_metrics_say_the_database_is_unreachable() {
         Some(0.0),
         "{text}"
     );
+
+    // The dashboard is open when the database goes.
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("outage");
+    let browser = pod_testkit::browser::Browser::start(&shots).await;
+    browser
+        .goto(&format!("{}/#token={}", server.base, server.token))
+        .await;
+    browser
+        .wait_for(
+            "the sessions table",
+            "return document.getElementById('list-view').hidden === false;",
+        )
+        .await;
+    const BANNER: &str = "const b = document.getElementById('db-banner'); \
+                          return b.hidden ? null : b.textContent;";
+    assert_eq!(browser.eval(BANNER, vec![]).await, json!(null));
 
     pg.crash();
     // The worker's next claim finds the database gone.
@@ -251,6 +317,16 @@ async fn the_api_and_metrics_say_the_database_is_unreachable() {
         error.contains("unreachable since") && error.contains("sessions are paused"),
         "{body}"
     );
+    let said = server.get("/server").await;
+    assert!(said["store_unreachable_since"].is_string(), "{said}");
+    // The dashboard says so in a banner, not in a broken page.
+    let banner = browser.wait_for("the database banner", BANNER).await;
+    let banner = banner.as_str().unwrap_or_default().to_string();
+    assert!(
+        banner.contains("database is unreachable since") && banner.contains("paused"),
+        "{banner}"
+    );
+    browser.screenshot("database-down").await;
 
     pg.start_again();
     let deadline = Instant::now() + PATIENCE;
@@ -271,4 +347,14 @@ async fn the_api_and_metrics_say_the_database_is_unreachable() {
     }
     let listed = server.get("/sessions").await;
     assert!(listed.is_array() || listed.is_object(), "{listed}");
+    assert_eq!(
+        server.get("/server").await["store_unreachable_since"],
+        json!(null)
+    );
+    browser
+        .wait_for(
+            "the banner to go",
+            "return document.getElementById('db-banner').hidden || undefined;",
+        )
+        .await;
 }

@@ -20,11 +20,15 @@ function start() {
   if (!token) return showLogin();
   $("login-error").hidden = true;
   api("/approvals").then(() => {
+    watchDatabase();
     openList();
     route();
   }).catch((err) => {
-    // A refused token shows the form by itself; anything else is said.
-    if (token) showLogin("Cannot reach the server: " + err.message);
+    // A refused token shows the form by itself; a database away shows its
+    // banner and starts again in a while; anything else is said.
+    if (!token) return;
+    if (!$("db-banner").hidden) return setTimeout(start, DATABASE_EVERY);
+    showLogin("Cannot reach the server: " + err.message);
   });
 }
 

@@ -56,8 +56,42 @@ async function api(path, options = {}) {
     refused(body.error);
     throw new Error("the server refused the token");
   }
+  if (response.status === 503 && response.headers.get("Retry-After")) {
+    // The session database is away: the server says since when.
+    showDatabase(body.error);
+    watchDatabase();
+  }
   if (!response.ok) throw new Error(body.error || response.status + " " + response.statusText);
   return body;
+}
+
+// --- the session database -------------------------------------------------
+// While a fleet's database is unreachable, sessions pause and most of the
+// API answers 503: a banner says so, and goes once the server says the
+// database is back.
+let databaseWatch = null;
+// How often to ask the server whether its database is back.
+const DATABASE_EVERY = 5000;
+
+function showDatabase(message) {
+  const banner = $("db-banner");
+  banner.hidden = !message;
+  banner.textContent = message ? shown(message) : "";
+}
+
+function watchDatabase() {
+  if (databaseWatch) return;
+  databaseWatch = setInterval(() => {
+    api("/server").then((s) => {
+      if (s.store_unreachable_since) {
+        const since = new Date(s.store_unreachable_since).toISOString().replace("T", " ").slice(0, 19);
+        showDatabase("The session database is unreachable since " + since +
+          " UTC; sessions are paused and continue when it is back.");
+      } else {
+        showDatabase(null);
+      }
+    }, () => {});
+  }, DATABASE_EVERY);
 }
 
 // --- event streams and the connection indicator ---------------------------
