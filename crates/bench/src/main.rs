@@ -2,10 +2,12 @@
 //! tables for BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints|serve|verify] [--quick]
+//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints|serve|verify|outage] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
 //! `serve --sessions=N` one worker of N sessions (with and without checkpoints);
+//! `outage` (not in `all`: minutes of a database away) 300 sessions through
+//! PostgreSQL crashes of 8, 15 and 60 s;
 //! `turns --turns=N` runs N turns; `http --watchers` only the watchers' table; `wire --api=chat|responses` one of the two OpenAI wires (both by default).
 
 mod cache;
@@ -14,6 +16,7 @@ mod fleet;
 mod http;
 mod idle;
 mod loopback;
+mod outage;
 mod reminders;
 mod resume;
 mod serve;
@@ -60,11 +63,12 @@ async fn main() -> ExitCode {
         "checkpoints",
         "serve",
         "verify",
+        "outage",
     ]
     .contains(&which)
     {
         eprintln!(
-            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http, wire, checkpoints, serve or verify"
+            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http, wire, checkpoints, serve, verify or outage"
         );
         return ExitCode::from(2);
     }
@@ -105,6 +109,9 @@ async fn main() -> ExitCode {
         }
         if run("serve") {
             serve::run(quick, &args).await?;
+        }
+        if which == "outage" {
+            outage::run(quick).await?;
         }
         if run("verify") {
             verify::run(quick).await?;

@@ -29,7 +29,7 @@ const REQUESTS: u64 = 5;
 const LATENCY: Duration = Duration::from_secs(1);
 
 /// Children's CPU time so far (the reaped ones).
-fn children_cpu() -> Duration {
+pub(crate) fn children_cpu() -> Duration {
     // SAFETY: getrusage writes one plain-old-data struct we own.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
@@ -81,19 +81,19 @@ fn status_kb(pid: u32, field: &str) -> Option<u64> {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-struct Setup {
-    pg: Postgres,
-    server: Server,
-    dir: tempfile::TempDir,
+pub(crate) struct Setup {
+    pub(crate) pg: Postgres,
+    pub(crate) server: Server,
+    pub(crate) dir: tempfile::TempDir,
     pod: PathBuf,
 }
 
 impl Setup {
-    fn workspace(&self) -> PathBuf {
+    pub(crate) fn workspace(&self) -> PathBuf {
         self.dir.path().join("workspace")
     }
 
-    fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(&self.pod);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -108,10 +108,15 @@ impl Setup {
 }
 
 async fn setup(checkpoints: bool) -> Result<Setup, Error> {
+    setup_with(LATENCY, checkpoints).await
+}
+
+/// A fleet's parts with a model that answers after `latency`.
+pub(crate) async fn setup_with(latency: Duration, checkpoints: bool) -> Result<Setup, Error> {
     let pod = crate::support::pod_binary()?;
     let pg = Postgres::start_with_limits(true, None);
     let mut options = Options::new(0);
-    options.latency = LATENCY;
+    options.latency = latency;
     options.call = Some(("read_file".into(), json!({"path": "notes.txt"})));
     options.rounds = Some(REQUESTS as usize - 1);
     let server = Server::start_with(options).await?;
@@ -157,7 +162,7 @@ struct Row {
     wal_syncs: i64,
 }
 
-async fn sql(pg: &Postgres) -> Result<tokio_postgres::Client, Error> {
+pub(crate) async fn sql(pg: &Postgres) -> Result<tokio_postgres::Client, Error> {
     let (client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
     Ok(client)

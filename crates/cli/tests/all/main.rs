@@ -11,6 +11,7 @@ mod crash;
 mod ctrl_c;
 mod dashboard;
 mod demo;
+mod disk_full;
 mod errors;
 mod escapes;
 mod first_steps;

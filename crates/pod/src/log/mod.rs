@@ -1,6 +1,7 @@
 //! The session log: append-only JSON Lines, one verified record per line.
 
 mod codec;
+mod disk;
 mod reader;
 mod record;
 mod writer;

@@ -95,7 +95,7 @@ impl FileLog {
 
     fn start(file: File, len: u64, path: &Path) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(run(Arc::new(file), len, rx));
+        tokio::spawn(run(Arc::new(file), len, rx, path.to_path_buf()));
         Self {
             tx,
             path: path.to_path_buf(),
@@ -143,7 +143,7 @@ impl FileLog {
     }
 }
 
-async fn run(file: Arc<File>, mut len: u64, mut rx: mpsc::Receiver<Command>) {
+async fn run(file: Arc<File>, mut len: u64, mut rx: mpsc::Receiver<Command>, path: PathBuf) {
     // Set when a failed append could not be rolled back: appending after a
     // partial line would put corruption in the middle of the log.
     let mut broken: Option<String> = None;
@@ -155,7 +155,7 @@ async fn run(file: Arc<File>, mut len: u64, mut rx: mpsc::Receiver<Command>) {
             Command::Append { line, sync, ack } => {
                 let result = match &broken {
                     Some(reason) => Err(io::Error::other(reason.clone())),
-                    None => append(&file, &mut len, &line, &mut broken).await,
+                    None => append_or_wait(&file, &mut len, &line, &mut broken, &path).await,
                 };
                 dirty |= result.is_ok();
                 let result = match result {
@@ -186,6 +186,36 @@ async fn sync_if_dirty(file: &Arc<File>, dirty: &mut bool) -> io::Result<()> {
     sync_data(file).await?;
     *dirty = false;
     Ok(())
+}
+
+/// Appends `line`, waiting out a full disk (see [`super::disk`]): the
+/// session pauses until the record is written, or the write fails in a way
+/// no wait mends.
+async fn append_or_wait(
+    file: &File,
+    len: &mut u64,
+    line: &[u8],
+    broken: &mut Option<String>,
+    path: &Path,
+) -> io::Result<()> {
+    let mut waiting: Option<super::disk::Waiting> = None;
+    loop {
+        match append(file, len, line, broken).await {
+            Ok(()) => {
+                super::disk::written();
+                return Ok(());
+            }
+            // Rolled back (not broken): the log is still a clean prefix,
+            // so writing the same line again later is safe.
+            Err(err) if broken.is_none() && super::disk::is_waitable(&err) => {
+                waiting
+                    .get_or_insert_with(|| super::disk::Waiting::begin(path, &err))
+                    .wait()
+                    .await;
+            }
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 async fn append(
