@@ -1,7 +1,10 @@
 //! The fleet mode: sessions queued in PostgreSQL, several `pod serve`
 //! workers running them, and workers killed (SIGKILL, then restarted) or
 //! paused (SIGSTOP, often past their lease, then SIGCONT) at seeded random
-//! moments until every session is complete.
+//! moments until every session is complete. Given the cluster
+//! ([`run_with`]), it also crashes the database itself (`SIGQUIT`: every
+//! connection dropped) for seconds at a time, past several leases,
+//! sometimes killing a worker while it is away.
 //!
 //! Checked while it runs: every snapshot of every session's records extends
 //! the previous one (nothing committed is lost or rewritten). Checked at
@@ -19,6 +22,7 @@ use pod::replay::{full_history, replay};
 use pod::SessionStore;
 use pod_llm::{validate_history, ItemKind};
 use pod_store_pg::{PgStore, PgStoreConfig};
+use pod_testkit::postgres::Postgres;
 use pod_tools::TodoStatus;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -53,6 +57,8 @@ pub struct FleetConfig {
     /// answer, so that sessions last long enough for kills and pauses to
     /// land mid-turn.
     pub step_delay_ms: (u64, u64),
+    /// Database outages to inject (with [`run_with`] only).
+    pub outages: u64,
     /// Keep the temporary directory.
     pub keep: bool,
 }
@@ -71,6 +77,7 @@ impl FleetConfig {
             items: 8,
             lease_ttl_secs: 2,
             step_delay_ms: (100, 500),
+            outages: 0,
             keep: false,
         }
     }
@@ -89,6 +96,8 @@ pub struct FleetReport {
     pub pauses: u64,
     /// Pauses longer than the lease.
     pub pauses_past_lease: u64,
+    /// Database outages injected.
+    pub outages: u64,
     /// Sessions written under more than one lease (taken over).
     pub sessions_taken_over: usize,
     /// Snapshots of all sessions compared with the one before.
@@ -103,7 +112,8 @@ impl std::fmt::Display for FleetReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "seed {}: {} sessions completed; {} kills, {} pauses ({} past the lease); \
+            "seed {}: {} sessions completed; {} kills, {} pauses ({} past the lease), \
+             {} database outages; \
              {} sessions taken over by another worker, {} interrupted calls; \
              {} snapshots compared, {} records checked",
             self.seed,
@@ -111,6 +121,7 @@ impl std::fmt::Display for FleetReport {
             self.kills,
             self.pauses,
             self.pauses_past_lease,
+            self.outages,
             self.sessions_taken_over,
             self.interrupted_calls,
             self.snapshots,
@@ -137,14 +148,23 @@ struct Worker {
     child: Option<Child>,
 }
 
-/// Runs the fleet mode.
+/// Runs the fleet mode on `config.store` (no database outages).
 pub fn run(config: &FleetConfig) -> Result<FleetReport, FleetError> {
+    run_with(config, None)
+}
+
+/// Runs the fleet mode; with `database` (the cluster behind
+/// `config.store`), `config.outages` of the chaos steps crash it.
+pub fn run_with(
+    config: &FleetConfig,
+    database: Option<&mut Postgres>,
+) -> Result<FleetReport, FleetError> {
     let dir = tempfile::Builder::new()
         .prefix("pod-fleet-")
         .tempdir()
         .map_err(|e| fail(config, vec![format!("no temp dir: {e}")], ""))?;
     let root = dir.path().to_path_buf();
-    let result = run_in(config, &root);
+    let result = run_in(config, &root, database);
     if result.is_err() || config.keep {
         let kept = dir.keep();
         return result.map_err(|mut err| {
@@ -163,7 +183,11 @@ fn fail(config: &FleetConfig, problems: Vec<String>, dir: &str) -> FleetError {
     }
 }
 
-fn run_in(config: &FleetConfig, root: &Path) -> Result<FleetReport, FleetError> {
+fn run_in(
+    config: &FleetConfig,
+    root: &Path,
+    mut database: Option<&mut Postgres>,
+) -> Result<FleetReport, FleetError> {
     let err = |problem: String| fail(config, vec![problem], &root.display().to_string());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -257,7 +281,10 @@ fn run_in(config: &FleetConfig, root: &Path) -> Result<FleetReport, FleetError> 
                     }
                     *before = contents.records;
                 }
-                Err(e) => problems.push(format!("session {id}: cannot read: {e}")),
+                Err(e) => problems.push(format!(
+                    "session {id}: cannot read: {}",
+                    pod_llm::error_chain(&e)
+                )),
             }
         }
         report.snapshots += 1;
@@ -269,6 +296,15 @@ fn run_in(config: &FleetConfig, root: &Path) -> Result<FleetReport, FleetError> 
         snapshot(&mut report, &mut problems);
         if runtime.block_on(store.fleet_idle()).unwrap_or(false) {
             break;
+        }
+        if let Some(db) = database.as_deref_mut() {
+            // Drawn only while outages are asked for: a seed without them
+            // makes the same choices as before they existed. The first
+            // chaos step is one, so a short run has at least one.
+            if report.outages < config.outages && (report.outages == 0 || rng.one_in(3)) {
+                outage(db, &mut rng, lease, &mut workers, config, &mut report).map_err(&err)?;
+                continue;
+            }
         }
         let k = rng.below(workers.len() as u64) as usize;
         let worker = &mut workers[k];
@@ -355,6 +391,35 @@ fn run_in(config: &FleetConfig, root: &Path) -> Result<FleetReport, FleetError> 
         true => Ok(report),
         false => Err(fail(config, problems, &root.display().to_string())),
     }
+}
+
+/// The database crashed for one to four leases (the store's writes wait,
+/// sessions pause); half the time a worker is killed while it is away, so
+/// its sessions move to another after the post-outage grace.
+fn outage(
+    db: &mut Postgres,
+    rng: &mut Rng,
+    lease: Duration,
+    workers: &mut [Worker],
+    config: &FleetConfig,
+    report: &mut FleetReport,
+) -> Result<(), String> {
+    let lease_ms = lease.as_millis() as u64;
+    let down = Duration::from_millis(rng.range(lease_ms, lease_ms * 4));
+    db.crash();
+    report.outages += 1;
+    if rng.one_in(2) {
+        let k = rng.below(workers.len() as u64) as usize;
+        if let Some(mut child) = workers[k].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            report.kills += 1;
+            start(config, &mut workers[k])?;
+        }
+    }
+    std::thread::sleep(down);
+    db.start_again();
+    Ok(())
 }
 
 /// The checks of one finished session.

@@ -21,6 +21,27 @@ use std::time::Duration;
 use tokio_postgres::{Client, Row};
 use uuid::Uuid;
 
+/// Runs the read-only statement `$body` with `$client` a pooled
+/// connection of `$store`. A connection that died idle in the pool (the
+/// server restarted since) can look open until its first statement fails:
+/// such a failure is tried once more on a fresh connection, since a read
+/// may be repeated.
+macro_rules! reading {
+    ($store:expr, |$client:ident| $body:expr) => {{
+        let conn = $store.conn().await?;
+        let $client = &conn.client;
+        let first = $body;
+        if first.is_err() && conn.client.is_closed() {
+            drop(conn);
+            let conn = $store.conn().await?;
+            let $client = &conn.client;
+            $body
+        } else {
+            first
+        }
+    }};
+}
+
 /// How a [`PgStore`] connects and leases.
 #[derive(Clone)]
 pub struct PgStoreConfig {
@@ -597,8 +618,7 @@ impl SessionStore for PgStore {
 
     async fn read(&self, id: Uuid) -> Result<LogContents, PodError> {
         let claimed = self.inner.claimed.lock().get(&id).map(|c| c.epoch);
-        let conn = self.conn().await?;
-        let (contents, next_seq) = self.records(&conn.client, id).await?;
+        let (contents, next_seq) = reading!(self, |client| self.records(client, id).await)?;
         // Read under this store's claim (the claim came before the read):
         // kept for the open (see `Claim`).
         if let Some(epoch) = claimed {
@@ -620,36 +640,30 @@ impl SessionStore for PgStore {
     }
 
     async fn read_after(&self, id: Uuid, skip: usize) -> Result<Vec<LogRecord>, PodError> {
-        let conn = self.conn().await?;
-        let client = &conn.client;
         let after = i64::try_from(skip).unwrap_or(i64::MAX);
-        let rows = client
+        let rows = reading!(self, |client| client
             .query(
                 "SELECT seq, record::text FROM pod_records
                  WHERE session_id = $1::uuid AND seq > $2::bigint ORDER BY seq",
                 &[&id, &after],
             )
             .await
-            .map_err(self.err("reading a session"))?;
+            .map_err(self.err("reading a session")))?;
         Ok(parse_records(&rows, id, self.location(), after + 1)?
             .0
             .records)
     }
 
     async fn list(&self) -> Result<Vec<Uuid>, PodError> {
-        let conn = self.conn().await?;
-        let client = &conn.client;
-        let rows = client
+        let rows = reading!(self, |client| client
             .query("SELECT id FROM pod_sessions ORDER BY created_at", &[])
             .await
-            .map_err(self.err("listing sessions"))?;
+            .map_err(self.err("listing sessions")))?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     async fn stat(&self, id: Uuid) -> Result<SessionStat, PodError> {
-        let conn = self.conn().await?;
-        let client = &conn.client;
-        let row = client
+        let row = reading!(self, |client| client
             .query_opt(
                 "SELECT CASE WHEN lease_until > now() THEN owner END,
                         state = 'queued' OR (fleet AND state = 'running')
@@ -660,8 +674,8 @@ impl SessionStore for PgStore {
                 &[&id],
             )
             .await
-            .map_err(self.err("reading a session"))?
-            .ok_or_else(|| self.missing(id))?;
+            .map_err(self.err("reading a session")))?
+        .ok_or_else(|| self.missing(id))?;
         Ok(SessionStat {
             holder: row.get(0),
             queued: row.get(1),

@@ -57,6 +57,28 @@ fn fleet_workers_killed_and_paused_at_random_lose_nothing() {
     }
 }
 
+/// The fleet mode with the database crashed too: three outages of one to
+/// four leases among 12 kills and pauses; still nothing acknowledged is
+/// lost, no session is written by two workers at once, every plan ends
+/// complete.
+#[test]
+fn fleet_through_database_outages_loses_nothing() {
+    let mut pg = pod_testkit::postgres::Postgres::start();
+    let mut config =
+        pod_crashtest::fleet::FleetConfig::new(env!("CARGO_BIN_EXE_pod"), pg.url(), 12, seed());
+    config.sessions = 8;
+    config.items = 8;
+    config.outages = 3;
+    match pod_crashtest::fleet::run_with(&config, Some(&mut pg)) {
+        Ok(report) => {
+            eprintln!("fleet with outages: {report}");
+            assert_eq!(report.sessions_completed, 8);
+            assert!(report.outages > 0, "{report}");
+        }
+        Err(err) => panic!("{err}"),
+    }
+}
+
 /// The tree mode, bounded: a parent whose `task` calls run two subagents in
 /// parallel, killed at 16 random points and resumed until it answers; no
 /// child is started over, none loses work, every log stays valid.

@@ -25,6 +25,8 @@ const USAGE: &str = "usage: pod-crash [--kills N] [--seed S] [--soak] [--durabil
   --sessions N   fleet mode's sessions (default 20)
   --workers N    fleet mode's `pod serve` processes (default 3)
   --slots N      fleet mode's sessions per worker at once (default 2)
+  --outages N    fleet mode: also crash its own database N times, for one to
+                 four leases each (not with --store)
   --tree         tree mode: a parent with two parallel subagents, killed at
                  random and resumed until it answers (--items: per child, default 6)";
 
@@ -48,6 +50,7 @@ fn real_main() -> Result<()> {
     let mut sessions = 20usize;
     let mut workers = 3usize;
     let mut slots: Option<u32> = None;
+    let mut outages = 0u64;
     let mut tree = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -69,6 +72,7 @@ fn real_main() -> Result<()> {
             "--sessions" => sessions = value()?.parse().context("--sessions")?,
             "--workers" => workers = value()?.parse().context("--workers")?,
             "--slots" => slots = Some(value()?.parse().context("--slots")?),
+            "--outages" => outages = value()?.parse().context("--outages")?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -101,7 +105,10 @@ fn real_main() -> Result<()> {
     }
     if fleet {
         // A throwaway cluster unless a database is given.
-        let cluster = store.is_none().then(pod_testkit::postgres::Postgres::start);
+        if outages > 0 && store.is_some() {
+            bail!("--outages crashes the harness's own database: leave out --store");
+        }
+        let mut cluster = store.is_none().then(pod_testkit::postgres::Postgres::start);
         let url = store.unwrap_or_else(|| cluster.as_ref().map(|c| c.url()).unwrap_or_default());
         let mut config = FleetConfig::new(pod.clone(), url, kills.unwrap_or(30), seed);
         config.sessions = sessions;
@@ -109,16 +116,19 @@ fn real_main() -> Result<()> {
         config.slots = slots.unwrap_or(config.slots);
         config.items = items.unwrap_or(20).min(12);
         config.keep = keep;
+        config.outages = outages;
         println!(
-            "pod-crash --fleet: {} with seed {seed}, {} workers of {} slots, {} sessions, {} kills and pauses",
+            "pod-crash --fleet: {} with seed {seed}, {} workers of {} slots, {} sessions, {} kills and pauses, up to {} database outages",
             pod.display(),
             config.workers,
             config.slots,
             config.sessions,
-            config.chaos
+            config.chaos,
+            config.outages
         );
         let started = std::time::Instant::now();
-        let report = pod_crashtest::fleet::run(&config).map_err(anyhow::Error::msg)?;
+        let report = pod_crashtest::fleet::run_with(&config, cluster.as_mut())
+            .map_err(anyhow::Error::msg)?;
         println!("{report} in {:.0} s", started.elapsed().as_secs_f64());
         return Ok(());
     }
