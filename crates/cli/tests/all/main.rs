@@ -25,6 +25,7 @@ mod http;
 mod instructions;
 mod ledger;
 mod managed;
+mod managed_lifecycle;
 mod mcp;
 mod metrics;
 mod notify;

@@ -60,7 +60,7 @@ out["vaults"] = error_of(lambda: client.beta.sessions.create(agent=agent.id, env
 out["no_session"] = error_of(lambda: client.beta.sessions.retrieve("sesn_00000000000000000000000000000000"))
 out["outside"] = error_of(lambda: client.beta.environments.create(name="out", metadata={"pod.workspace": "/"}))
 out["vault_list"] = error_of(lambda: client.beta.vaults.list().data)
-out["archive"] = error_of(lambda: client.beta.agents.archive(agent.id))
+out["environment_archive"] = error_of(lambda: client.beta.environments.archive(environment.id))
 out["unknown_session_send"] = error_of(lambda: client.beta.sessions.events.send("sesn_00000000000000000000000000000000", events=[{"type": "user.message", "content": [{"type": "text", "text": "x"}]}]))
 out["wrong_key"] = error_of(lambda: anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key="nope", max_retries=0).beta.agents.list())
 
@@ -98,7 +98,7 @@ fn serve(env: &TestEnv, script: &Value) -> Server {
 }
 
 /// Runs `code` with the SDK against `server`; what it printed, parsed.
-fn run_client(env: &TestEnv, server: &Server, code: &str) -> Value {
+pub(crate) fn run_client(env: &TestEnv, server: &Server, code: &str) -> Value {
     let sdk = python_sdk();
     let client = env.script("client.py", &Value::Null);
     std::fs::write(&client, code).unwrap();
@@ -151,7 +151,7 @@ fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
     assert_eq!(seen["outside"]["class"], "PermissionDeniedError", "{seen}");
     assert_eq!(seen["outside"]["type"], "permission_error");
     // What pod does not serve yet: a 404 naming it.
-    for endpoint in ["vault_list", "archive"] {
+    for endpoint in ["vault_list", "environment_archive"] {
         assert_eq!(seen[endpoint]["class"], "NotFoundError", "{seen}");
         assert!(
             seen[endpoint]["message"]

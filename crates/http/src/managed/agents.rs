@@ -1,7 +1,10 @@
-//! `/v1/agents`: create, retrieve, list. An agent is a name, a model (a
-//! profile of the server's config, or `default` for the server's model),
-//! a system prompt and the default toolset; kept as
-//! `POD_HOME/managed/agents/<id>.json`.
+//! `/v1/agents`: create, retrieve (any version), list, update, archive,
+//! and list versions. An agent is a name, a model (a profile of the
+//! server's config, or `default` for the server's model), a system prompt
+//! and the default toolset; kept as `POD_HOME/managed/agents/<id>.json`
+//! (its latest version) and every version as
+//! `POD_HOME/managed/agent-versions/<id>-v<n>.json`, since a session pins
+//! the version it was created with.
 
 use super::error::{parse, Error};
 use super::{page, query_pairs, query_value, Managed};
@@ -15,6 +18,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 const KIND: &str = "agents";
+const VERSIONS: &str = "agent-versions";
 
 /// The model string that means the server's own model.
 pub(crate) const DEFAULT_MODEL: &str = "default";
@@ -35,6 +39,9 @@ pub(crate) struct Agent {
     pub version: u32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// When it was archived: no new session may use it.
+    #[serde(default)]
+    pub archived_at: Option<DateTime<Utc>>,
 }
 
 impl Agent {
@@ -74,7 +81,7 @@ impl Agent {
             object.insert("metadata".into(), json!(self.metadata));
             object.insert("created_at".into(), json!(self.created_at));
             object.insert("updated_at".into(), json!(self.updated_at));
-            object.insert("archived_at".into(), Value::Null);
+            object.insert("archived_at".into(), json!(self.archived_at));
         }
         value
     }
@@ -120,38 +127,14 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
     if create.name.trim().is_empty() {
         return Err(Error::invalid("`name` is empty"));
     }
-    let model = match &create.model {
-        Value::String(id) => id.clone(),
-        Value::Object(config) => match config.get("id") {
-            Some(Value::String(id)) => id.clone(),
-            _ => return Err(Error::invalid("`model.id` must be a string")),
-        },
-        _ => return Err(Error::invalid("`model` must be a string or {\"id\": ...}")),
-    };
-    for tool in &create.tools {
-        match tool.get("type").and_then(Value::as_str) {
-            Some("agent_toolset_20260401") => {}
-            Some("mcp_toolset") => return Err(Error::unsupported("MCP toolsets on agents")),
-            Some("custom") => return Err(Error::unsupported("custom tools")),
-            other => {
-                return Err(Error::invalid(format!(
-                    "unknown tool type {}",
-                    other.unwrap_or("(none)")
-                )))
-            }
-        }
-    }
-    if !create.mcp_servers.is_empty() {
-        return Err(Error::unsupported("MCP servers on agents"));
-    }
-    if !create.skills.is_empty() {
-        return Err(Error::unsupported("skills"));
-    }
-    if create.multiagent.as_ref().is_some_and(|v| !v.is_null())
-        || !create.callable_agents.is_empty()
-    {
-        return Err(Error::unsupported("multiagent agents"));
-    }
+    let model = model_id(&create.model)?;
+    check_capabilities(
+        &create.tools,
+        &create.mcp_servers,
+        &create.skills,
+        create.multiagent.as_ref(),
+        &create.callable_agents,
+    )?;
     check_model(&m, &model)?;
     let now = Utc::now();
     let agent = Agent {
@@ -164,9 +147,67 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         version: 1,
         created_at: now,
         updated_at: now,
+        archived_at: None,
     };
-    m.files.put(KIND, &agent.id, &agent)?;
+    save(&m, &agent)?;
     Ok(Json(agent.to_json()))
+}
+
+/// Keeps `agent` as its latest version and as that version.
+fn save(m: &Managed, agent: &Agent) -> Result<(), Error> {
+    m.files
+        .put(VERSIONS, &version_key(&agent.id, agent.version), agent)?;
+    m.files.put(KIND, &agent.id, agent)
+}
+
+fn version_key(id: &str, version: u32) -> String {
+    format!("{id}-v{version}")
+}
+
+/// What pod cannot give an agent: MCP toolsets and servers, custom tools,
+/// skills, other agents to call. Refused by name, never ignored.
+fn check_capabilities(
+    tools: &[Value],
+    mcp_servers: &[Value],
+    skills: &[Value],
+    multiagent: Option<&Value>,
+    callable_agents: &[Value],
+) -> Result<(), Error> {
+    for tool in tools {
+        match tool.get("type").and_then(Value::as_str) {
+            Some("agent_toolset_20260401") => {}
+            Some("mcp_toolset") => return Err(Error::unsupported("MCP toolsets on agents")),
+            Some("custom") => return Err(Error::unsupported("custom tools")),
+            other => {
+                return Err(Error::invalid(format!(
+                    "unknown tool type {}",
+                    other.unwrap_or("(none)")
+                )))
+            }
+        }
+    }
+    if !mcp_servers.is_empty() {
+        return Err(Error::unsupported("MCP servers on agents"));
+    }
+    if !skills.is_empty() {
+        return Err(Error::unsupported("skills"));
+    }
+    if multiagent.is_some_and(|v| !v.is_null()) || !callable_agents.is_empty() {
+        return Err(Error::unsupported("multiagent agents"));
+    }
+    Ok(())
+}
+
+/// The model string of a `model` field: a string or `{"id": ...}`.
+fn model_id(model: &Value) -> Result<String, Error> {
+    match model {
+        Value::String(id) => Ok(id.clone()),
+        Value::Object(config) => match config.get("id") {
+            Some(Value::String(id)) => Ok(id.clone()),
+            _ => Err(Error::invalid("`model.id` must be a string")),
+        },
+        _ => Err(Error::invalid("`model` must be a string or {\"id\": ...}")),
+    }
 }
 
 /// Whether the server would start a session on `model`: a profile of its
@@ -192,12 +233,175 @@ fn check_model(m: &Managed, model: &str) -> Result<(), Error> {
     })
 }
 
-/// `GET /v1/agents/{id}`.
+/// `GET /v1/agents/{id}` (`?version=N` for an earlier one).
 pub(crate) async fn retrieve(
     State(m): State<Managed>,
     Path(id): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, Error> {
-    Ok(Json(get(&m, &id)?.to_json()))
+    let pairs = query_pairs(query.as_deref());
+    let agent = match query_value(&pairs, "version") {
+        Some(version) => {
+            let version = version
+                .parse()
+                .map_err(|_| Error::invalid("`version` must be a number of 1 or more"))?;
+            get_version(&m, &id, version)?
+        }
+        None => get(&m, &id)?,
+    };
+    Ok(Json(agent.to_json()))
+}
+
+/// Version `version` of agent `id`, or a 404.
+pub(crate) fn get_version(m: &Managed, id: &str, version: u32) -> Result<Agent, Error> {
+    let latest = get(m, id)?;
+    if version == latest.version {
+        return Ok(latest);
+    }
+    m.files
+        .get(VERSIONS, &version_key(id, version))?
+        .ok_or_else(|| {
+            Error::not_found(format!(
+                "agent {id} has no version {version} (its versions are 1 to {})",
+                latest.version
+            ))
+        })
+}
+
+/// `POST /v1/agents/{id}`: a field omitted is kept, `null` (or an empty
+/// string or list) clears what may be cleared; `metadata` is a patch
+/// (`null` deletes a key). A change makes a new version; an update that
+/// changes nothing returns the agent as it is. With `version`, the update
+/// applies only to that version (409 otherwise): two clients editing at
+/// once do not overwrite each other.
+pub(crate) async fn update(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, Error> {
+    let fields: serde_json::Map<String, Value> = parse(&body)?;
+    // One update at a time: two would both read version N and write N+1.
+    let _one = m.starting.lock().await;
+    let current = get(&m, &id)?;
+    if current.archived_at.is_some() {
+        return Err(Error::invalid(format!("agent {id} is archived")));
+    }
+    if let Some(expected) = fields.get("version").filter(|v| !v.is_null()) {
+        if expected.as_u64() != Some(u64::from(current.version)) {
+            return Err(Error::conflict(format!(
+                "agent {id} is at version {}, not {expected}: retrieve it and apply the change \
+                 again",
+                current.version
+            )));
+        }
+    }
+    let list = |key: &str| -> Result<Vec<Value>, Error> {
+        match fields.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => Ok(items.clone()),
+            Some(_) => Err(Error::invalid(format!("`{key}` must be a list"))),
+        }
+    };
+    check_capabilities(
+        &list("tools")?,
+        &list("mcp_servers")?,
+        &list("skills")?,
+        fields.get("multiagent"),
+        &[],
+    )?;
+    let text = |key: &str, keep: Option<String>| -> Result<Option<String>, Error> {
+        match fields.get(key) {
+            None => Ok(keep),
+            Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone()).filter(|t| !t.is_empty())),
+            Some(_) => Err(Error::invalid(format!("`{key}` must be a string or null"))),
+        }
+    };
+    let mut next = current.clone();
+    match fields.get("name") {
+        None => {}
+        Some(Value::String(name)) if !name.trim().is_empty() => next.name = name.clone(),
+        Some(_) => return Err(Error::invalid("`name` must be a non-empty string")),
+    }
+    if let Some(model) = fields.get("model") {
+        let model = model_id(model)?;
+        if model != current.model {
+            check_model(&m, &model)?;
+        }
+        next.model = model;
+    }
+    next.description = text("description", current.description.clone())?;
+    next.system = text("system", current.system.clone())?;
+    match fields.get("metadata") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(patch)) => {
+            for (key, value) in patch {
+                match value {
+                    Value::Null => {
+                        next.metadata.remove(key);
+                    }
+                    Value::String(value) => {
+                        next.metadata.insert(key.clone(), value.clone());
+                    }
+                    _ => return Err(Error::invalid("`metadata` values must be strings or null")),
+                }
+            }
+        }
+        Some(_) => return Err(Error::invalid("`metadata` must be an object")),
+    }
+    let unchanged = next.name == current.name
+        && next.model == current.model
+        && next.description == current.description
+        && next.system == current.system
+        && next.metadata == current.metadata;
+    if unchanged {
+        return Ok(Json(current.to_json()));
+    }
+    next.version = current.version + 1;
+    next.updated_at = Utc::now();
+    save(&m, &next)?;
+    Ok(Json(next.to_json()))
+}
+
+/// `POST /v1/agents/{id}/archive`: no new session may use it (those that
+/// did keep running); it leaves the list unless `include_archived`.
+pub(crate) async fn archive(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Error> {
+    let _one = m.starting.lock().await;
+    let mut agent = get(&m, &id)?;
+    if agent.archived_at.is_none() {
+        agent.archived_at = Some(Utc::now());
+        m.files.put(KIND, &agent.id, &agent)?;
+    }
+    Ok(Json(agent.to_json()))
+}
+
+/// `GET /v1/agents/{id}/versions`: newest first, in pages.
+pub(crate) async fn versions(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, Error> {
+    let pairs = query_pairs(query.as_deref());
+    let latest = get(&m, &id)?;
+    let mut all = Vec::with_capacity(latest.version as usize);
+    for version in (1..=latest.version).rev() {
+        // An agent from before versions were kept has only its latest.
+        match get_version(&m, &id, version) {
+            Ok(agent) => all.push(agent),
+            Err(err) if err.status() == axum::http::StatusCode::NOT_FOUND => {}
+            Err(err) => return Err(err),
+        }
+    }
+    let (data, next) = page(
+        &all,
+        query_value(&pairs, "limit"),
+        query_value(&pairs, "page"),
+    )?;
+    let data: Vec<Value> = data.iter().map(Agent::to_json).collect();
+    Ok(Json(json!({"data": data, "next_page": next})))
 }
 
 /// Agent `id`, or a 404.
@@ -214,6 +418,9 @@ pub(crate) async fn list(
 ) -> Result<Json<Value>, Error> {
     let pairs = query_pairs(query.as_deref());
     let mut agents: Vec<Agent> = m.files.all(KIND)?;
+    if query_value(&pairs, "include_archived") != Some("true") {
+        agents.retain(|a| a.archived_at.is_none());
+    }
     agents.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
     let (data, next) = page(
         &agents,

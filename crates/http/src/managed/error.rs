@@ -56,6 +56,11 @@ impl Error {
     }
 
     /// Whether it is a 400.
+    /// Its HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
     pub fn is_bad_request(&self) -> bool {
         self.status == StatusCode::BAD_REQUEST
     }

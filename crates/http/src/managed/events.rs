@@ -41,11 +41,20 @@ pub(crate) fn translate(records: &[LogRecord], running: bool) -> Vec<Value> {
     // The `agent.tool_use` event of each call, for its result.
     let mut calls: HashMap<String, String> = HashMap::new();
     let mut in_turn = false;
+    // What goes on after a record that resumes the session (an answer, or
+    // limits raised after a budget stopped it): the runner takes it up a
+    // moment after it records that, so not running yet is not the end of
+    // a turn.
+    let mut resumed_last = false;
+    // The last turn ended at a limit: limits recorded now continue it.
+    let mut stopped = false;
     let mut last: (usize, DateTime<Utc>) = (0, DateTime::<Utc>::MIN_UTC);
     for (index, record) in records.iter().enumerate() {
         let seq = index + 1;
         let at = record.at().unwrap_or(last.1);
         let id = |suffix: &str| format!("sevt_{seq:08}{suffix}");
+        resumed_last = matches!(record, LogRecord::Answer(_))
+            || (stopped && matches!(record, LogRecord::Limits(_)));
         match record {
             LogRecord::Item(item) => match &item.kind {
                 pod::ItemKind::User { text } => {
@@ -58,6 +67,7 @@ pub(crate) fn translate(records: &[LogRecord], running: bool) -> Vec<Value> {
                     }));
                     out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
                     in_turn = true;
+                    stopped = false;
                 }
                 pod::ItemKind::Assistant {
                     text, tool_calls, ..
@@ -118,12 +128,18 @@ pub(crate) fn translate(records: &[LogRecord], running: bool) -> Vec<Value> {
             LogRecord::Stopped(_) if in_turn => {
                 out.push(idle((seq, at), json!({"type": "budget_reached"})));
                 in_turn = false;
+                stopped = true;
+            }
+            LogRecord::Limits(_) if stopped && !in_turn => {
+                out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
+                in_turn = true;
+                stopped = false;
             }
             _ => {}
         }
         last = (seq, at);
     }
-    if in_turn && !running {
+    if in_turn && !running && !resumed_last {
         out.push(idle(last, json!({"type": "end_turn"})));
     }
     out
@@ -163,6 +179,11 @@ pub(crate) async fn send(
 ) -> Result<Json<Value>, Error> {
     let send: SendBody = parse(&body)?;
     let session = sessions::get(&m, &id)?;
+    if session.archived_at.is_some() {
+        return Err(Error::conflict(format!(
+            "session {id} is archived: it takes no more events"
+        )));
+    }
     if send.events.is_empty() {
         return Err(Error::invalid("`events` is empty"));
     }

@@ -85,6 +85,21 @@ impl Files {
         }
     }
 
+    /// Removes resource `id` of `kind` (nothing when there is none).
+    pub fn remove(&self, kind: &str, id: &str) -> Result<(), Error> {
+        let Some(path) = self.path(kind, id) else {
+            return Ok(());
+        };
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(err) => Err(Error::internal(format!(
+                "cannot remove {}: {err}",
+                path.display()
+            ))),
+        }
+    }
+
     /// Every resource of `kind` (none when nothing was made yet).
     pub fn all<T: DeserializeOwned>(&self, kind: &str) -> Result<Vec<T>, Error> {
         let dir = self.dir.join(kind);

@@ -22,7 +22,7 @@ use super::api::AppState;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use error::Error;
 use std::sync::Arc;
@@ -50,7 +50,9 @@ pub(crate) fn router(app: AppState, token: Arc<str>) -> Router {
     };
     let v1 = Router::new()
         .route("/agents", get(agents::list).post(agents::create))
-        .route("/agents/{id}", get(agents::retrieve).post(unsupported))
+        .route("/agents/{id}", get(agents::retrieve).post(agents::update))
+        .route("/agents/{id}/archive", post(agents::archive))
+        .route("/agents/{id}/versions", get(agents::versions))
         .route(
             "/environments",
             get(environments::list).post(environments::create),
@@ -60,7 +62,13 @@ pub(crate) fn router(app: AppState, token: Arc<str>) -> Router {
             get(environments::retrieve).post(unsupported),
         )
         .route("/sessions", get(sessions::list).post(sessions::create))
-        .route("/sessions/{id}", get(sessions::retrieve).post(unsupported))
+        .route(
+            "/sessions/{id}",
+            get(sessions::retrieve)
+                .post(sessions::update)
+                .delete(sessions::delete),
+        )
+        .route("/sessions/{id}/archive", post(sessions::archive))
         .route(
             "/sessions/{id}/events",
             get(events::list).post(events::send),

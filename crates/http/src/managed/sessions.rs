@@ -1,4 +1,5 @@
-//! `/v1/sessions`: create, retrieve, list. A Managed Agents session is a
+//! `/v1/sessions`: create, retrieve, list, archive, delete. A Managed
+//! Agents session is a
 //! pod session with the same id (`sesn_` and the uuid's 32 hex digits):
 //! created here with its agent and environment (checked against the
 //! server's ceiling at once), its pod session started by the runner with
@@ -42,7 +43,14 @@ pub(crate) struct Session {
     pub title: Option<String>,
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
+    /// Its spend ceiling (`budget.max_list_cost`): the governor's session
+    /// money limit, recorded in its log when it starts.
+    #[serde(default)]
+    pub max_cost: Option<pod_llm::Cost>,
     pub created_at: DateTime<Utc>,
+    /// When it was archived: it takes no more events.
+    #[serde(default)]
+    pub archived_at: Option<DateTime<Utc>>,
 }
 
 impl Session {
@@ -60,6 +68,12 @@ impl Session {
             &self.workspace,
             self.network,
         )?;
+        if let Some(max_cost) = self.max_cost {
+            request.budget = Some(crate::runner::CreateBudget {
+                max_cost: Some(max_cost),
+                ..Default::default()
+            });
+        }
         request.as_agent = self
             .agent
             .system
@@ -116,9 +130,10 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
     if !create.vault_ids.is_empty() {
         return Err(Error::unsupported("vaults"));
     }
-    if create.budget.as_ref().is_some_and(|b| !b.is_null()) {
-        return Err(Error::unsupported("session budgets"));
-    }
+    let max_cost = match &create.budget {
+        None | Some(Value::Null) => None,
+        Some(budget) => Some(budget_limit(budget)?),
+    };
     let (agent_id, version) = match &create.agent {
         Value::String(id) => (id.clone(), None),
         Value::Object(agent) => match agent.get("id").and_then(Value::as_str) {
@@ -131,12 +146,17 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
             ))
         }
     };
-    let agent = agents::get(&m, &agent_id)?;
-    if version.is_some_and(|v| v != u64::from(agent.version)) {
-        return Err(Error::not_found(format!(
-            "agent {agent_id} has no version {}: it has only version {}",
-            version.unwrap_or_default(),
-            agent.version
+    let agent = match version {
+        Some(version) => {
+            let version = u32::try_from(version)
+                .map_err(|_| Error::invalid("`agent.version` is too large"))?;
+            agents::get_version(&m, &agent_id, version)?
+        }
+        None => agents::get(&m, &agent_id)?,
+    };
+    if agents::get(&m, &agent_id)?.archived_at.is_some() {
+        return Err(Error::invalid(format!(
+            "agent {agent_id} is archived: a new session needs an agent that is not"
         )));
     }
     let environment = environments::get(&m, &create.environment_id)?;
@@ -161,7 +181,9 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         network: environment.network(),
         title: create.title,
         metadata: create.metadata,
+        max_cost,
         created_at: Utc::now(),
+        archived_at: None,
     };
     // What the server allows is checked now, not at the first message.
     m.app
@@ -172,6 +194,43 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         deliver(&m, &session, first.join("\n\n")).await?;
     }
     Ok(Json(to_json(&m, &session).await?))
+}
+
+/// The money limit of a `budget` (`{"type": "limit", "max_list_cost":
+/// {"amount": "2500", "currency": "USD"}}`: minor units, so $25.00). pod
+/// prices requests with the profile's prices (`[profiles.*.prices]`), in
+/// the config's currency, taken to be US dollars.
+fn budget_limit(budget: &Value) -> Result<pod_llm::Cost, Error> {
+    if budget.get("type").and_then(Value::as_str) != Some("limit") {
+        return Err(Error::invalid("`budget.type` must be \"limit\""));
+    }
+    let cost = budget
+        .get("max_list_cost")
+        .ok_or_else(|| Error::invalid("`budget.max_list_cost` is missing"))?;
+    match cost.get("currency").and_then(Value::as_str) {
+        Some("USD") => {}
+        other => {
+            return Err(Error::invalid(format!(
+                "`budget.max_list_cost.currency` must be \"USD\", not {}",
+                other.unwrap_or("(none)")
+            )))
+        }
+    }
+    let cents: u64 = cost
+        .get("amount")
+        .and_then(Value::as_str)
+        .and_then(|amount| amount.parse().ok())
+        .filter(|cents| *cents > 0)
+        .ok_or_else(|| {
+            Error::invalid(
+                "`budget.max_list_cost.amount` must be a positive whole number of cents as a \
+                 string (\"2500\" is $25.00)",
+            )
+        })?;
+    cents
+        .checked_mul(10_000)
+        .map(pod_llm::Cost::from_micros)
+        .ok_or_else(|| Error::invalid("`budget.max_list_cost.amount` is too large"))
 }
 
 /// Sends `text` to the session: its first message starts its pod
@@ -258,7 +317,10 @@ async fn to_json(m: &Managed, session: &Session) -> Result<Value, Error> {
         "resources": [],
         "vault_ids": [],
         "outcome_evaluations": [],
-        "budget": null,
+        "budget": session.max_cost.map(|cost| json!({
+            "type": "limit",
+            "max_list_cost": {"amount": (cost.micros() / 10_000).to_string(), "currency": "USD"},
+        })),
         "stats": {"duration_seconds": duration},
         "usage": {
             "input_tokens": input,
@@ -267,7 +329,7 @@ async fn to_json(m: &Managed, session: &Session) -> Result<Value, Error> {
         },
         "created_at": session.created_at,
         "updated_at": updated,
-        "archived_at": null,
+        "archived_at": session.archived_at,
     }))
 }
 
@@ -278,6 +340,120 @@ pub(crate) async fn retrieve(
 ) -> Result<Json<Value>, Error> {
     let session = get(&m, &id)?;
     Ok(Json(to_json(&m, &session).await?))
+}
+
+/// `POST /v1/sessions/{id}`: `title`, a `metadata` patch (`null` deletes
+/// a key), and `budget`: a session created with one may have it changed,
+/// recorded in its log as the governor's session money limit (a session
+/// the old one had stopped goes on, as `pod budget` does it).
+pub(crate) async fn update(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, Error> {
+    let fields: serde_json::Map<String, Value> = parse(&body)?;
+    let mut session = get(&m, &id)?;
+    if session.archived_at.is_some() {
+        return Err(Error::conflict(format!("session {id} is archived")));
+    }
+    for (key, value) in &fields {
+        match (key.as_str(), value) {
+            ("title", Value::Null) => session.title = None,
+            ("title", Value::String(title)) => session.title = Some(title.clone()),
+            ("metadata", Value::Null) => {}
+            ("metadata", Value::Object(patch)) => {
+                for (key, value) in patch {
+                    match value {
+                        Value::Null => {
+                            session.metadata.remove(key);
+                        }
+                        Value::String(value) => {
+                            session.metadata.insert(key.clone(), value.clone());
+                        }
+                        _ => {
+                            return Err(Error::invalid("`metadata` values must be strings or null"))
+                        }
+                    }
+                }
+            }
+            ("budget", Value::Null) => {
+                return Err(Error::unsupported(
+                    "removing a session's budget (raise it instead)",
+                ))
+            }
+            ("budget", budget) => {
+                if session.max_cost.is_none() {
+                    return Err(Error::invalid(
+                        "budget_create_only: a budget cannot be added to a session created \
+                         without one",
+                    ));
+                }
+                let max_cost = budget_limit(budget)?;
+                if records(&m, session.id).await?.is_empty() {
+                    session.max_cost = Some(max_cost);
+                } else {
+                    let over = pod::SessionBudget {
+                        cost: Some(max_cost),
+                        ..Default::default()
+                    };
+                    m.app.runner.raise_limits(session.id, over).await?;
+                    session.max_cost = Some(max_cost);
+                }
+            }
+            ("agent", _) => return Err(Error::unsupported("changing a session's agent")),
+            ("vault_ids", _) => return Err(Error::unsupported("vaults")),
+            (other, _) => {
+                return Err(Error::invalid(format!(
+                    "`{other}` is not a field of a session update"
+                )))
+            }
+        }
+    }
+    m.files.put(KIND, &session.public_id(), &session)?;
+    Ok(Json(to_json(&m, &session).await?))
+}
+
+/// `POST /v1/sessions/{id}/archive`: it takes no more events; its history
+/// stays readable.
+pub(crate) async fn archive(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Error> {
+    let _one = m.starting.lock().await;
+    let mut session = get(&m, &id)?;
+    if running(&m, session.id).await {
+        return Err(Error::conflict(format!(
+            "session {id} is running: interrupt it first (a user.interrupt event)"
+        )));
+    }
+    if session.archived_at.is_none() {
+        session.archived_at = Some(Utc::now());
+        m.files.put(KIND, &session.public_id(), &session)?;
+    }
+    Ok(Json(to_json(&m, &session).await?))
+}
+
+/// `DELETE /v1/sessions/{id}`: the session and its pod session's log, for
+/// good (not while it runs).
+pub(crate) async fn delete(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Error> {
+    let _one = m.starting.lock().await;
+    let session = get(&m, &id)?;
+    if running(&m, session.id).await {
+        return Err(Error::conflict(format!(
+            "session {id} is running: interrupt it first (a user.interrupt event)"
+        )));
+    }
+    match m.app.store.remove(session.id).await {
+        Ok(()) | Err(PodError::NoSuchSession { .. }) => {}
+        Err(err) => return Err(Error::internal(pod_llm::error_chain(&err))),
+    }
+    m.files.remove(KIND, &session.public_id())?;
+    Ok(Json(
+        json!({"id": session.public_id(), "type": "session_deleted"}),
+    ))
 }
 
 /// `GET /v1/sessions`: newest first, in pages (`agent_id` filters).
