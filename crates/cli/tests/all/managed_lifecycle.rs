@@ -86,6 +86,17 @@ client.beta.agents.archive(agent.id)
 out["agents"] = [a.id for a in client.beta.agents.list()]
 out["with_archived"] = [a.id for a in client.beta.agents.list(include_archived=True)]
 out["archived_agent"] = error_of(lambda: client.beta.sessions.create(agent=agent.id, environment_id=environment.id))
+
+# Environments: archived, then no new session; deleted, then gone.
+other = client.beta.agents.create(name="other", model="default")
+spare = client.beta.environments.create(name="spare")
+client.beta.environments.archive(spare.id)
+out["environments"] = [e.id for e in client.beta.environments.list()]
+out["archived_environment"] = error_of(lambda: client.beta.sessions.create(agent=other.id, environment_id=spare.id))
+gone = client.beta.environments.delete(spare.id)
+out["environment_deleted"] = [gone.id == spare.id, gone.type]
+out["environment_after_delete"] = error_of(lambda: client.beta.environments.retrieve(spare.id))
+out["environment_ids"] = {"kept": environment.id}
 print(json.dumps(out))
 "#;
 
@@ -184,4 +195,23 @@ fn agents_have_versions_budgets_stop_and_are_raised_sessions_archive_and_delete(
         "{seen}"
     );
     assert_eq!(seen["archived_agent"]["class"], "BadRequestError", "{seen}");
+
+    assert_eq!(
+        seen["environments"],
+        json!([seen["environment_ids"]["kept"]]),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["archived_environment"]["class"], "BadRequestError",
+        "{seen}"
+    );
+    assert_eq!(
+        seen["environment_deleted"],
+        json!([true, "environment_deleted"]),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["environment_after_delete"]["class"], "NotFoundError",
+        "{seen}"
+    );
 }

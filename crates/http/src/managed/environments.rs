@@ -1,4 +1,5 @@
-//! `/v1/environments`: create, retrieve, list. An environment is where a
+//! `/v1/environments`: create, retrieve, list, archive, delete. An
+//! environment is where a
 //! session's agent works: a workspace directory inside the server's
 //! workspace roots (`metadata["pod.workspace"]`, else the first root), and
 //! whether `bash` may use the network under the sandbox (`networking`:
@@ -38,6 +39,9 @@ pub(crate) struct Environment {
     pub workspace: PathBuf,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// When it was archived: no new session may use it.
+    #[serde(default)]
+    pub archived_at: Option<DateTime<Utc>>,
 }
 
 impl Environment {
@@ -80,7 +84,7 @@ impl Environment {
             "scope": "account",
             "created_at": self.created_at,
             "updated_at": self.updated_at,
-            "archived_at": null,
+            "archived_at": self.archived_at,
         })
     }
 }
@@ -138,6 +142,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         workspace,
         created_at: now,
         updated_at: now,
+        archived_at: None,
     };
     m.files.put(KIND, &environment.id, &environment)?;
     Ok(Json(environment.to_json()))
@@ -218,6 +223,9 @@ pub(crate) async fn list(
 ) -> Result<Json<Value>, Error> {
     let pairs = query_pairs(query.as_deref());
     let mut all: Vec<Environment> = m.files.all(KIND)?;
+    if query_value(&pairs, "include_archived") != Some("true") {
+        all.retain(|e| e.archived_at.is_none());
+    }
     all.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
     let (data, next) = page(
         &all,
@@ -226,4 +234,33 @@ pub(crate) async fn list(
     )?;
     let data: Vec<Value> = data.iter().map(Environment::to_json).collect();
     Ok(Json(json!({"data": data, "next_page": next})))
+}
+
+/// `POST /v1/environments/{id}/archive`: no new session may use it;
+/// sessions that did keep their workspace.
+pub(crate) async fn archive(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Error> {
+    let _one = m.starting.lock().await;
+    let mut environment = get(&m, &id)?;
+    if environment.archived_at.is_none() {
+        environment.archived_at = Some(Utc::now());
+        m.files.put(KIND, &environment.id, &environment)?;
+    }
+    Ok(Json(environment.to_json()))
+}
+
+/// `DELETE /v1/environments/{id}`: forgotten; its workspace directory is
+/// the operator's and stays, and sessions that used it keep it.
+pub(crate) async fn delete(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Error> {
+    let _one = m.starting.lock().await;
+    let environment = get(&m, &id)?;
+    m.files.remove(KIND, &environment.id)?;
+    Ok(Json(
+        json!({"id": environment.id, "type": "environment_deleted"}),
+    ))
 }

@@ -59,8 +59,11 @@ pub(crate) fn router(app: AppState, token: Arc<str>) -> Router {
         )
         .route(
             "/environments/{id}",
-            get(environments::retrieve).post(unsupported),
+            get(environments::retrieve)
+                .post(unsupported)
+                .delete(environments::delete),
         )
+        .route("/environments/{id}/archive", post(environments::archive))
         .route("/sessions", get(sessions::list).post(sessions::create))
         .route(
             "/sessions/{id}",

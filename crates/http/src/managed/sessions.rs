@@ -160,6 +160,12 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         )));
     }
     let environment = environments::get(&m, &create.environment_id)?;
+    if environment.archived_at.is_some() {
+        return Err(Error::invalid(format!(
+            "environment {} is archived: a new session needs one that is not",
+            environment.id
+        )));
+    }
     let mut first = Vec::new();
     for event in &create.initial_events {
         match event.get("type").and_then(Value::as_str) {
