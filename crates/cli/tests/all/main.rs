@@ -26,6 +26,7 @@ mod instructions;
 mod ledger;
 mod managed;
 mod managed_lifecycle;
+mod managed_outcome;
 mod managed_ts;
 mod mcp;
 mod metrics;

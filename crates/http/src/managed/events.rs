@@ -36,7 +36,13 @@ use uuid::Uuid;
 /// The session's log as the API's events. `running`: whether a process
 /// runs it now (read before the records): a turn without an end in the
 /// log has ended when nothing runs it.
-pub(crate) fn translate(records: &[LogRecord], running: bool) -> Vec<Value> {
+pub(crate) fn translate(
+    records: &[LogRecord],
+    running: bool,
+    outcome: Option<&super::outcomes::Outcome>,
+) -> Vec<Value> {
+    // The first prompt of a session with an outcome is the outcome.
+    let mut outcome_told = false;
     let mut out = Vec::new();
     // The `agent.tool_use` event of each call, for its result.
     let mut calls: HashMap<String, String> = HashMap::new();
@@ -61,10 +67,14 @@ pub(crate) fn translate(records: &[LogRecord], running: bool) -> Vec<Value> {
                     if in_turn {
                         out.push(idle(last, json!({"type": "end_turn"})));
                     }
-                    out.push(json!({
-                        "id": id(""), "type": "user.message", "processed_at": at,
-                        "content": [{"type": "text", "text": text}],
-                    }));
+                    match outcome.filter(|_| !outcome_told) {
+                        Some(outcome) => out.push(outcome.defined(id(""), at)),
+                        None => out.push(json!({
+                            "id": id(""), "type": "user.message", "processed_at": at,
+                            "content": [{"type": "text", "text": text}],
+                        })),
+                    }
+                    outcome_told = true;
                     out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
                     in_turn = true;
                     stopped = false;
@@ -125,6 +135,11 @@ pub(crate) fn translate(records: &[LogRecord], running: bool) -> Vec<Value> {
                 out.push(idle((seq, at), json!({"type": reason})));
                 in_turn = false;
             }
+            LogRecord::Verify(round) => {
+                if let Some(outcome) = outcome {
+                    out.extend(outcome.spans(seq, round));
+                }
+            }
             LogRecord::Stopped(_) if in_turn => {
                 out.push(idle((seq, at), json!({"type": "budget_reached"})));
                 in_turn = false;
@@ -160,7 +175,12 @@ async fn current(m: &Managed, id: Uuid) -> Result<Vec<Value>, Error> {
     // Whether it runs first: once it does not, the records read next hold
     // everything it did.
     let running = sessions::running(m, id).await;
-    Ok(translate(&sessions::records(m, id).await?, running))
+    let outcome = sessions::get(m, &sessions::public_id(id))?.outcome;
+    Ok(translate(
+        &sessions::records(m, id).await?,
+        running,
+        outcome.as_ref(),
+    ))
 }
 
 /// What `POST /v1/sessions/{id}/events` takes.
@@ -189,6 +209,7 @@ pub(crate) async fn send(
     }
     enum Act {
         Message(String),
+        Outcome(super::outcomes::Outcome),
         Interrupt,
         Confirm { tool_use_id: String, allow: bool },
     }
@@ -218,12 +239,19 @@ pub(crate) async fn send(
                     allow,
                 })
             }
-            Some(
-                kind @ ("user.custom_tool_result"
-                | "user.define_outcome"
-                | "user.tool_result"
-                | "system.message"),
-            ) => return Err(Error::unsupported(kind)),
+            Some("user.define_outcome") => {
+                if session.outcome.is_some() || !sessions::records(&m, session.id).await?.is_empty()
+                {
+                    return Err(Error::unsupported(
+                        "an outcome defined after the session started (define it first, or in \
+                         initial_events)",
+                    ));
+                }
+                acts.push(Act::Outcome(super::outcomes::Outcome::parse(event)?))
+            }
+            Some(kind @ ("user.custom_tool_result" | "user.tool_result" | "system.message")) => {
+                return Err(Error::unsupported(kind))
+            }
             other => {
                 return Err(Error::invalid(format!(
                     "unknown event type {}",
@@ -245,6 +273,16 @@ pub(crate) async fn send(
         match act {
             Act::Message(text) => {
                 refuse_when_waiting(&m, &session).await?;
+                sessions::deliver(&m, &session, text).await?;
+            }
+            Act::Outcome(outcome) => {
+                let mut session = session.clone();
+                let text = outcome.description.clone();
+                if let Some(object) = echoed.as_object_mut() {
+                    object.insert("outcome_id".into(), json!(outcome.id));
+                }
+                session.outcome = Some(outcome);
+                m.files.put("sessions", &session.public_id(), &session)?;
                 sessions::deliver(&m, &session, text).await?;
             }
             Act::Confirm { tool_use_id, allow } => {
@@ -520,7 +558,7 @@ mod tests {
             LogRecord::Item(Item::tool_result("call_1", "hello", false)),
             answer("Done.", Vec::new()),
         ];
-        let running = translate(&records, true);
+        let running = translate(&records, true, None);
         assert_eq!(
             types(&running),
             [
@@ -534,14 +572,14 @@ mod tests {
         );
         assert_eq!(running[3]["input"]["path"], "a.txt");
         assert_eq!(running[4]["tool_use_id"], running[3]["id"]);
-        let idle = translate(&records, false);
+        let idle = translate(&records, false, None);
         assert_eq!(idle.len(), 7);
         assert_eq!(idle[6]["type"], "session.status_idle");
         assert_eq!(idle[6]["stop_reason"]["type"], "end_turn");
         // The next message keeps every earlier event and its id.
         let mut more = records.clone();
         more.push(LogRecord::Item(Item::user("Again")));
-        let next = translate(&more, true);
+        let next = translate(&more, true, None);
         assert_eq!(next[..7], idle[..]);
         assert_eq!(
             types(&next[7..]),
@@ -568,7 +606,7 @@ mod tests {
             let records = vec![LogRecord::Item(Item::user("Hi")), ended(how)];
             // Its end is in the log: no second idle, running or not.
             for running in [true, false] {
-                let events = translate(&records, running);
+                let events = translate(&records, running, None);
                 assert_eq!(
                     types(&events),
                     [

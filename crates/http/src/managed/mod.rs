@@ -15,6 +15,7 @@ mod environments;
 mod error;
 mod events;
 mod files;
+mod outcomes;
 mod request;
 mod sessions;
 

@@ -10,6 +10,7 @@
 use super::agents::{self, Agent};
 use super::environments;
 use super::error::{parse, Error};
+use super::outcomes::Outcome;
 use super::request::{message_text, request};
 use super::{page, query_pairs, query_value, Managed};
 use crate::runner::CreateSession;
@@ -51,6 +52,10 @@ pub(crate) struct Session {
     /// When it was archived: it takes no more events.
     #[serde(default)]
     pub archived_at: Option<DateTime<Utc>>,
+    /// The outcome it works toward (`user.define_outcome`), verified by a
+    /// grader before a turn ends.
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
 }
 
 impl Session {
@@ -68,6 +73,23 @@ impl Session {
             &self.workspace,
             self.network,
         )?;
+        if let Some(outcome) = &self.outcome {
+            // The agent's model grades (a profile of the server's config).
+            let runner = &m.app.runner;
+            let grader = self
+                .agent
+                .profile(runner)
+                .or_else(|| runner.server_model().profile.clone())
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "a user.define_outcome needs a grader: the agent's model must name a \
+                         profile of the server's config (or the server run with --profile)",
+                    )
+                })?;
+            request.grader = Some(grader);
+            request.rubric = Some(outcome.rubric.clone());
+            request.max_verify = Some(outcome.max_iterations);
+        }
         if let Some(max_cost) = self.max_cost {
             request.budget = Some(crate::runner::CreateBudget {
                 max_cost: Some(max_cost),
@@ -167,10 +189,18 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         )));
     }
     let mut first = Vec::new();
+    let mut outcome = None;
     for event in &create.initial_events {
         match event.get("type").and_then(Value::as_str) {
             Some("user.message") => first.push(message_text(event)?),
-            Some("user.define_outcome") => return Err(Error::unsupported("user.define_outcome")),
+            Some("user.define_outcome") if outcome.is_none() => {
+                let defined = Outcome::parse(event)?;
+                first.push(defined.description.clone());
+                outcome = Some(defined);
+            }
+            Some("user.define_outcome") => {
+                return Err(Error::unsupported("more than one outcome in a session"))
+            }
             other => {
                 return Err(Error::invalid(format!(
                     "initial_events take user.message events, not {}",
@@ -190,6 +220,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         max_cost,
         created_at: Utc::now(),
         archived_at: None,
+        outcome,
     };
     // What the server allows is checked now, not at the first message.
     m.app
@@ -290,6 +321,13 @@ async fn to_json(m: &Managed, session: &Session) -> Result<Value, Error> {
     // it did.
     let running = running(m, session.id).await;
     let records = records(m, session.id).await?;
+    let evaluations = match &session.outcome {
+        Some(outcome) => outcome.evaluations(records.iter().rev().find_map(|r| match r {
+            LogRecord::Verify(round) => Some(round),
+            _ => None,
+        })),
+        None => json!([]),
+    };
     let (mut input, mut output, mut cached) = (0u64, 0u64, 0u64);
     let mut updated = session.created_at;
     for record in &records {
@@ -322,7 +360,7 @@ async fn to_json(m: &Managed, session: &Session) -> Result<Value, Error> {
         "status": if running { "running" } else { "idle" },
         "resources": [],
         "vault_ids": [],
-        "outcome_evaluations": [],
+        "outcome_evaluations": evaluations,
         "budget": session.max_cost.map(|cost| json!({
             "type": "limit",
             "max_list_cost": {"amount": (cost.micros() / 10_000).to_string(), "currency": "USD"},
