@@ -11,8 +11,8 @@ use crate::cli::{OverlapArg, ScheduleAddArgs, ScheduleCommand};
 use crate::error::{Failure, Outcome};
 use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
-use pod_fleet::schedule::{session_of, Timing};
-use pod_store_pg::{Fire, NewSchedule, Overlap, PgStore, Schedule};
+use pod_fleet::schedule::{fire_of, Timing};
+use pod_store_pg::{Acted, Fire, NewSchedule, Overlap, PgStore, Schedule};
 use serde_json::json;
 
 /// Runs a `pod schedule` subcommand.
@@ -62,21 +62,32 @@ async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Ou
     }
     .map_err(|err| Failure::new(err.to_string(), "see `pod schedule add --help`"))?;
     let task = super::run::task(args.run.task.as_deref(), args.run.task_file.as_deref())?;
-    let template = super::submit::Template::new(&args.run, place).await?;
-    let (header, _) = template.session(String::new());
+    let overlap = match args.overlap {
+        OverlapArg::Skip => Overlap::Skip,
+        OverlapArg::Allow => Overlap::Allow,
+    };
+    let (template, limits, session) = match &args.session {
+        Some(id) => {
+            let (header, id) = heartbeat(place, id, overlap).await?;
+            (header, None, Some(id))
+        }
+        None => {
+            let template = super::submit::Template::new(&args.run, place).await?;
+            let (header, _) = template.session(String::new());
+            (header, Some(template.limits()).filter(|l| l.is_set()), None)
+        }
+    };
     let next_fire = timing.first(Utc::now())?;
     let added = store
         .add_schedule(&NewSchedule {
             name: name.clone(),
             timing: timing.to_json(),
             task,
-            template: header,
-            limits: Some(template.limits()).filter(|l| l.is_set()),
-            overlap: match args.overlap {
-                OverlapArg::Skip => Overlap::Skip,
-                OverlapArg::Allow => Overlap::Allow,
-            },
+            template,
+            limits,
+            overlap,
             next_fire,
+            session,
         })
         .await?;
     if !added {
@@ -85,12 +96,44 @@ async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Ou
             format!("pick another name, or `pod schedule rm {name}` first"),
         ));
     }
+    let continues = session.map_or(String::new(), |id| format!(", continuing {id}"));
     crate::output::print(&format!(
-        "schedule {name}: {}, next at {}\n",
+        "schedule {name}: {}{continues}, next at {}\n",
         timing.describe(),
         at(next_fire)
     ))?;
     Ok(Outcome::Done)
+}
+
+/// The session a heartbeat continues (`--session`), checked now: it
+/// exists, a fleet worker can run it (it records its launch settings), it
+/// is no subagent, and the overlap policy is `skip`. Returns its header.
+async fn heartbeat(
+    place: &Place,
+    id: &str,
+    overlap: Overlap,
+) -> Result<(pod::log::SessionHeader, uuid::Uuid)> {
+    if overlap == Overlap::Allow {
+        bail!(Failure::new(
+            "a heartbeat (--session) cannot overlap: its session runs one turn at a time",
+            "leave --overlap out; a fire time that finds the session still going is skipped",
+        ));
+    }
+    let id = pod_launch::sessions::resolve(place.store.as_ref(), id).await?;
+    let loaded = pod_launch::sessions::load(place.store.as_ref(), id).await?;
+    if loaded.header.parent.is_some() {
+        bail!(Failure::new(
+            format!("session {id} is a subagent's: its parent continues it"),
+            "give the id of a top-level session (`pod sessions` lists them)",
+        ));
+    }
+    if loaded.launch.is_none() {
+        bail!(Failure::new(
+            format!("session {id} records no launch settings, so a worker cannot continue it"),
+            "start the session with `pod run` or `pod submit` on this store",
+        ));
+    }
+    Ok((loaded.header, id))
 }
 
 fn at(t: DateTime<Utc>) -> String {
@@ -113,6 +156,7 @@ pub(super) fn as_json(schedule: &Schedule) -> serde_json::Value {
         "task": schedule.task,
         "workspace": schedule.template.workspace,
         "overlap": schedule.overlap.as_str(),
+        "session": schedule.session,
         "paused": schedule.paused,
         "next_fire": schedule.next_fire,
         "created_at": schedule.created_at,
@@ -183,6 +227,9 @@ async fn show(store: &PgStore, name: &str, json: bool) -> Result<Outcome> {
         schedule.template.workspace.display(),
         schedule.overlap.as_str(),
     );
+    if let Some(session) = schedule.session {
+        out.push_str(&format!("  continues: {session} (a heartbeat)\n"));
+    }
     out.push_str(&match schedule.paused {
         true => "  paused\n".to_string(),
         false => format!("  next:      {}\n", at(schedule.next_fire)),
@@ -232,16 +279,27 @@ async fn run_now(store: &PgStore, name: &str) -> Result<Outcome> {
             bail!(no_such(name));
         };
         let now = Utc::now();
-        let (header, first) = session_of(&schedule, now);
-        let id = header.session_id;
-        let fire = Fire::Start {
-            header: Box::new(header),
-            first,
+        let fire = fire_of(store, &schedule, now, false).await?;
+        let id = match &fire {
+            Fire::Start { header, .. } => Some(header.session_id),
+            Fire::Continue { session, .. } => Some(*session),
+            Fire::Skip => None,
         };
         let next = schedule.next_fire;
-        if store.fire_schedule(name, next, now, next, 0, fire).await? {
-            crate::output::print(&format!("{id}\n"))?;
-            return Ok(Outcome::Done);
+        match store.fire_schedule(name, next, now, next, 0, fire).await? {
+            Some(Acted::Started | Acted::Continued) => {
+                crate::output::print(&format!("{}\n", id.unwrap_or_default()))?;
+                return Ok(Outcome::Done);
+            }
+            Some(Acted::Skipped) => bail!(Failure::new(
+                format!(
+                    "schedule {name}'s session {} is still going (or its log ends inside a \
+                     tool call)",
+                    schedule.session.unwrap_or_default()
+                ),
+                "try again once it is idle; `pod show ID` says where it stands",
+            )),
+            None => {}
         }
         if schedule.paused {
             bail!(Failure::new(

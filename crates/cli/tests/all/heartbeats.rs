@@ -1,0 +1,202 @@
+//! Heartbeats (`pod schedule add --session`) on `pod serve` workers and a
+//! throwaway PostgreSQL: a fire time continues an existing session with
+//! its plan intact, once; bad input is refused with what to do.
+
+use crate::fleet::{Fleet, PATIENCE};
+use crate::support::*;
+use serde_json::Value;
+use std::sync::mpsc;
+use std::time::Instant;
+
+const BEAT: &str = "Heartbeat: anything new on CI?";
+
+/// Queues a session that writes a finished three-step plan and then
+/// answers each message it gets with `answer`; its id.
+fn submit_planned(fleet: &Fleet, answer: &str, answers: usize) -> String {
+    let mut steps = vec![write_todos(&plan(3)), say("Planned and done.")];
+    steps.extend((0..answers).map(|_| say(answer)));
+    let path = fleet.env.script("planned.json", &script(steps));
+    let out = fleet
+        .pod()
+        .args(["submit", "--yes", "--script"])
+        .arg(&path)
+        .arg("Plan the three steps")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Reads the workers' lines until `done` says enough; fails the test
+/// after a minute or two, with what it saw.
+fn read_until(rx: &mpsc::Receiver<String>, mut done: impl FnMut(&str) -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let enough = done(&line);
+                seen.push(line);
+                if enough {
+                    return;
+                }
+            }
+            Err(err) => panic!(
+                "waited in vain ({err}); the workers said:\n{}",
+                seen.join("\n")
+            ),
+        }
+    }
+}
+
+fn merged(receivers: Vec<mpsc::Receiver<String>>) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    for each in receivers {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in each {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    rx
+}
+
+fn user_texts(shown: &Value) -> Vec<String> {
+    shown["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "user")
+        .map(|item| item["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn continued_fires(fleet: &Fleet, name: &str) -> Vec<uuid::Uuid> {
+    fleet
+        .query(
+            "SELECT session FROM pod_schedule_fires
+             WHERE schedule = $1 AND outcome = 'continued' ORDER BY fire_at",
+            &[&name],
+        )
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+#[test]
+fn a_heartbeat_continues_its_session_with_the_plan_intact_once_per_fire_time() {
+    let fleet = Fleet::new();
+    let id = submit_planned(&fleet, "Nothing new.", 30);
+    let workers: Vec<_> = (0..2).map(|_| fleet.worker(&["--workers", "2"])).collect();
+    let (mut children, receivers): (Vec<_>, Vec<_>) = workers.into_iter().unzip();
+    let lines = merged(receivers);
+    let finished = format!("finished {id}");
+    read_until(&lines, |line| line.contains(&finished));
+
+    // By a prefix of its id, as other commands take it.
+    let out = fleet
+        .pod()
+        .args(["schedule", "add", "beat", "--every", "2s", "--session"])
+        .arg(&id[..8])
+        .arg(BEAT)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("continuing {id}")), "{said}");
+
+    // Three continuations, each run to its end, then no more fire times.
+    let continued = format!("continued {id}");
+    let (mut runs, mut ended) = (0, 0);
+    read_until(&lines, |line| {
+        runs += usize::from(line.contains(&continued));
+        ended += usize::from(line.contains(&finished));
+        runs >= 3
+    });
+    let out = fleet
+        .pod()
+        .args(["schedule", "pause", "beat"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let fires = continued_fires(&fleet, "beat");
+    assert!(fires.len() >= 3, "{fires:?}");
+    assert!(fires.iter().all(|s| s.to_string() == id), "{fires:?}");
+    if ended < fires.len() {
+        read_until(&lines, |line| {
+            ended += usize::from(line.contains(&finished));
+            ended >= fires.len()
+        });
+    }
+
+    // One message per fire time that continued it (none doubled across
+    // the two workers), each answered, and the plan as it was.
+    let shown = fleet.show(&id);
+    let beats = user_texts(&shown).iter().filter(|t| *t == BEAT).count();
+    assert_eq!(beats, fires.len(), "{shown}");
+    let answers = shown["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["text"] == "Nothing new.")
+        .count();
+    assert_eq!(answers, fires.len(), "{shown}");
+    assert_eq!(statuses(&shown["todos"]), ["completed"; 3], "{shown}");
+    assert_eq!(
+        shown["history"].as_array().unwrap().last().unwrap()["text"],
+        "Nothing new."
+    );
+    // The schedule shows the session it continues.
+    let out = fleet
+        .pod()
+        .args(["schedule", "show", "beat", "--json"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let schedule: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schedule["session"], id.as_str(), "{schedule}");
+    assert_eq!(schedule["fires"], fires.len() as u64, "{schedule}");
+    for child in &mut children {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+#[test]
+fn a_heartbeat_on_an_unknown_session_or_with_overlap_is_refused() {
+    let fleet = Fleet::new();
+    let refused = |args: &[&str]| {
+        let out = fleet
+            .pod()
+            .args(["schedule", "add", "beat", "--every", "1h"])
+            .args(args)
+            .arg(BEAT)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} was accepted");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let err = refused(&["--session", "0123abcd"]);
+    assert!(err.contains("no session 0123abcd"), "{err}");
+    assert!(err.contains("pod sessions"), "{err}");
+
+    let id = submit_planned(&fleet, "x", 0);
+    let err = refused(&["--session", &id, "--overlap", "allow"]);
+    assert!(err.contains("cannot overlap"), "{err}");
+    // Nothing half-made.
+    let out = fleet
+        .pod()
+        .args(["schedule", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
