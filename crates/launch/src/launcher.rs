@@ -102,6 +102,9 @@ pub struct Options {
     /// (the front end brings them again when it reopens it). One whose name
     /// a configured server has is left out, with a warning.
     pub servers: Vec<pod_mcp::ServerConfig>,
+    /// A worker wakes the session when it parks on a follow-up (a fleet
+    /// worker runs it); else `schedule_followup` calls are refused.
+    pub wakes_followups: bool,
 }
 
 /// A session ready to start: its config, written once, and its MCP servers
@@ -500,6 +503,9 @@ impl Plan {
         config.durability = options.durability;
         config.compact_provider = model.compactor;
         config.until_done = settings.until_done;
+        config.followups = settings.followups.then_some(pod::FollowupConfig {
+            wakes: options.wakes_followups,
+        });
         config.budget = settings.budget.clone();
         config.session_budget = settings.session_budget;
         config.loop_guard = settings.loop_guard.clone();

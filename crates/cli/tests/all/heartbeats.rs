@@ -200,3 +200,139 @@ fn a_heartbeat_on_an_unknown_session_or_with_overlap_is_refused() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// The result the session's log gives call `n` (0-based) of tool `name`.
+fn result_of_call(history: &[Value], name: &str, n: usize) -> Value {
+    let id = history
+        .iter()
+        .flat_map(|item| item["tool_calls"].as_array().cloned().unwrap_or_default())
+        .filter(|call| call["name"] == name)
+        .nth(n)
+        .unwrap_or_else(|| panic!("no call {n} of {name}: {history:#?}"))["id"]
+        .clone();
+    history
+        .iter()
+        .find(|item| item["type"] == "tool_result" && item["call_id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("call {id} has no result: {history:#?}"))
+}
+
+fn at(item: &Value) -> chrono::DateTime<chrono::Utc> {
+    serde_json::from_value(item["at"].clone()).unwrap()
+}
+
+#[test]
+fn a_session_parks_on_its_follow_up_and_another_worker_wakes_it() {
+    let fleet = Fleet::new();
+    let path = fleet.env.script(
+        "followup.json",
+        &script(vec![
+            call(
+                "schedule_followup",
+                serde_json::json!({"in": "8d", "note": "too late"}),
+            ),
+            call(
+                "schedule_followup",
+                serde_json::json!({"in": "3s", "note": "Check CI again"}),
+            ),
+            say("CI is green now."),
+        ]),
+    );
+    let out = fleet
+        .pod()
+        .args(["submit", "--yes", "--followups", "--script"])
+        .arg(&path)
+        .arg("Wait for CI, then report")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+
+    // The first worker runs it until it parks, and is killed.
+    let (mut first, lines) = fleet.worker(&["--workers", "1"]);
+    let parked = format!("finished {id}: parked, waiting for its follow-up at");
+    read_until(&lines, |line| line.contains(&parked));
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    // Another wakes it at its time and it goes on from there.
+    let (mut second, lines) = fleet.worker(&["--workers", "1"]);
+    let finished = format!("finished {id}: the model finished");
+    let claimed = format!("claimed {id}");
+    let mut woken = false;
+    read_until(&lines, |line| {
+        woken |= line.contains(&claimed);
+        line.contains(&finished)
+    });
+    assert!(woken, "the second worker never claimed {id}");
+    second.kill().unwrap();
+    second.wait().unwrap();
+
+    let shown = fleet.show(&id);
+    let history = shown["history"].as_array().unwrap();
+    // Out of bounds: refused with a result the model can read.
+    let refused = result_of_call(history, "schedule_followup", 0);
+    assert_eq!(refused["is_error"], true, "{refused}");
+    let text = refused["content"].as_str().unwrap_or_default();
+    assert!(text.contains("between 1s and 7d"), "{refused}");
+    // The follow-up's result is its note, given no earlier than its time.
+    let call_at = history
+        .iter()
+        .filter(|item| item["tool_calls"][0]["name"] == "schedule_followup")
+        .nth(1)
+        .map(at)
+        .unwrap();
+    let woke = result_of_call(history, "schedule_followup", 1);
+    assert!(
+        woke["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Your note: Check CI again"),
+        "{woke}"
+    );
+    let waited = at(&woke) - call_at;
+    assert!(
+        waited >= chrono::Duration::seconds(3),
+        "woken after {waited}"
+    );
+    assert_eq!(history.last().unwrap()["text"], "CI is green now.");
+}
+
+#[test]
+fn outside_a_fleet_a_follow_up_is_refused_with_a_result_saying_why() {
+    let env = TestEnv::new();
+    let path = env.script(
+        "followup.json",
+        &script(vec![
+            call(
+                "schedule_followup",
+                serde_json::json!({"in": "30m", "note": "Check CI again"}),
+            ),
+            say("I will say what to check instead."),
+        ]),
+    );
+    let out = env
+        .pod()
+        .args(["run", "--json", "--yes", "--followups", "--script"])
+        .arg(&path)
+        .arg("Wait for CI")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = session_id(&ndjson(&out.stdout));
+    let shown = env.show_json(&id);
+    let history = shown["history"].as_array().unwrap();
+    let refused = result_of_call(history, "schedule_followup", 0);
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(
+        refused["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not run by a fleet worker"),
+        "{refused}"
+    );
+    assert_eq!(
+        history.last().unwrap()["text"],
+        "I will say what to check instead."
+    );
+}
