@@ -478,7 +478,11 @@ async fn start_delivery(
     let request = trigger
         .request(&payload)
         .map_err(|why| ApiError::internal(format!("trigger {name}: {why}")))?;
-    match app.runner.start_as(request, id).await {
+    let origin = pod::log::Origin::Trigger {
+        name: name.clone(),
+        delivery: delivery.clone(),
+    };
+    match app.runner.start_as(request, id, Some(origin)).await {
         Ok(id) => {
             tracing::info!(trigger = %name, %delivery, session = %id, "trigger started a session");
             Ok((

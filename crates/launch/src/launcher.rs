@@ -105,6 +105,9 @@ pub struct Options {
     /// A worker wakes the session when it parks on a follow-up (a fleet
     /// worker runs it); else `schedule_followup` calls are refused.
     pub wakes_followups: bool,
+    /// What started a new session when no person did (a webhook
+    /// trigger), for its header.
+    pub origin: Option<pod::log::Origin>,
 }
 
 /// A session ready to start: its config, written once, and its MCP servers
@@ -501,6 +504,7 @@ impl Plan {
         );
         config.store = Some(self.place.store.clone());
         config.durability = options.durability;
+        config.origin = options.origin;
         config.compact_provider = model.compactor;
         config.until_done = settings.until_done;
         config.followups = settings.followups.then_some(pod::FollowupConfig {

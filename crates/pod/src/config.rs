@@ -126,6 +126,9 @@ pub struct PodConfig {
     /// The `schedule_followup` tool (opt-in; root sessions only): the
     /// agent parks its session until a time it names. `None` by default.
     pub followups: Option<FollowupConfig>,
+    /// What started a new session when no person did (a webhook trigger),
+    /// written in its header; `None` by default.
+    pub origin: Option<crate::log::Origin>,
 }
 
 /// How a session's `schedule_followup` calls go.
@@ -180,6 +183,7 @@ impl PodConfig {
             checkpoints: false,
             verify: None,
             followups: None,
+            origin: None,
         }
     }
 

@@ -145,6 +145,14 @@ fn tree(summaries: Vec<Summary>) -> Vec<Summary> {
     out
 }
 
+/// What started a session, in a word and a name: `schedule nightly`.
+fn origin_tag(origin: &pod::log::Origin) -> String {
+    match origin {
+        pod::log::Origin::Schedule { name, .. } => format!("schedule {name}"),
+        pod::log::Origin::Trigger { name, .. } => format!("trigger {name}"),
+    }
+}
+
 /// The human table: one session per line, subagents indented under their
 /// parent.
 fn table(summaries: &[Summary], style: Style) -> String {
@@ -210,7 +218,15 @@ fn table(summaries: &[Summary], style: Style) -> String {
                         format!("damaged at line {}: {}", damage.line, damage.reason)
                     }
                     (None, session::Status::Damaged) => s.reason.clone().unwrap_or_default(),
-                    _ => s.title.clone().unwrap_or_default(),
+                    // Started by a schedule or a trigger: which, first.
+                    _ => match &s.origin {
+                        Some(origin) => format!(
+                            "[{}] {}",
+                            origin_tag(origin),
+                            s.title.clone().unwrap_or_default()
+                        ),
+                        None => s.title.clone().unwrap_or_default(),
+                    },
                 },
             ),
         };

@@ -336,3 +336,67 @@ fn outside_a_fleet_a_follow_up_is_refused_with_a_result_saying_why() {
         "I will say what to check instead."
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_triggers_session_records_the_trigger_and_delivery_it_came_from() {
+    const SECRET: &str = "origin secret, at least 32 bytes!";
+    let env = TestEnv::new();
+    let workspace = env.workspace().canonicalize().unwrap();
+    env.config_file(&format!(
+        "[triggers.triage]\nsecret = \"{SECRET}\"\nsignature = \"github\"\n\
+         task = \"Triage the issue.\"\nworkspace = \"{}\"\nyes = true\n",
+        workspace.display()
+    ));
+    let path = env.script("triage.json", &script(vec![say("Triaged.")]));
+    let mut serve = env.pod_process();
+    serve.args(["--yes", "--script"]).arg(&path);
+    let server = crate::http::Server::start_with(serve, &env);
+    let body = br#"{"action":"labeled"}"#;
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/triggers/triage", server.base))
+        .header("content-type", "application/json")
+        .header("x-github-delivery", "d-7")
+        .header(
+            "x-hub-signature-256",
+            pod_testkit::webhook::github_signature(SECRET, body),
+        )
+        .body(body.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let created: Value = response.json().await.unwrap();
+    let id = created["session_id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + PATIENCE;
+    let listed = loop {
+        let listed = server.get(&format!("/sessions/{id}")).await;
+        if listed["session"]["status"] == "done" {
+            break listed;
+        }
+        assert!(Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    // The API (and so the dashboard's list) says where it came from.
+    let origin = &listed["session"]["origin"];
+    assert_eq!(origin["kind"], "trigger", "{listed}");
+    assert_eq!(origin["name"], "triage", "{listed}");
+    assert_eq!(origin["delivery"], "d-7", "{listed}");
+    let out = env.pod().args(["show", &id]).output().unwrap();
+    assert_success(&out);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("started by trigger triage (delivery d-7)"),
+        "{shown}"
+    );
+    let out = env.pod().args(["sessions"]).output().unwrap();
+    assert_success(&out);
+    let table = String::from_utf8_lossy(&out.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&id[..8]))
+        .unwrap_or_default();
+    assert!(
+        row.contains("[trigger triage] Triage the issue."),
+        "{table}"
+    );
+}

@@ -91,15 +91,23 @@ impl Interceptor for Followups {
             Ok(asked) => asked,
             Err(text) => return PreToolAction::Skip(text),
         };
-        if !self.wakes {
-            return PreToolAction::Skip(NO_WAKER.into());
-        }
         let now = Utc::now();
-        let due = *self.due.entry(call.call_id.clone()).or_insert_with(|| {
-            now + chrono::Duration::from_std(asked.delay).unwrap_or(chrono::Duration::zero())
-        });
+        let due = match self.due.get(&call.call_id) {
+            Some(due) => *due,
+            // Nobody would wake it: refused at once.
+            None if !self.wakes => return PreToolAction::Skip(NO_WAKER.into()),
+            None => {
+                let delay = chrono::Duration::from_std(asked.delay).unwrap_or_default();
+                *self.due.entry(call.call_id.clone()).or_insert(now + delay)
+            }
+        };
         if now >= due {
             return PreToolAction::Continue;
+        }
+        // Continued before its time where nothing would wake it again (a
+        // `pod resume` by hand): the wait ends here, saying so.
+        if !self.wakes {
+            return PreToolAction::Skip(NO_WAKER.into());
         }
         self.parked.set(Waits::Until { at: due });
         PreToolAction::Park(format!(
@@ -154,10 +162,14 @@ mod tests {
                 usage: None,
             },
         );
-        let mut replayed = Followups::new(parked.clone(), true, &[answer]);
+        let mut replayed = Followups::new(parked.clone(), true, std::slice::from_ref(&answer));
         let action = replayed.pre_tool_call(&mut info(&call)).await;
         assert_eq!(action, PreToolAction::Continue);
         assert!(parked.take().is_none());
+        // Resumed by hand once due: it runs there too.
+        let mut by_hand = Followups::new(parked.clone(), false, &[answer]);
+        let action = by_hand.pre_tool_call(&mut info(&call)).await;
+        assert_eq!(action, PreToolAction::Continue);
 
         let bad = followup_call("c2", "8d");
         let action = followups.pre_tool_call(&mut info(&bad)).await;
