@@ -42,19 +42,25 @@ fn no_such(name: &str) -> Failure {
     )
 }
 
-async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Outcome> {
-    let name = args.name.trim().to_string();
+/// `text` as a schedule's name, or why it cannot be one.
+pub(super) fn name_of(text: &str) -> Result<String, Failure> {
+    let name = text.trim().to_string();
     let valid = !name.is_empty()
         && name.len() <= 100
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if !valid {
-        bail!(Failure::new(
-            format!("`{}` cannot name a schedule", args.name),
+        return Err(Failure::new(
+            format!("`{text}` cannot name a schedule"),
             "use up to 100 letters, digits, `-`, `_` and `.`",
         ));
     }
+    Ok(name)
+}
+
+async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Outcome> {
+    let name = name_of(&args.name)?;
     let timing = match (&args.cron, args.every) {
         (Some(expr), _) => Timing::cron(expr, args.tz.as_deref()),
         (None, Some(every)) => Timing::every(every),
@@ -252,19 +258,34 @@ async fn show(store: &PgStore, name: &str, json: bool) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-async fn pause(store: &PgStore, name: &str, paused: bool) -> Result<Outcome> {
+/// Pauses or resumes schedule `name`: `None` if there is none, else its
+/// next fire time when resumed (the first after now).
+pub(super) async fn set_paused(
+    store: &PgStore,
+    name: &str,
+    paused: bool,
+) -> Result<Option<Option<DateTime<Utc>>>, pod_http::runner::ScheduleRefused> {
     let Some(schedule) = store.schedule(name).await? else {
-        bail!(no_such(name));
+        return Ok(None);
     };
     let next = match paused {
         true => None,
         false => Some(
-            Timing::from_json(&schedule.timing)?.next_after(schedule.read_at.max(Utc::now()))?,
+            Timing::from_json(&schedule.timing)
+                .and_then(|timing| timing.next_after(schedule.read_at.max(Utc::now())))
+                .map_err(|err| pod_http::runner::ScheduleRefused::Bad(err.to_string()))?,
         ),
     };
-    if !store.set_schedule_paused(name, paused, next).await? {
-        bail!(no_such(name));
+    match store.set_schedule_paused(name, paused, next).await? {
+        true => Ok(Some(next)),
+        false => Ok(None),
     }
+}
+
+async fn pause(store: &PgStore, name: &str, paused: bool) -> Result<Outcome> {
+    let Some(next) = set_paused(store, name, paused).await? else {
+        bail!(no_such(name));
+    };
     crate::output::print(&match next {
         None => format!("paused schedule {name}\n"),
         Some(next) => format!("resumed schedule {name}: next at {}\n", at(next)),

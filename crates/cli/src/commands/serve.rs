@@ -165,6 +165,25 @@ impl pod_http::Queue for FleetQueue {
             .map(super::schedule::as_json)
             .collect())
     }
+
+    async fn add_schedule(
+        &self,
+        new: pod_http::runner::NewSchedule,
+    ) -> Result<serde_json::Value, pod_http::runner::ScheduleRefused> {
+        super::schedule_api::add(&self.0, new).await
+    }
+
+    async fn pause_schedule(
+        &self,
+        name: &str,
+        paused: bool,
+    ) -> Result<serde_json::Value, pod_http::runner::ScheduleRefused> {
+        super::schedule_api::pause(&self.0, name, paused).await
+    }
+
+    async fn remove_schedule(&self, name: &str) -> Result<(), pod_http::runner::ScheduleRefused> {
+        super::schedule_api::remove(&self.0, name).await
+    }
 }
 
 /// The HTTP API of this process, where the worker's sessions ask.

@@ -400,3 +400,102 @@ async fn a_triggers_session_records_the_trigger_and_delivery_it_came_from() {
         "{table}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_are_added_paused_resumed_and_removed_through_the_api() {
+    let fleet = Fleet::new();
+    let workspace = fleet.env.workspace().canonicalize().unwrap();
+    let path = fleet.env.script("api.json", &script(vec![say("Ticked.")]));
+    let mut serve = fleet.env.pod_process();
+    serve
+        .env("POD_STORE", fleet.pg.url())
+        .args(["--workers", "2", "--yes", "--script"])
+        .arg(&path);
+    let server = crate::http::Server::start_with(serve, &fleet.env);
+    let nightly = serde_json::json!({
+        "name": "api-nightly", "cron": "0 3 * * *", "tz": "Europe/Berlin",
+        "start": {"task": "Upgrade the dependencies", "workspace": workspace},
+    });
+    let (status, added) = server.post("/schedules", &nightly.to_string()).await;
+    assert_eq!(status, 201, "{added}");
+    assert_eq!(added["when"], "cron 0 3 * * * (Europe/Berlin)", "{added}");
+    assert_eq!(added["task"], "Upgrade the dependencies", "{added}");
+    // The same name again; a bad expression; a workspace outside what the
+    // server allows (its ceiling, as for an API session).
+    let (status, body) = server.post("/schedules", &nightly.to_string()).await;
+    assert_eq!(status, 409, "{body}");
+    let mut bad = nightly.clone();
+    bad["name"] = "bad".into();
+    bad["cron"] = "61 * * * *".into();
+    let (status, body) = server.post("/schedules", &bad.to_string()).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("61 * * * *"), "{body}");
+    let outside = tempfile::tempdir().unwrap();
+    let mut wide = nightly.clone();
+    wide["name"] = "wide".into();
+    wide["start"]["workspace"] = outside.path().to_string_lossy().into_owned().into();
+    let (status, body) = server.post("/schedules", &wide.to_string()).await;
+    assert_eq!(status, 403, "{body}");
+
+    // Paused and resumed.
+    let patch = |paused: bool| {
+        server
+            .request(reqwest::Method::PATCH, "/schedules/api-nightly")
+            .header("content-type", "application/json")
+            .body(serde_json::json!({ "paused": paused }).to_string())
+            .send()
+    };
+    let paused: Value = patch(true).await.unwrap().json().await.unwrap();
+    assert_eq!(paused["paused"], true, "{paused}");
+    let resumed: Value = patch(false).await.unwrap().json().await.unwrap();
+    assert_eq!(resumed["paused"], false, "{resumed}");
+
+    // One added by the API fires on the fleet like any other.
+    let tick = serde_json::json!({
+        "name": "api-tick", "every": "1s",
+        "start": {"task": "Tick", "workspace": workspace, "yes": true},
+    });
+    let (status, body) = server.post("/schedules", &tick.to_string()).await;
+    assert_eq!(status, 201, "{body}");
+    let deadline = Instant::now() + PATIENCE;
+    let session = loop {
+        let listed = server.get("/schedules").await;
+        let tick = listed["schedules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "api-tick")
+            .cloned()
+            .unwrap();
+        if let Some(id) = tick["last_session"].as_str() {
+            let shown = server.get(&format!("/sessions/{id}")).await;
+            if shown["session"]["status"] == "done" {
+                break shown;
+            }
+        }
+        assert!(Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        session["session"]["origin"]["name"], "api-tick",
+        "{session}"
+    );
+
+    // Removed, both; a second removal finds none.
+    for name in ["api-tick", "api-nightly"] {
+        let response = server
+            .request(reqwest::Method::DELETE, &format!("/schedules/{name}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 204);
+    }
+    let response = server
+        .request(reqwest::Method::DELETE, "/schedules/api-nightly")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    let listed = server.get("/schedules").await;
+    assert_eq!(listed["schedules"], serde_json::json!([]), "{listed}");
+}
