@@ -193,11 +193,24 @@ impl Worker {
         let mut availability = store.watch_availability();
         let mut down_since: Option<Instant> = None;
         let mut schedules_at = Instant::now();
+        // Fires are told to the config file's [notify] (when it lists
+        // schedule events); a bad table is the sessions' error to report.
+        let notifier = self.launcher.fleet_notifier().unwrap_or_else(|err| {
+            tracing::warn!(error = %pod_llm::error_chain(&err), "fires send no notifications");
+            None
+        });
         loop {
             if !stop.is_cancelled() && Instant::now() >= schedules_at && !store.is_down() {
                 schedules_at = Instant::now() + SCHEDULE_POLL;
                 match schedule::fire_due(store).await {
-                    Ok(fired) => fired.into_iter().for_each(|f| report(Report::Schedule(f))),
+                    Ok(fired) => {
+                        for fired in fired {
+                            if let (Some(notifier), Some(event)) = (&notifier, fired.event()) {
+                                notifier.send(event);
+                            }
+                            report(Report::Schedule(fired));
+                        }
+                    }
                     Err(err) => {
                         if !store.is_down() {
                             report(Report::ScheduleFailed(pod_llm::error_chain(&err)));

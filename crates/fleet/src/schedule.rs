@@ -25,6 +25,7 @@ use pod::log::{LogRecord, Origin, SessionHeader};
 use pod::Item;
 use pod_store_pg::{Acted, Fire, Overlap, PgStore, Schedule};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 use uuid::Uuid;
@@ -214,6 +215,8 @@ pub enum Fired {
         missed: i64,
         /// The session.
         session: Uuid,
+        /// Its workspace.
+        workspace: PathBuf,
     },
     /// It continued heartbeat session `session` for fire time `fire_at`.
     Continued {
@@ -225,6 +228,8 @@ pub enum Fired {
         missed: i64,
         /// The session.
         session: Uuid,
+        /// Its workspace.
+        workspace: PathBuf,
     },
     /// It skipped fire time `fire_at`: the last session still runs.
     Skipped {
@@ -232,6 +237,10 @@ pub enum Fired {
         name: String,
         /// The fire time.
         fire_at: DateTime<Utc>,
+        /// The session still going (the schedule's last, or a heartbeat's).
+        session: Option<Uuid>,
+        /// The schedule's workspace.
+        workspace: PathBuf,
     },
     /// The schedule cannot fire (its timing cannot be read).
     Broken {
@@ -251,6 +260,7 @@ impl std::fmt::Display for Fired {
                 fire_at,
                 missed,
                 session,
+                ..
             } => {
                 write!(
                     f,
@@ -275,13 +285,80 @@ impl std::fmt::Display for Fired {
                 "schedule {name} fired for {}: continued {session}",
                 at(fire_at)
             ),
-            Fired::Skipped { name, fire_at } => write!(
+            Fired::Skipped { name, fire_at, .. } => write!(
                 f,
                 "schedule {name} skipped {}: its last session is still going",
                 at(fire_at)
             ),
             Fired::Broken { name, error } => write!(f, "schedule {name} cannot fire: {error}"),
         }
+    }
+}
+
+impl Fired {
+    /// The notification of this fire (`schedule.fired`,
+    /// `schedule.skipped`); `None` for a broken schedule (the worker's
+    /// output says it).
+    pub fn event(&self) -> Option<pod_notify::Event> {
+        use pod_notify::{Event, Kind};
+        let (kind, name, fire_at, outcome, missed, session, workspace) = match self {
+            Fired::Started {
+                name,
+                fire_at,
+                missed,
+                session,
+                workspace,
+            } => (
+                Kind::ScheduleFired,
+                name,
+                fire_at,
+                "started",
+                *missed,
+                Some(*session),
+                workspace,
+            ),
+            Fired::Continued {
+                name,
+                fire_at,
+                missed,
+                session,
+                workspace,
+            } => (
+                Kind::ScheduleFired,
+                name,
+                fire_at,
+                "continued",
+                *missed,
+                Some(*session),
+                workspace,
+            ),
+            Fired::Skipped {
+                name,
+                fire_at,
+                session,
+                workspace,
+            } => (
+                Kind::ScheduleSkipped,
+                name,
+                fire_at,
+                "skipped",
+                0,
+                *session,
+                workspace,
+            ),
+            Fired::Broken { .. } => return None,
+        };
+        let mut event = Event::new(kind, session.unwrap_or_default(), workspace.clone());
+        event.schedule = Some(serde_json::json!({
+            "name": name,
+            "fire_at": fire_at,
+            "outcome": outcome,
+            "missed": missed,
+        }));
+        if kind == Kind::ScheduleSkipped {
+            event.reason = Some("its last session is still going".into());
+        }
+        Some(event)
     }
 }
 
@@ -392,21 +469,28 @@ pub async fn fire_due(store: &PgStore) -> Result<Vec<Fired>, pod::PodError> {
             continue;
         };
         pod::stats::schedule_fired(acted != Acted::Skipped, u64::try_from(missed).unwrap_or(0));
-        let name = schedule.name;
+        let (name, workspace) = (schedule.name, schedule.template.workspace);
         done.push(match (acted, session) {
             (Acted::Started, Some(session)) => Fired::Started {
                 name,
                 fire_at,
                 missed,
                 session,
+                workspace,
             },
             (Acted::Continued, Some(session)) => Fired::Continued {
                 name,
                 fire_at,
                 missed,
                 session,
+                workspace,
             },
-            _ => Fired::Skipped { name, fire_at },
+            _ => Fired::Skipped {
+                name,
+                fire_at,
+                session: schedule.session.or(schedule.last_session),
+                workspace,
+            },
         });
     }
     Ok(done)

@@ -200,6 +200,16 @@ impl Launcher {
         &self.outbox
     }
 
+    /// The notifier of the config file's `[notify]` table (no profile's:
+    /// a fleet's own events, such as a schedule's fires, belong to no
+    /// session's profile), delivering through this launcher's outbox;
+    /// `None` when it sends nothing.
+    pub fn fleet_notifier(&self) -> Result<Option<pod_notify::Notifier>, LaunchError> {
+        let file = crate::model::config_file(&crate::ModelFlags::default())?;
+        let config = crate::notify::resolve(&file, None)?;
+        crate::notify::notifier(&config, &self.outbox)
+    }
+
     /// A new session in `workspace` (an existing directory), as `flags` ask.
     pub fn plan(&self, flags: &Flags, workspace: PathBuf) -> Result<Plan, LaunchError> {
         let file = crate::model::config_file(&flags.model)?;

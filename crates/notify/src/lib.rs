@@ -110,6 +110,12 @@ pub enum Kind {
     Finished,
     /// A run stopped because the operator's checks kept failing.
     Unverified,
+    /// A schedule fired: it started a session, or continued a heartbeat's
+    /// (not sent unless `events` lists it).
+    ScheduleFired,
+    /// A schedule skipped a fire time: its last session was still going
+    /// (not sent unless `events` lists it).
+    ScheduleSkipped,
 }
 
 impl Kind {
@@ -121,6 +127,8 @@ impl Kind {
             Kind::Failed => "session.failed",
             Kind::Finished => "session.finished",
             Kind::Unverified => "session.unverified",
+            Kind::ScheduleFired => "schedule.fired",
+            Kind::ScheduleSkipped => "schedule.skipped",
         }
     }
 }
@@ -158,6 +166,10 @@ pub struct Event {
     /// events of a session that has checks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
+    /// The schedule and fire time (`schedule.*` events): `name`,
+    /// `fire_at`, `outcome` (`started`, `continued`, `skipped`), `missed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<serde_json::Value>,
 }
 
 impl Event {
@@ -174,6 +186,7 @@ impl Event {
             reason: None,
             link: None,
             verified: None,
+            schedule: None,
         }
     }
 

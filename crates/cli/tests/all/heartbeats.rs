@@ -499,3 +499,56 @@ async fn schedules_are_added_paused_resumed_and_removed_through_the_api() {
     let listed = server.get("/schedules").await;
     assert_eq!(listed["schedules"], serde_json::json!([]), "{listed}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fires_and_skips_are_notified_when_the_config_asks_for_them() {
+    let fleet = Fleet::new();
+    let receiver = pod_testkit::webhook::Receiver::start(200).await;
+    fleet.env.config_file(&format!(
+        "[notify]\nwebhook = \"{}\"\nevents = [\"schedule_fired\", \"schedule_skipped\"]\n",
+        receiver.url
+    ));
+    let path = fleet.env.script(
+        "slow.json",
+        &script(vec![
+            call("bash", serde_json::json!({"command": "sleep 3; echo slow"})),
+            say("Slow done."),
+        ]),
+    );
+    let out = fleet
+        .pod()
+        .args([
+            "schedule", "add", "slow", "--every", "1s", "--yes", "--script",
+        ])
+        .arg(&path)
+        .arg("The slow task")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let (mut worker, _lines) = fleet.worker(&["--workers", "2"]);
+    let fired = receiver
+        .wait_for(|r| r.json()["type"] == "schedule.fired")
+        .await
+        .json();
+    let data = &fired["data"];
+    assert_eq!(data["schedule"]["name"], "slow", "{fired}");
+    assert_eq!(data["schedule"]["outcome"], "started", "{fired}");
+    let session = data["session_id"].as_str().unwrap().to_string();
+    let skipped = receiver
+        .wait_for(|r| r.json()["type"] == "schedule.skipped")
+        .await
+        .json();
+    // Skipped because that session still runs: the event names it.
+    assert_eq!(skipped["data"]["session_id"], session.as_str(), "{skipped}");
+    assert_eq!(
+        skipped["data"]["schedule"]["outcome"], "skipped",
+        "{skipped}"
+    );
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    // Only what `events` lists went out.
+    assert!(receiver.received().iter().all(|r| r.json()["type"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("schedule.")));
+}
