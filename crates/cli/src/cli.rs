@@ -45,6 +45,8 @@ States:
   answered           its question was answered while it was parked; the call
                      runs when the session continues
   queued             submitted to a fleet, waiting for a worker
+  waiting            parked on a follow-up the agent scheduled
+                     (schedule_followup); a fleet worker continues it then
   idle               nothing happened yet, or the model answered with todos left
   done               the model answered and its plan, if any, is complete (and
                      its --verify checks passed)

@@ -15,6 +15,7 @@ const STATES: &[session::Status] = &[
     session::Status::AwaitingApproval,
     session::Status::Answered,
     session::Status::Queued,
+    session::Status::Waiting,
     session::Status::Idle,
     session::Status::Done,
     session::Status::Stopped,
@@ -181,6 +182,7 @@ fn table(summaries: &[Summary], style: Style) -> String {
             session::Status::Stopped | session::Status::Cancelled => style.yellow(&status),
             session::Status::Idle
             | session::Status::Queued
+            | session::Status::Waiting
             | session::Status::Forked
             | session::Status::Rewound => status,
         };

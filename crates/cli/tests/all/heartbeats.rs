@@ -254,6 +254,11 @@ fn a_session_parks_on_its_follow_up_and_another_worker_wakes_it() {
     read_until(&lines, |line| line.contains(&parked));
     first.kill().unwrap();
     first.wait().unwrap();
+    // Parked (no worker runs now), it says what it waits for.
+    let shown = fleet.show(&id);
+    assert_eq!(shown["session"]["status"], "waiting", "{shown}");
+    let reason = shown["session"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("Check CI again"), "{shown}");
 
     // Another wakes it at its time and it goes on from there.
     let (mut second, lines) = fleet.worker(&["--workers", "1"]);

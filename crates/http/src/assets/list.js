@@ -10,7 +10,7 @@
 
 // The states a session can be in, in the order the counts show them.
 const STATES = ["awaiting_approval", "failed", "damaged", "stalled", "running", "answered", "queued",
-  "interrupted", "stopped", "cancelled", "idle", "done"];
+  "waiting", "interrupted", "stopped", "cancelled", "idle", "done"];
 // Lower comes first; everything not named here is "the rest".
 const ATTENTION = { awaiting_approval: 0, failed: 1, damaged: 1, stalled: 2, running: 3 };
 const REST = 4;
