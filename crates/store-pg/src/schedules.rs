@@ -7,7 +7,10 @@
 //! compare-and-set under the row's lock), queues the session, and records
 //! the fire under the primary key `(schedule, fire_at)`. Any number of
 //! workers reading the same due schedule therefore start one session per
-//! fire time: the second finds `next_fire` moved and does nothing. When
+//! fire time: the second finds `next_fire` moved and does nothing. A
+//! heartbeat's fire ([`Fire::Continue`]) appends its message to an
+//! existing session and queues it in the same transaction, under that
+//! session's row lock, only if nobody runs it or appended since. When
 //! the times come is the caller's (`pod_fleet::schedule`): this module
 //! stores them and never parses them.
 
