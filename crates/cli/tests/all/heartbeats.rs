@@ -557,3 +557,55 @@ async fn fires_and_skips_are_notified_when_the_config_asks_for_them() {
         .unwrap_or_default()
         .starts_with("schedule.")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_lists_the_schedules_and_pauses_one() {
+    let fleet = Fleet::new();
+    let workspace = fleet.env.workspace().canonicalize().unwrap();
+    let path = fleet.env.script("api.json", &script(vec![say("x")]));
+    let mut serve = fleet.env.pod_process();
+    serve
+        .env("POD_STORE", fleet.pg.url())
+        .args(["--workers", "1", "--yes", "--script"])
+        .arg(&path);
+    let server = crate::http::Server::start_with(serve, &fleet.env);
+    let nightly = serde_json::json!({
+        "name": "nightly", "cron": "0 3 * * *",
+        "start": {"task": "Upgrade the dependencies", "workspace": workspace},
+    });
+    let (status, body) = server.post("/schedules", &nightly.to_string()).await;
+    assert_eq!(status, 201, "{body}");
+
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
+    let browser = pod_testkit::browser::Browser::start(&shots).await;
+    browser
+        .goto(&format!("{}/#token={}", server.base, server.token))
+        .await;
+    let row = "#schedules tr[data-name='nightly']";
+    let shown = browser
+        .wait_for(
+            "the schedule's row",
+            &format!(
+                "const r = document.querySelector(\"{row}\"); \
+                 return r && !document.getElementById('schedules-view').hidden \
+                 && r.innerText;"
+            ),
+        )
+        .await;
+    let text = shown.as_str().unwrap_or_default().to_string();
+    assert!(text.contains("cron 0 3 * * * (UTC)"), "{text}");
+    assert!(text.contains("never fired"), "{text}");
+    let pause = browser.find(&format!("{row} button.pause")).await.unwrap();
+    browser.click(&pause).await;
+    browser
+        .wait_for(
+            "the row paused",
+            &format!(
+                "const r = document.querySelector(\"{row}\"); \
+                 return r && r.dataset.paused === 'true' && r.innerText.includes('Resume');"
+            ),
+        )
+        .await;
+    let listed = server.get("/schedules").await;
+    assert_eq!(listed["schedules"][0]["paused"], true, "{listed}");
+}
