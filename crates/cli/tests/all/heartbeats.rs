@@ -1,6 +1,9 @@
-//! Heartbeats (`pod schedule add --session`) on `pod serve` workers and a
-//! throwaway PostgreSQL: a fire time continues an existing session with
-//! its plan intact, once; bad input is refused with what to do.
+//! The rest of issue 50 on `pod serve` workers and a throwaway PostgreSQL:
+//! heartbeats (`pod schedule add --session`) continue an existing session
+//! with its plan intact, once per fire time; an agent's `schedule_followup`
+//! parks its session and another worker wakes it; a trigger's sessions
+//! record where they came from; schedules through the API and the
+//! dashboard; notifications of fires. Bad input is refused with what to do.
 
 use crate::fleet::{Fleet, PATIENCE};
 use crate::support::*;
