@@ -493,6 +493,28 @@ impl Runner {
         });
     }
 
+    /// Refuses session `id`'s resume `plan` if its recorded settings are
+    /// more than this server allows (started by `pod run --yes`, say).
+    pub(crate) fn check_recorded(&self, id: Uuid, plan: &pod_launch::Plan) -> Result<(), ApiError> {
+        let ceiling = &self.allowed.ceiling;
+        let canonical = plan
+            .workspace
+            .canonicalize()
+            .unwrap_or_else(|_| plan.workspace.clone());
+        ceiling
+            .check_workspace(&canonical)
+            .and_then(|()| ceiling.check(&plan.settings))
+            .map_err(|widening| {
+                ApiError::forbidden(super::ceiling::Widening {
+                    message: format!(
+                        "session {id} was started with more than this server allows: {}",
+                        widening.message
+                    ),
+                    ..widening
+                })
+            })
+    }
+
     /// Resumes session `id` here with its recorded settings.
     async fn resume(
         &self,
@@ -528,25 +550,7 @@ impl Runner {
             .map_err(|e| {
                 ApiError::conflict(format!("cannot resume session {id}: {}", chain(&e)))
             })?;
-        // A session recorded with more than this server allows (started by
-        // `pod run --yes`, say) is not run here with it.
-        let ceiling = &self.allowed.ceiling;
-        let canonical = plan
-            .workspace
-            .canonicalize()
-            .unwrap_or_else(|_| plan.workspace.clone());
-        ceiling
-            .check_workspace(&canonical)
-            .and_then(|()| ceiling.check(&plan.settings))
-            .map_err(|widening| {
-                ApiError::forbidden(super::ceiling::Widening {
-                    message: format!(
-                        "session {id} was started with more than this server allows: {}",
-                        widening.message
-                    ),
-                    ..widening
-                })
-            })?;
+        self.check_recorded(id, &plan)?;
         let options = pod_launch::Options {
             durability: Durability::Turn,
             approver: Some(self.approver(id)),

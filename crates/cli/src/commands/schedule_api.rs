@@ -26,15 +26,21 @@ pub(super) async fn add(
         (None, None) => return Err(bad("`cron` or `every` is needed".into())),
     }
     .map_err(|err| bad(err.to_string()))?;
-    let overlap = match new.overlap.as_deref() {
-        None | Some("skip") => Overlap::Skip,
-        Some("allow") => Overlap::Allow,
-        Some(other) => {
-            return Err(bad(format!(
-                "`{other}` is not an overlap policy: `skip` or `allow`"
-            )))
-        }
-    };
+    let overlap =
+        match new.overlap.as_deref() {
+            None | Some("skip") => Overlap::Skip,
+            Some("allow") if new.session.is_some() => return Err(bad(
+                "a heartbeat cannot overlap: a fire time that finds its session still going is \
+                 skipped"
+                    .into(),
+            )),
+            Some("allow") => Overlap::Allow,
+            Some(other) => {
+                return Err(bad(format!(
+                    "`{other}` is not an overlap policy: `skip` or `allow`"
+                )))
+            }
+        };
     let next_fire = timing
         .first(chrono::Utc::now())
         .map_err(|err| bad(err.to_string()))?;
@@ -47,7 +53,7 @@ pub(super) async fn add(
             limits: new.limits.filter(|l| l.is_set()),
             overlap,
             next_fire,
-            session: None,
+            session: new.session,
         })
         .await?;
     if !added {

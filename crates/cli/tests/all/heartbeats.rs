@@ -612,3 +612,75 @@ async fn the_dashboard_lists_the_schedules_and_pauses_one() {
     let listed = server.get("/schedules").await;
     assert_eq!(listed["schedules"][0]["paused"], true, "{listed}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_through_the_api_is_held_to_the_ceiling_and_continues_its_session() {
+    let fleet = Fleet::new();
+    let path = fleet.env.script("serve.json", &script(vec![say("x")]));
+    let mut serve = fleet.env.pod_process();
+    serve
+        .env("POD_STORE", fleet.pg.url())
+        .args(["--workers", "2", "--yes", "--script"])
+        .arg(&path);
+    let server = crate::http::Server::start_with(serve, &fleet.env);
+    let id = submit_planned(&fleet, "Nothing new.", 10);
+    let outside = tempfile::tempdir().unwrap();
+    let wide_script = fleet.env.script("wide.json", &script(vec![say("x")]));
+    let out = fleet
+        .pod()
+        .args(["submit", "--yes", "--workspace"])
+        .arg(outside.path())
+        .arg("--script")
+        .arg(&wide_script)
+        .arg("Elsewhere")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let wide = String::from_utf8(out.stdout).unwrap().trim().to_string();
+
+    let beat = |name: &str, session: &str| {
+        serde_json::json!({
+            "name": name, "every": "1s", "session": session, "message": BEAT,
+        })
+        .to_string()
+    };
+    // A session started with more than this server allows (a workspace
+    // outside its roots) gets no heartbeat from the API.
+    let (status, body) = server.post("/schedules", &beat("wide", &wide)).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = server.post("/schedules", &beat("nope", "0123abcd")).await;
+    assert_eq!(status, 404, "{body}");
+    let both = serde_json::json!({
+        "name": "both", "every": "1s", "session": id, "message": BEAT,
+        "start": {"task": "x"},
+    });
+    let (status, body) = server.post("/schedules", &both.to_string()).await;
+    assert_eq!(status, 400, "{body}");
+
+    let (status, added) = server.post("/schedules", &beat("beat", &id)).await;
+    assert_eq!(status, 201, "{added}");
+    assert_eq!(added["session"], id.as_str(), "{added}");
+    // It continues the session: the message, then the answer.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let shown = fleet.show(&id);
+        let texts = user_texts(&shown);
+        let last = shown["history"].as_array().unwrap().last().cloned();
+        if texts.iter().any(|t| t == BEAT)
+            && last.is_some_and(|item| item["text"] == "Nothing new.")
+        {
+            assert_eq!(statuses(&shown["todos"]), ["completed"; 3], "{shown}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{shown}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let paused = server
+        .request(reqwest::Method::PATCH, "/schedules/beat")
+        .header("content-type", "application/json")
+        .body(r#"{"paused": true}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paused.status(), 200);
+}

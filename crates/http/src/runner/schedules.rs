@@ -28,8 +28,16 @@ pub struct CreateSchedule {
     /// `skip` (default) or `allow`.
     #[serde(default)]
     pub overlap: Option<String>,
-    /// The session each fire starts, as `POST /api/sessions` takes it.
-    pub start: CreateSession,
+    /// The session each fire starts, as `POST /api/sessions` takes it; or
+    /// …
+    #[serde(default)]
+    pub start: Option<CreateSession>,
+    /// … a heartbeat: the session (an id) each fire continues, …
+    #[serde(default)]
+    pub session: Option<String>,
+    /// … with this message.
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 /// A schedule the API asks the fleet to add, its sessions checked.
@@ -51,6 +59,8 @@ pub struct NewSchedule {
     pub template: SessionHeader,
     /// The limits each session records before its task.
     pub limits: Option<pod::SessionBudget>,
+    /// A heartbeat's session: each fire continues it with `task`.
+    pub session: Option<Uuid>,
 }
 
 /// Why the fleet refused a schedule change.
@@ -99,14 +109,35 @@ impl Runner {
         request: CreateSchedule,
     ) -> Result<serde_json::Value, ApiError> {
         let queue = self.fleet()?;
-        let task = request.start.task.clone();
-        // A session of it, queued by nobody: its settings checked and
-        // resolved as a fleet session's.
-        let (template, records) = self.queued(request.start, Uuid::nil())?;
-        let limits = records.iter().find_map(|record| match record {
-            LogRecord::Limits(limits) => Some(limits.limits),
-            _ => None,
-        });
+        let (task, template, limits, session) = match (request.start, request.session) {
+            (Some(start), None) if request.message.is_none() => {
+                let task = start.task.clone();
+                // A session of it, queued by nobody: its settings checked
+                // and resolved as a fleet session's.
+                let (template, records) = self.queued(start, Uuid::nil())?;
+                let limits = records.iter().find_map(|record| match record {
+                    LogRecord::Limits(limits) => Some(limits.limits),
+                    _ => None,
+                });
+                (task, template, limits, None)
+            }
+            (None, Some(id)) => {
+                let message = request.message.filter(|m| !m.trim().is_empty());
+                let Some(message) = message else {
+                    return Err(ApiError::bad_request(
+                        "a heartbeat needs the `message` each fire appends",
+                    ));
+                };
+                let (template, id) = self.heartbeat(&id).await?;
+                (message, template, None, Some(id))
+            }
+            _ => {
+                return Err(ApiError::bad_request(
+                    "give `start` (the session each fire starts) or `session` and `message` \
+                     (a heartbeat), not both",
+                ))
+            }
+        };
         let new = NewSchedule {
             name: request.name,
             cron: request.cron,
@@ -116,8 +147,39 @@ impl Runner {
             task,
             template,
             limits,
+            session,
         };
         Ok(queue.add_schedule(new).await?)
+    }
+
+    /// The header of the session a heartbeat continues, checked: it
+    /// exists, is no subagent, records how it was launched, and its
+    /// recorded settings are within the server's ceiling (each fire runs it
+    /// with them).
+    async fn heartbeat(&self, id: &str) -> Result<(pod::log::SessionHeader, Uuid), ApiError> {
+        let store = self.launcher.place().store.clone();
+        let id = pod_launch::sessions::resolve(store.as_ref(), id)
+            .await
+            .map_err(|e| ApiError::not_found(pod_llm::error_chain(&e)))?;
+        let loaded = pod_launch::sessions::load(store.as_ref(), id)
+            .await
+            .map_err(|e| ApiError::internal(pod_llm::error_chain(&e)))?;
+        if loaded.header.parent.is_some() {
+            return Err(ApiError::bad_request(format!(
+                "session {id} is a subagent's: its parent continues it"
+            )));
+        }
+        if loaded.launch.is_none() {
+            return Err(ApiError::bad_request(format!(
+                "session {id} records no launch settings, so a worker cannot continue it"
+            )));
+        }
+        let plan = self
+            .launcher
+            .plan_resume_of(&loaded, &pod_launch::Flags::default(), None)
+            .map_err(|e| ApiError::bad_request(pod_llm::error_chain(&e)))?;
+        self.check_recorded(id, &plan)?;
+        Ok((loaded.header, id))
     }
 
     /// Pauses or resumes schedule `name`; what `GET /api/schedules` shows
