@@ -372,8 +372,8 @@ impl PgStore {
                 // Under the session's row lock until the commit: nobody
                 // takes its lease or appends between the check and ours.
                 match self.idle_at(&tx, *session, *after).await? {
-                    Some(_) => (Some(*session), Acted::Continued),
-                    None => (None, Acted::Skipped),
+                    true => (Some(*session), Acted::Continued),
+                    false => (None, Acted::Skipped),
                 }
             }
             Fire::Skip => (None, Acted::Skipped),
@@ -429,21 +429,19 @@ impl PgStore {
         Ok(Some(acted))
     }
 
-    /// Locks session `id`'s row and returns its epoch if nobody runs it,
-    /// it waits for nothing (not queued, not parked) and its log still
-    /// holds `after` records; `None` otherwise (it does not exist, a
-    /// process or worker holds it, or something was appended since the
-    /// caller read it).
+    /// Locks session `id`'s row and says whether nobody runs it, it waits
+    /// for nothing (not queued, not parked) and its log still holds
+    /// `after` records (not: it does not exist, a process or worker holds
+    /// it, or something was appended since the caller read it).
     async fn idle_at(
         &self,
         tx: &tokio_postgres::Transaction<'_>,
         id: Uuid,
         after: i64,
-    ) -> Result<Option<i64>, PodError> {
+    ) -> Result<bool, PodError> {
         let row = tx
             .query_opt(
-                "SELECT s.epoch,
-                        s.state = 'idle' OR (s.state = 'running' AND NOT s.fleet),
+                "SELECT s.state = 'idle' OR (s.state = 'running' AND NOT s.fleet),
                         s.owner IS NOT NULL AND s.lease_until IS NOT NULL
                             AND s.lease_until >= now(),
                         (SELECT coalesce(max(seq) + 1, 0) FROM pod_records r
@@ -453,10 +451,9 @@ impl PgStore {
             )
             .await
             .map_err(self.err("reading a heartbeat's session"))?;
-        Ok(row.and_then(|row| {
-            let (epoch, resting, leased, next): (i64, bool, bool, i64) =
-                (row.get(0), row.get(1), row.get(2), row.get(3));
-            (resting && !leased && next == after).then_some(epoch)
+        Ok(row.is_some_and(|row| {
+            let (resting, leased, next): (bool, bool, i64) = (row.get(0), row.get(1), row.get(2));
+            resting && !leased && next == after
         }))
     }
 
