@@ -55,6 +55,16 @@ impl Received {
     }
 }
 
+/// GitHub's `X-Hub-Signature-256` of `body` with `secret`, as a sender
+/// signs a delivery (`sha256=` and the hex HMAC-SHA256).
+pub fn github_signature(secret: &str, body: &[u8]) -> String {
+    let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256={hex}")
+}
+
 /// A receiver answering every request with one status.
 pub struct Receiver {
     /// Where to POST.

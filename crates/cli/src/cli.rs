@@ -45,6 +45,8 @@ States:
   answered           its question was answered while it was parked; the call
                      runs when the session continues
   queued             submitted to a fleet, waiting for a worker
+  waiting            parked on a follow-up the agent scheduled
+                     (schedule_followup); a fleet worker continues it then
   idle               nothing happened yet, or the model answered with todos left
   done               the model answered and its plan, if any, is complete (and
                      its --verify checks passed)
@@ -554,6 +556,12 @@ pub struct SessionArgs {
 
     #[command(flatten)]
     pub agent: agent::AgentArgs,
+    /// Give the agent the schedule_followup tool: it may pause the session
+    /// and have a fleet worker continue it later ("check CI again in
+    /// 30m"). Only sessions run by `pod serve` workers can use it (`pod
+    /// submit`); elsewhere a call is refused, saying so.
+    #[arg(long)]
+    pub followups: bool,
 }
 
 impl SessionArgs {
@@ -565,6 +573,7 @@ impl SessionArgs {
             approval: self.approval.flags(),
             sandbox: self.sandbox.flags(),
             until_done,
+            followups: self.followups,
             mcp_config: self.mcp.mcp_config.clone(),
             hooks: self.mcp.hooks.clone(),
             workspace_hooks: self.mcp.workspace_hooks,

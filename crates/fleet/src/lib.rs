@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
-pub use outage::OutageNotice;
+use outage::OutageNotice;
 pub use run::{Ended, RunError};
 
 /// How often an idle worker looks for work.
@@ -62,9 +62,10 @@ pub struct Worker {
     pub exit_when_idle: bool,
     /// The process's HTTP API, if it serves one.
     pub api: Option<Arc<dyn Api>>,
-    /// Whom to notify when the database stays unreachable, and after how
-    /// long.
-    pub outage_notice: Option<OutageNotice>,
+    /// How long the database must stay unreachable before the config
+    /// file's `[notify]` is told (and told again when it is back); `None`:
+    /// never.
+    pub outage_notify_after: Option<Duration>,
 }
 
 /// What the worker did, for its front end to show (one line each).
@@ -196,18 +197,34 @@ impl Worker {
         let mut running: JoinSet<(Uuid, Result<Ended, RunError>)> = JoinSet::new();
         let mut pacing = ClaimPacing::default();
         let mut availability = store.watch_availability();
+        let mut schedules_at = Instant::now();
+        // Fires and outages are told to the config file's [notify] (when it
+        // lists their events); a bad table is the sessions' error to report.
+        let notifier = self.launcher.fleet_notifier().unwrap_or_else(|err| {
+            tracing::warn!(error = %pod_llm::error_chain(&err), "fires and outages send no notifications");
+            None
+        });
         let mut outages = outage::Outages::new(
-            self.outage_notice.clone(),
+            notifier
+                .clone()
+                .zip(self.outage_notify_after)
+                .map(|(notifier, after)| OutageNotice { notifier, after }),
             pod::SessionStore::location(store),
             store.owner().to_string(),
         );
-        let mut schedules_at = Instant::now();
         loop {
             outages.tick();
             if !stop.is_cancelled() && Instant::now() >= schedules_at && !store.is_down() {
                 schedules_at = Instant::now() + SCHEDULE_POLL;
                 match schedule::fire_due(store).await {
-                    Ok(fired) => fired.into_iter().for_each(|f| report(Report::Schedule(f))),
+                    Ok(fired) => {
+                        for fired in fired {
+                            if let (Some(notifier), Some(event)) = (&notifier, fired.event()) {
+                                notifier.send(event);
+                            }
+                            report(Report::Schedule(fired));
+                        }
+                    }
                     Err(err) => {
                         if !store.is_down() {
                             report(Report::ScheduleFailed(pod_llm::error_chain(&err)));

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 /// Where and when to notify about an outage.
 #[derive(Clone, Debug)]
-pub struct OutageNotice {
+pub(crate) struct OutageNotice {
     /// Where the notifications go (the top-level `[notify]` table).
-    pub notifier: Notifier,
+    pub(crate) notifier: Notifier,
     /// How long the database must have been unreachable before anyone is
     /// told: a blip the store's waits absorb pages nobody.
-    pub after: Duration,
+    pub(crate) after: Duration,
 }
 
 /// One worker's view of its database's outages.

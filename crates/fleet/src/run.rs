@@ -168,6 +168,9 @@ impl Claim {
         let options = pod_launch::Options {
             durability: Durability::Turn,
             approver: Some(approver),
+            // Any worker of the fleet claims a session parked on a
+            // follow-up when its time comes.
+            wakes_followups: true,
             ..Default::default()
         };
         let prepared = match self.plan().await {

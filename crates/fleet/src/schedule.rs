@@ -13,12 +13,19 @@
 //! fire time that comes while the schedule's last session is still queued,
 //! running or parked is skipped (overlap `skip`, the default) or starts
 //! another session (`allow`).
+//!
+//! A heartbeat (a schedule with a session) continues that session at each
+//! fire time instead: its message is appended to the session's log and the
+//! session queued, in the fire's transaction, so its plan, recorded
+//! settings and limits hold. A fire time that finds the session queued,
+//! running, parked, or with a call left open in its log is skipped.
 
 use chrono::{DateTime, Utc};
 use pod::log::{LogRecord, Origin, SessionHeader};
 use pod::Item;
-use pod_store_pg::{Fire, Overlap, PgStore, Schedule};
+use pod_store_pg::{Acted, Fire, Overlap, PgStore, Schedule};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 use uuid::Uuid;
@@ -208,6 +215,21 @@ pub enum Fired {
         missed: i64,
         /// The session.
         session: Uuid,
+        /// Its workspace.
+        workspace: PathBuf,
+    },
+    /// It continued heartbeat session `session` for fire time `fire_at`.
+    Continued {
+        /// The schedule.
+        name: String,
+        /// The fire time.
+        fire_at: DateTime<Utc>,
+        /// Fire times passed over (downtime).
+        missed: i64,
+        /// The session.
+        session: Uuid,
+        /// Its workspace.
+        workspace: PathBuf,
     },
     /// It skipped fire time `fire_at`: the last session still runs.
     Skipped {
@@ -215,6 +237,10 @@ pub enum Fired {
         name: String,
         /// The fire time.
         fire_at: DateTime<Utc>,
+        /// The session still going (the schedule's last, or a heartbeat's).
+        session: Option<Uuid>,
+        /// The schedule's workspace.
+        workspace: PathBuf,
     },
     /// The schedule cannot fire (its timing cannot be read).
     Broken {
@@ -234,6 +260,7 @@ impl std::fmt::Display for Fired {
                 fire_at,
                 missed,
                 session,
+                ..
             } => {
                 write!(
                     f,
@@ -248,13 +275,90 @@ impl std::fmt::Display for Fired {
                 }
                 Ok(())
             }
-            Fired::Skipped { name, fire_at } => write!(
+            Fired::Continued {
+                name,
+                fire_at,
+                session,
+                ..
+            } => write!(
+                f,
+                "schedule {name} fired for {}: continued {session}",
+                at(fire_at)
+            ),
+            Fired::Skipped { name, fire_at, .. } => write!(
                 f,
                 "schedule {name} skipped {}: its last session is still going",
                 at(fire_at)
             ),
             Fired::Broken { name, error } => write!(f, "schedule {name} cannot fire: {error}"),
         }
+    }
+}
+
+impl Fired {
+    /// The notification of this fire (`schedule.fired`,
+    /// `schedule.skipped`); `None` for a broken schedule (the worker's
+    /// output says it).
+    pub fn event(&self) -> Option<pod_notify::Event> {
+        use pod_notify::{Event, Kind};
+        let (kind, name, fire_at, outcome, missed, session, workspace) = match self {
+            Fired::Started {
+                name,
+                fire_at,
+                missed,
+                session,
+                workspace,
+            } => (
+                Kind::ScheduleFired,
+                name,
+                fire_at,
+                "started",
+                *missed,
+                Some(*session),
+                workspace,
+            ),
+            Fired::Continued {
+                name,
+                fire_at,
+                missed,
+                session,
+                workspace,
+            } => (
+                Kind::ScheduleFired,
+                name,
+                fire_at,
+                "continued",
+                *missed,
+                Some(*session),
+                workspace,
+            ),
+            Fired::Skipped {
+                name,
+                fire_at,
+                session,
+                workspace,
+            } => (
+                Kind::ScheduleSkipped,
+                name,
+                fire_at,
+                "skipped",
+                0,
+                *session,
+                workspace,
+            ),
+            Fired::Broken { .. } => return None,
+        };
+        let mut event = Event::new(kind, session.unwrap_or_default(), workspace.clone());
+        event.schedule = Some(serde_json::json!({
+            "name": name,
+            "fire_at": fire_at,
+            "outcome": outcome,
+            "missed": missed,
+        }));
+        if kind == Kind::ScheduleSkipped {
+            event.reason = Some("its last session is still going".into());
+        }
+        Some(event)
     }
 }
 
@@ -277,6 +381,46 @@ pub fn session_of(schedule: &Schedule, fire_at: DateTime<Utc>) -> (SessionHeader
     }
     first.push(LogRecord::Item(Item::user(schedule.task.clone())));
     (header, first)
+}
+
+/// What firing `schedule` at `fire_at` does: a new session, or a
+/// heartbeat's continuation of its session; `skip` when the schedule's last
+/// session still runs and its overlap policy skips.
+pub async fn fire_of(
+    store: &PgStore,
+    schedule: &Schedule,
+    fire_at: DateTime<Utc>,
+    skip: bool,
+) -> Result<Fire, pod::PodError> {
+    if skip {
+        return Ok(Fire::Skip);
+    }
+    let Some(session) = schedule.session else {
+        let (header, first) = session_of(schedule, fire_at);
+        return Ok(Fire::Start {
+            header: Box::new(header),
+            first,
+        });
+    };
+    // A log left inside a tool call (a crash mid-call) is closed by the
+    // next resume: a message appended now would come before the calls'
+    // results and make the history invalid for a model's API.
+    let records = match pod::SessionStore::read(store, session).await {
+        Ok(contents) => contents.records,
+        // Removed since: the fire time is skipped.
+        Err(pod::PodError::NoSuchSession { .. }) => return Ok(Fire::Skip),
+        Err(err) => return Err(err),
+    };
+    if !pod::replay::replay(&records).interrupted.is_empty() {
+        return Ok(Fire::Skip);
+    }
+    // The header is record 0 of the store's rows; `records` follow it.
+    let after = i64::try_from(records.len()).unwrap_or(i64::MAX) + 1;
+    Ok(Fire::Continue {
+        session,
+        after,
+        records: vec![LogRecord::Item(Item::user(schedule.task.clone()))],
+    })
 }
 
 /// Fires every due schedule of `store` once (the ones another worker fires
@@ -305,21 +449,13 @@ pub async fn fire_due(store: &PgStore) -> Result<Vec<Fired>, pod::PodError> {
             }
         };
         let skip = schedule.overlap == Overlap::Skip && schedule.last_running;
-        let (fire, session) = match skip {
-            true => (Fire::Skip, None),
-            false => {
-                let (header, first) = session_of(&schedule, fire_at);
-                let id = header.session_id;
-                (
-                    Fire::Start {
-                        header: Box::new(header),
-                        first,
-                    },
-                    Some(id),
-                )
-            }
+        let fire = fire_of(store, &schedule, fire_at, skip).await?;
+        let session = match &fire {
+            Fire::Start { header, .. } => Some(header.session_id),
+            Fire::Continue { session, .. } => Some(*session),
+            Fire::Skip => None,
         };
-        let fired = store
+        let acted = store
             .fire_schedule(
                 &schedule.name,
                 schedule.next_fire,
@@ -329,20 +465,31 @@ pub async fn fire_due(store: &PgStore) -> Result<Vec<Fired>, pod::PodError> {
                 fire,
             )
             .await?;
-        if !fired {
+        let Some(acted) = acted else {
             continue;
-        }
-        pod::stats::schedule_fired(session.is_some(), u64::try_from(missed).unwrap_or(0));
-        done.push(match session {
-            Some(session) => Fired::Started {
-                name: schedule.name,
+        };
+        pod::stats::schedule_fired(acted != Acted::Skipped, u64::try_from(missed).unwrap_or(0));
+        let (name, workspace) = (schedule.name, schedule.template.workspace);
+        done.push(match (acted, session) {
+            (Acted::Started, Some(session)) => Fired::Started {
+                name,
                 fire_at,
                 missed,
                 session,
+                workspace,
             },
-            None => Fired::Skipped {
-                name: schedule.name,
+            (Acted::Continued, Some(session)) => Fired::Continued {
+                name,
                 fire_at,
+                missed,
+                session,
+                workspace,
+            },
+            _ => Fired::Skipped {
+                name,
+                fire_at,
+                session: schedule.session.or(schedule.last_session),
+                workspace,
             },
         });
     }

@@ -119,6 +119,41 @@ pub async fn schedules(State(app): State<AppState>) -> Result<Json<serde_json::V
     Ok(Json(json!({ "schedules": schedules })))
 }
 
+/// `POST /api/schedules`: adds a schedule to the fleet; what each fire
+/// starts is held to the server's ceiling as `POST /api/sessions` is.
+pub async fn add_schedule(State(app): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let request: crate::runner::CreateSchedule = parse(&body)?;
+    let added = app.runner.add_schedule(request).await?;
+    Ok((StatusCode::CREATED, Json(added)).into_response())
+}
+
+/// What `PATCH /api/schedules/{name}` takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchSchedule {
+    /// Pause (`true`) or resume (`false`) it.
+    paused: bool,
+}
+
+/// `PATCH /api/schedules/{name}`: pauses or resumes a schedule.
+pub async fn patch_schedule(
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let patch: PatchSchedule = parse(&body)?;
+    Ok(Json(app.runner.pause_schedule(&name, patch.paused).await?))
+}
+
+/// `DELETE /api/schedules/{name}`: removes a schedule (not its sessions).
+pub async fn delete_schedule(
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    app.runner.remove_schedule(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// `GET /metrics`: the Prometheus text exposition ([`crate::metrics`]).
 pub async fn metrics(State(app): State<AppState>) -> Result<Response, ApiError> {
     // During a database outage the store's gauges cannot be read, and
@@ -481,7 +516,11 @@ async fn start_delivery(
     let request = trigger
         .request(&payload)
         .map_err(|why| ApiError::internal(format!("trigger {name}: {why}")))?;
-    match app.runner.start_as(request, id).await {
+    let origin = pod::log::Origin::Trigger {
+        name: name.clone(),
+        delivery: delivery.clone(),
+    };
+    match app.runner.start_as(request, id, Some(origin)).await {
         Ok(id) => {
             tracing::info!(trigger = %name, %delivery, session = %id, "trigger started a session");
             Ok((

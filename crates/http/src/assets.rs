@@ -1,8 +1,9 @@
 //! The dashboard's files, compiled in: no build step, nothing to install.
 //! They hold no data; every datum comes from the API with the token.
-//! The script is four plain files, loaded in order: `common.js` (safe
+//! The script is five plain files, loaded in order: `common.js` (safe
 //! text, the API, streams and the connection indicator), `list.js` (the
-//! sessions table), `session.js` (a session's page) and `app.js` (routes).
+//! sessions table), `session.js` (a session's page), `schedules.js` (the
+//! fleet's schedules under the table) and `app.js` (routes).
 
 use axum::extract::Path;
 use axum::http::{header, StatusCode};
@@ -10,10 +11,11 @@ use axum::response::{IntoResponse, Response};
 
 const INDEX: &str = include_str!("assets/index.html");
 const APP_CSS: &str = include_str!("assets/app.css");
-const SCRIPTS: [(&str, &str); 4] = [
+const SCRIPTS: [(&str, &str); 5] = [
     ("common.js", include_str!("assets/common.js")),
     ("list.js", include_str!("assets/list.js")),
     ("session.js", include_str!("assets/session.js")),
+    ("schedules.js", include_str!("assets/schedules.js")),
     ("app.js", include_str!("assets/app.js")),
 ];
 

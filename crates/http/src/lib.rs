@@ -278,7 +278,11 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
         .route("/approvals/{id}", post(api::answer))
         .route("/events", get(sse::all))
         .route("/server", get(api::server))
-        .route("/schedules", get(api::schedules))
+        .route("/schedules", get(api::schedules).post(api::add_schedule))
+        .route(
+            "/schedules/{name}",
+            axum::routing::patch(api::patch_schedule).delete(api::delete_schedule),
+        )
         .fallback(|| async { error::ApiError::not_found("no such API endpoint") })
         .method_not_allowed_fallback(|| async {
             error::ApiError::method_not_allowed("this endpoint does not take that method")

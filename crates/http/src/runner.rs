@@ -29,10 +29,12 @@ use uuid::Uuid;
 mod approvals;
 mod create;
 mod limits;
+mod schedules;
 
 use approvals::Waiting;
 pub use approvals::{Binding, PendingApproval};
 pub use create::{CreateBatch, CreateBudget, CreateSession};
+pub use schedules::{CreateSchedule, NewSchedule, ScheduleRefused};
 
 /// What sessions the API starts get by default, and the most any session
 /// it starts or resumes may get: `pod serve`'s flags and config file.
@@ -111,6 +113,21 @@ pub trait Queue: Send + Sync {
 
     /// The fleet's schedules, each as `pod schedule list --json` shows it.
     async fn schedules(&self) -> Result<Vec<serde_json::Value>, pod::PodError>;
+
+    /// Adds a schedule (its sessions' settings checked already): what
+    /// `pod schedule list --json` shows of it.
+    async fn add_schedule(&self, new: NewSchedule) -> Result<serde_json::Value, ScheduleRefused>;
+
+    /// Pauses or resumes schedule `name` (resumed, it waits for its next
+    /// fire time after now): what `pod schedule list --json` shows of it.
+    async fn pause_schedule(
+        &self,
+        name: &str,
+        paused: bool,
+    ) -> Result<serde_json::Value, ScheduleRefused>;
+
+    /// Removes schedule `name`.
+    async fn remove_schedule(&self, name: &str) -> Result<(), ScheduleRefused>;
 }
 
 /// A piece of a live session's answer as its model streams it.
@@ -476,6 +493,28 @@ impl Runner {
         });
     }
 
+    /// Refuses session `id`'s resume `plan` if its recorded settings are
+    /// more than this server allows (started by `pod run --yes`, say).
+    pub(crate) fn check_recorded(&self, id: Uuid, plan: &pod_launch::Plan) -> Result<(), ApiError> {
+        let ceiling = &self.allowed.ceiling;
+        let canonical = plan
+            .workspace
+            .canonicalize()
+            .unwrap_or_else(|_| plan.workspace.clone());
+        ceiling
+            .check_workspace(&canonical)
+            .and_then(|()| ceiling.check(&plan.settings))
+            .map_err(|widening| {
+                ApiError::forbidden(super::ceiling::Widening {
+                    message: format!(
+                        "session {id} was started with more than this server allows: {}",
+                        widening.message
+                    ),
+                    ..widening
+                })
+            })
+    }
+
     /// Resumes session `id` here with its recorded settings.
     async fn resume(
         &self,
@@ -511,25 +550,7 @@ impl Runner {
             .map_err(|e| {
                 ApiError::conflict(format!("cannot resume session {id}: {}", chain(&e)))
             })?;
-        // A session recorded with more than this server allows (started by
-        // `pod run --yes`, say) is not run here with it.
-        let ceiling = &self.allowed.ceiling;
-        let canonical = plan
-            .workspace
-            .canonicalize()
-            .unwrap_or_else(|_| plan.workspace.clone());
-        ceiling
-            .check_workspace(&canonical)
-            .and_then(|()| ceiling.check(&plan.settings))
-            .map_err(|widening| {
-                ApiError::forbidden(super::ceiling::Widening {
-                    message: format!(
-                        "session {id} was started with more than this server allows: {}",
-                        widening.message
-                    ),
-                    ..widening
-                })
-            })?;
+        self.check_recorded(id, &plan)?;
         let options = pod_launch::Options {
             durability: Durability::Turn,
             approver: Some(self.approver(id)),

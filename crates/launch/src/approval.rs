@@ -18,6 +18,7 @@ pub const KNOWN_TOOLS: &[&str] = &[
     pod_tools::TODO_WRITE,
     pod_tools::SKILL,
     pod::TASK,
+    pod_tools::SCHEDULE_FOLLOWUP,
 ];
 
 /// The session's policy: defaults, then `[approval]` from `file`, then the

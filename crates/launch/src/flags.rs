@@ -69,6 +69,9 @@ pub struct Flags {
     pub sandbox: SandboxFlags,
     /// Keep going while todos are unfinished.
     pub until_done: bool,
+    /// `--followups`: the `schedule_followup` tool (recorded, so a fleet
+    /// worker that continues the session offers it too).
+    pub followups: bool,
     /// `--mcp-config` files (Claude Code / Cursor `mcpServers` JSON).
     pub mcp_config: Vec<PathBuf>,
     /// `--hooks` files (Claude Code settings JSON with a `"hooks"` object).

@@ -102,6 +102,12 @@ pub struct Options {
     /// (the front end brings them again when it reopens it). One whose name
     /// a configured server has is left out, with a warning.
     pub servers: Vec<pod_mcp::ServerConfig>,
+    /// A worker wakes the session when it parks on a follow-up (a fleet
+    /// worker runs it); else `schedule_followup` calls are refused.
+    pub wakes_followups: bool,
+    /// What started a new session when no person did (a webhook
+    /// trigger), for its header.
+    pub origin: Option<pod::log::Origin>,
 }
 
 /// A session ready to start: its config, written once, and its MCP servers
@@ -194,19 +200,12 @@ impl Launcher {
         &self.outbox
     }
 
-    /// The notifier of the config file's top-level `[notify]` table, for
-    /// what concerns a whole process rather than one session (a fleet
-    /// worker's database outage); `None` when it sends nothing.
-    pub fn process_notifier(&self) -> Result<Option<pod_notify::Notifier>, LaunchError> {
-        let file = match pod_providers::ConfigFile::default_path() {
-            Some(path) => {
-                pod_providers::ConfigFile::load(&path).map_err(|source| LaunchError::Config {
-                    context: "cannot read the config file".into(),
-                    source,
-                })?
-            }
-            None => pod_providers::ConfigFile::default(),
-        };
+    /// The notifier of the config file's `[notify]` table (no profile's:
+    /// a fleet's own events, such as a schedule's fires, belong to no
+    /// session's profile), delivering through this launcher's outbox;
+    /// `None` when it sends nothing.
+    pub fn fleet_notifier(&self) -> Result<Option<pod_notify::Notifier>, LaunchError> {
+        let file = crate::model::config_file(&crate::ModelFlags::default())?;
         let config = crate::notify::resolve(&file, None)?;
         crate::notify::notifier(&config, &self.outbox)
     }
@@ -515,8 +514,12 @@ impl Plan {
         );
         config.store = Some(self.place.store.clone());
         config.durability = options.durability;
+        config.origin = options.origin;
         config.compact_provider = model.compactor;
         config.until_done = settings.until_done;
+        config.followups = settings.followups.then_some(pod::FollowupConfig {
+            wakes: options.wakes_followups,
+        });
         config.budget = settings.budget.clone();
         config.session_budget = settings.session_budget;
         config.loop_guard = settings.loop_guard.clone();

@@ -43,6 +43,9 @@ pub struct Launch {
     /// Whether `--until-done` was on.
     #[serde(default)]
     pub until_done: bool,
+    /// Whether `--followups` was on (the `schedule_followup` tool).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub followups: bool,
     /// The run's limits.
     #[serde(default)]
     pub budget: Budget,
@@ -203,6 +206,7 @@ mod tests {
             },
             approval: RecordedApproval::default(),
             until_done: true,
+            followups: false,
             budget: Budget::default(),
             max_run_cost: None,
             sandbox: Some(pod::SandboxPolicy {

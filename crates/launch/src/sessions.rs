@@ -25,6 +25,9 @@ pub enum Status {
     AwaitingApproval,
     /// Submitted to a fleet; waiting for a worker.
     Queued,
+    /// Parked on a follow-up the agent scheduled (`schedule_followup`): a
+    /// fleet worker continues it at its time; the reason says when and why.
+    Waiting,
     /// Its question was answered while it was parked; the call runs when
     /// the session continues (a fleet worker or the `pod serve --http` that
     /// parked it does so by itself; else `pod resume`).
@@ -65,6 +68,7 @@ impl Status {
             Status::Running => "running",
             Status::AwaitingApproval => "awaiting_approval",
             Status::Queued => "queued",
+            Status::Waiting => "waiting",
             Status::Answered => "answered",
             Status::Idle => "idle",
             Status::Done => "done",
@@ -314,6 +318,9 @@ pub async fn load(store: &dyn SessionStore, id: Uuid) -> Result<Loaded, LaunchEr
         }
     } else if stopped_by.is_some() {
         Status::Stopped
+    } else if let Some(followup) = waiting_on(&replayed.history) {
+        reason = Some(followup);
+        Status::Waiting
     } else {
         let status = status_of(&replayed.history, &replayed.todos);
         if status == Status::Interrupted {
@@ -434,6 +441,36 @@ pub fn progress(todos: &[TodoItem]) -> Progress {
             .count(),
         total: todos.len(),
     }
+}
+
+/// What a session parked on a follow-up waits for ("until 2026-12-05
+/// 10:00:00 UTC: check CI"), when its last answer's only open calls are
+/// `schedule_followup`s.
+fn waiting_on(history: &[Item]) -> Option<String> {
+    let at = history
+        .iter()
+        .rposition(|item| matches!(item.kind, ItemKind::Assistant { .. }))?;
+    let open = unanswered_calls(&history[at..]);
+    let answer = &history[at];
+    let calls: Vec<_> = answer
+        .tool_calls()
+        .iter()
+        .filter(|call| open.contains(&call.id))
+        .collect();
+    let first = calls.first()?;
+    if calls
+        .iter()
+        .any(|call| call.name != pod_tools::SCHEDULE_FOLLOWUP)
+    {
+        return None;
+    }
+    let asked = pod_tools::followup::parse(&first.arguments).ok()?;
+    let due = answer.at + chrono::Duration::from_std(asked.delay).ok()?;
+    Some(format!(
+        "until {}: {}",
+        due.format("%Y-%m-%d %H:%M:%S UTC"),
+        asked.note
+    ))
 }
 
 /// The status of a session nobody has open, from its active history.

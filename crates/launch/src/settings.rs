@@ -26,6 +26,8 @@ pub struct Resolved {
     pub approval: ApprovalPolicy,
     /// Until-done mode.
     pub until_done: bool,
+    /// The `schedule_followup` tool (given, or recorded).
+    pub followups: bool,
     /// The run's limits.
     pub budget: Budget,
     /// The session's limits (the flags over what it recorded, or over the
@@ -96,6 +98,7 @@ impl Resolved {
             approval_flags,
             approval,
             until_done: flags.until_done || recorded.is_some_and(|launch| launch.until_done),
+            followups: flags.followups || recorded.is_some_and(|launch| launch.followups),
             budget,
             session_budget,
             max_run_cost,
@@ -147,6 +150,7 @@ impl Resolved {
             provider,
             approval: RecordedApproval::from_args(&self.approval_flags),
             until_done: self.until_done,
+            followups: self.followups,
             budget: self.budget.clone(),
             max_run_cost: self.max_run_cost,
             sandbox: Some(self.sandbox),

@@ -115,6 +115,12 @@ pub enum Kind {
     DatabaseDown,
     /// The database is back after a [`Kind::DatabaseDown`] went out.
     DatabaseBack,
+    /// A schedule fired: it started a session, or continued a heartbeat's
+    /// (not sent unless `events` lists it).
+    ScheduleFired,
+    /// A schedule skipped a fire time: its last session was still going
+    /// (not sent unless `events` lists it).
+    ScheduleSkipped,
 }
 
 impl Kind {
@@ -128,6 +134,8 @@ impl Kind {
             Kind::Unverified => "session.unverified",
             Kind::DatabaseDown => "fleet.database_unreachable",
             Kind::DatabaseBack => "fleet.database_back",
+            Kind::ScheduleFired => "schedule.fired",
+            Kind::ScheduleSkipped => "schedule.skipped",
         }
     }
 }
@@ -165,6 +173,10 @@ pub struct Event {
     /// events of a session that has checks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
+    /// The schedule and fire time (`schedule.*` events): `name`,
+    /// `fire_at`, `outcome` (`started`, `continued`, `skipped`), `missed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<serde_json::Value>,
 }
 
 impl Event {
@@ -181,6 +193,7 @@ impl Event {
             reason: None,
             link: None,
             verified: None,
+            schedule: None,
         }
     }
 

@@ -123,6 +123,20 @@ pub struct PodConfig {
     /// done ([`crate::verify`]); none by default. Only a root session
     /// verifies: a subagent's work is its parent's to check.
     pub verify: Option<crate::verify::VerifyConfig>,
+    /// The `schedule_followup` tool (opt-in; root sessions only): the
+    /// agent parks its session until a time it names. `None` by default.
+    pub followups: Option<FollowupConfig>,
+    /// What started a new session when no person did (a webhook trigger),
+    /// written in its header; `None` by default.
+    pub origin: Option<crate::log::Origin>,
+}
+
+/// How a session's `schedule_followup` calls go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FollowupConfig {
+    /// Whether a worker wakes the session once it parks (a fleet worker
+    /// runs it); without one a call is refused with a result saying so.
+    pub wakes: bool,
 }
 
 /// The system prompt used when none is given.
@@ -168,6 +182,8 @@ impl PodConfig {
             hooks: None,
             checkpoints: false,
             verify: None,
+            followups: None,
+            origin: None,
         }
     }
 

@@ -17,7 +17,6 @@ use crate::events::{EventBus, NotRunBy, PodEvent};
 use crate::log::{AnswerRecord, LogRecord, QuestionRecord};
 use crate::questions::{Answerer, Questions};
 use crate::store::{LogWriter, Waits};
-use chrono::{DateTime, Utc};
 use pod_llm::Item;
 use pod_worker::{PreToolAction, ToolCallInfo};
 use std::collections::HashMap;
@@ -52,20 +51,20 @@ struct Record {
     parked: ParkedOn,
 }
 
-/// The question a turn parked on, for the Pod: when it shuts down, it
-/// hands the session over as waiting for that answer (and wakes it at the
-/// question's timeout), so that a store with workers continues it.
+/// What a turn parked on (a question, a follow-up's time), for the Pod:
+/// when it shuts down, it hands the session over as waiting for that (an
+/// answer, woken at the question's timeout; or the follow-up's time), so
+/// that a store with workers continues it.
+// A lock, not a channel: the interceptor that parks sets it from the turn's
+// task and the Pod reads it once the turn is over; nothing waits on it.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ParkedOn(Arc<parking_lot::Mutex<Option<Option<DateTime<Utc>>>>>);
+pub(crate) struct ParkedOn(Arc<parking_lot::Mutex<Option<Waits>>>);
 
 impl ParkedOn {
     /// What the session waits for if its last turn parked (and nothing
     /// ran since), clearing it.
     pub(crate) fn take(&self) -> Option<Waits> {
-        self.0
-            .lock()
-            .take()
-            .map(|wake_at| Waits::Answer { wake_at })
+        self.0.lock().take()
     }
 
     /// A new turn starts: it parks again or not.
@@ -73,8 +72,9 @@ impl ParkedOn {
         self.0.lock().take();
     }
 
-    fn set(&self, wake_at: Option<DateTime<Utc>>) {
-        *self.0.lock() = Some(wake_at);
+    /// The turn parks on `waits`.
+    pub(crate) fn set(&self, waits: Waits) {
+        *self.0.lock() = Some(waits);
     }
 }
 
@@ -327,7 +327,9 @@ impl ApprovalGate {
             self.refused = Some(NotRunBy::NobodyToAsk);
             return nobody_can_answer(&question.request.tool);
         };
-        record.parked.set(question.expires_at);
+        record.parked.set(Waits::Answer {
+            wake_at: question.expires_at,
+        });
         PreToolAction::Park(format!(
             "waiting for an answer to question {} ({})",
             question.id, question.request.summary

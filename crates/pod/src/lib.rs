@@ -61,6 +61,7 @@ pub mod questions;
 pub mod reminder;
 pub mod replay;
 mod session;
+mod stack;
 pub mod stats;
 pub mod store;
 pub mod subagents;
@@ -74,7 +75,9 @@ pub use approval::{
     ToolPolicy,
 };
 pub use compact::{CompactionConfig, CompactionReport};
-pub use config::{Durability, InterceptorFactory, PodConfig, StartHook, DEFAULT_SYSTEM_PROMPT};
+pub use config::{
+    Durability, FollowupConfig, InterceptorFactory, PodConfig, StartHook, DEFAULT_SYSTEM_PROMPT,
+};
 pub use error::PodError;
 pub use events::{NotRunBy, PodEvent};
 pub use fork::{fork_item_count, fork_session, fork_session_in};

@@ -8,15 +8,13 @@ use crate::events::{EventBus, PodEvent};
 use crate::gate::{ApprovalGate, ParkedOn};
 use crate::handle::{Command, PodHandle};
 use crate::hooks::{HookInterceptor, HookRunner, HookVerdicts};
-use crate::interceptors::{
-    Approval, AutoCompact, CompactionTrigger, CostGuard, LoopGuard, NotificationQueue,
-    Notifications, Reminders, SessionBudgetGuard, Spent, UntilDone,
-};
+use crate::interceptors::{Approval, CompactionTrigger, Followups, NotificationQueue, Spent};
 use crate::job::{self, Answer, Done, Job};
 use crate::log::{LogRecord, ParentLink};
 use crate::observer::PodObserver;
 use crate::questions::Questions;
 use crate::session::{self, OpenSession};
+use crate::stack::{context_window, stack, Gatekeepers};
 use crate::store::{LogWriter, Store};
 use crate::subagents::Lineage;
 use crate::tools::{SessionTools, ToolsFor};
@@ -334,6 +332,10 @@ fn build_parts(
             )
         }),
         approval: Approval::new(gate).with_hooks(verdicts),
+        followups: config
+            .followups
+            .filter(|_| lineage.depth == 0)
+            .map(|followups| Followups::new(parked.clone(), followups.wakes, &history)),
         checkpoints: (config.checkpoints && lineage.depth == 0).then(|| {
             Checkpoints::new(
                 pod_checkpoint::Shadow::new(
@@ -447,65 +449,6 @@ fn build_parts(
         subagents,
         trace: questions.last_trace().map(str::to_string),
     })
-}
-
-/// What decides whether a tool call runs: the operator's hooks, then the
-/// approval policy.
-struct Gatekeepers {
-    hooks: Option<HookInterceptor>,
-    approval: Approval,
-    // After them: a call that does not run gets no checkpoint.
-    checkpoints: Option<Checkpoints>,
-}
-
-/// The Pod's interceptors in their order (see [`crate::interceptors`]).
-fn stack(
-    config: &PodConfig,
-    store: &TodoStore,
-    notifications: &NotificationQueue,
-    trigger: Option<CompactionTrigger>,
-    (spent, created_at): (Spent, chrono::DateTime<chrono::Utc>),
-    gatekeepers: Gatekeepers,
-    root: bool,
-) -> InterceptorStack {
-    let mut stack = InterceptorStack::new();
-    for make in &config.interceptors {
-        stack.push_boxed(make());
-    }
-    if config.session_budget.is_set() {
-        stack.push(SessionBudgetGuard::new(config.session_budget, spent).created_at(created_at));
-    }
-    if let Some(budget) = &config.cost_budget {
-        stack.push(CostGuard::new(budget.clone(), root));
-    }
-    if config.loop_guard.repeats > 0 {
-        stack.push(LoopGuard::new(config.loop_guard.clone()));
-    }
-    stack
-        .push(Notifications::new(notifications.clone()))
-        .push(Reminders::new(store.clone(), config.remind_every));
-    if let Some(hooks) = gatekeepers.hooks {
-        stack.push(hooks);
-    }
-    stack.push(gatekeepers.approval);
-    if let Some(checkpoints) = gatekeepers.checkpoints {
-        stack.push(checkpoints);
-    }
-    if let Some(trigger) = trigger {
-        stack.push(AutoCompact::new(trigger));
-    }
-    if config.until_done {
-        stack.push(UntilDone::new(store.clone()));
-    }
-    stack
-}
-
-/// The model's context window, if known.
-fn context_window(config: &PodConfig) -> Option<u64> {
-    config
-        .compaction
-        .context_window
-        .or_else(|| config.provider.context_window())
 }
 
 /// What woke the actor.

@@ -30,6 +30,10 @@ pub(crate) struct OpenSession {
 pub(crate) fn header(config: &PodConfig, id: Uuid, parent: Option<ParentLink>) -> SessionHeader {
     let mut header = SessionHeader::new(id, config.provider.model_name(), config.workspace.clone());
     header.launch = config.launch.clone();
+    // A subagent was started by its parent, whatever started the parent.
+    if parent.is_none() {
+        header.origin = config.origin.clone();
+    }
     header.parent = parent;
     header
 }

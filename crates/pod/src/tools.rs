@@ -72,6 +72,10 @@ impl SessionTools {
         if let Some(subagents) = &subagents {
             registry.register(TaskTool::new(subagents.clone()));
         }
+        // A subagent cannot park (its parent's call would move on).
+        if config.followups.is_some() && session.lineage.depth == 0 && !read_only {
+            registry.register(pod_tools::FollowupTool);
+        }
         if !config.skills.is_empty() {
             registry.register(pod_tools::SkillTool::new(config.skills.clone()));
         }

@@ -60,7 +60,7 @@ pub use error::PgStoreError;
 pub use health::Availability;
 pub use pool::DEFAULT_POOL_SIZE;
 pub use queue::{Claimed, SessionState};
-pub use schedules::{Fire, Fired, NewSchedule, Overlap, Schedule};
+pub use schedules::{Acted, Fire, Fired, NewSchedule, Overlap, Schedule};
 pub use schema::{migrate, SCHEMA_VERSION};
 pub use store::{PgStore, PgStoreConfig, StoreStats};
 pub use url::{is_postgres_url, redact};

@@ -7,7 +7,10 @@
 //! compare-and-set under the row's lock), queues the session, and records
 //! the fire under the primary key `(schedule, fire_at)`. Any number of
 //! workers reading the same due schedule therefore start one session per
-//! fire time: the second finds `next_fire` moved and does nothing. When
+//! fire time: the second finds `next_fire` moved and does nothing. A
+//! heartbeat's fire ([`Fire::Continue`]) appends its message to an
+//! existing session and queues it in the same transaction, under that
+//! session's row lock, only if nobody runs it or appended since. When
 //! the times come is the caller's (`pod_fleet::schedule`): this module
 //! stores them and never parses them.
 
@@ -62,6 +65,9 @@ pub struct NewSchedule {
     pub overlap: Overlap,
     /// Its first fire time.
     pub next_fire: DateTime<Utc>,
+    /// A heartbeat's session: each fire time continues it with `task` as
+    /// its next message instead of starting a new session.
+    pub session: Option<Uuid>,
 }
 
 /// A schedule as stored, with how its last session stands.
@@ -100,6 +106,8 @@ pub struct Schedule {
     pub missed: i64,
     /// The database's clock when this was read.
     pub read_at: DateTime<Utc>,
+    /// A heartbeat's session (see [`NewSchedule::session`]).
+    pub session: Option<Uuid>,
 }
 
 /// One fire time acted on.
@@ -123,15 +131,49 @@ pub enum Fire {
         /// Its first records (the task).
         first: Vec<LogRecord>,
     },
+    /// Continue a heartbeat's session: append `records` (its message) to
+    /// it and queue it, if it is still idle and its log still holds
+    /// `after` records; else the fire time is recorded as skipped.
+    Continue {
+        /// The session.
+        session: Uuid,
+        /// How many records its log held when the caller read it (checked
+        /// again under the row's lock: nothing may have been appended).
+        after: i64,
+        /// What to append.
+        records: Vec<LogRecord>,
+    },
     /// Record the fire time as skipped.
     Skip,
+}
+
+/// What a fire did ([`PgStore::fire_schedule`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acted {
+    /// It queued a new session.
+    Started,
+    /// It appended a heartbeat's message to its session and queued it.
+    Continued,
+    /// It recorded the fire time as skipped (asked to, or a heartbeat's
+    /// session was busy or had changed).
+    Skipped,
+}
+
+impl Acted {
+    fn as_str(self) -> &'static str {
+        match self {
+            Acted::Started => "started",
+            Acted::Continued => "continued",
+            Acted::Skipped => "skipped",
+        }
+    }
 }
 
 const COLUMNS: &str = "
     s.name, s.timing::text, s.task, s.template::text, s.overlap, s.paused, s.next_fire,
     s.created_at, s.last_fire, s.last_session,
     coalesce(l.state IN ('queued', 'running', 'parked'), false),
-    s.fires, s.skipped, s.missed, now(), s.limits::text";
+    s.fires, s.skipped, s.missed, now(), s.limits::text, s.session";
 
 impl PgStore {
     /// Adds a schedule; `false` if one of that name exists.
@@ -146,9 +188,11 @@ impl PgStore {
         let added = conn
             .client
             .execute(
-                "INSERT INTO pod_schedules (name, timing, task, template, overlap, next_fire, limits)
+                "INSERT INTO pod_schedules
+                     (name, timing, task, template, overlap, next_fire, limits, session,
+                      last_session)
                  VALUES ($1::text, $2::text::jsonb, $3::text, $4::text::json, $5::text, $6,
-                         $7::text::json)
+                         $7::text::json, $8::uuid, $8::uuid)
                  ON CONFLICT (name) DO NOTHING",
                 &[
                     &new.name,
@@ -158,6 +202,7 @@ impl PgStore {
                     &new.overlap.as_str(),
                     &new.next_fire,
                     &limits,
+                    &new.session,
                 ],
             )
             .await
@@ -234,6 +279,7 @@ impl PgStore {
             skipped: row.get(12),
             missed: row.get(13),
             read_at: row.get(14),
+            session: row.get(16),
             name,
         })
     }
@@ -297,10 +343,11 @@ impl PgStore {
 
     /// Acts on schedule `name`'s fire time `fire_at`, if its `next_fire`
     /// still is `expected` (nobody fired it since it was read): queues the
-    /// session of `fire` (or records a skip), records the fire, and moves
-    /// `next_fire` to `next`, passing over `missed` fire times, all in one
-    /// transaction. Returns whether it fired; `false` means another worker
-    /// did (or the schedule was paused or removed meanwhile).
+    /// session of `fire`, continues a heartbeat's session, or records a
+    /// skip; records the fire; and moves `next_fire` to `next`, passing
+    /// over `missed` fire times, all in one transaction. Returns what it
+    /// did; `None` means another worker fired it (or the schedule was
+    /// paused or removed meanwhile).
     #[allow(clippy::too_many_arguments)]
     pub async fn fire_schedule(
         &self,
@@ -310,7 +357,7 @@ impl PgStore {
         next: DateTime<Utc>,
         missed: i64,
         fire: Fire,
-    ) -> Result<bool, PodError> {
+    ) -> Result<Option<Acted>, PodError> {
         let mut conn = self.conn().await?;
         let err = self.err("firing a schedule");
         let tx = conn.client.transaction().await.map_err(&err)?;
@@ -319,9 +366,17 @@ impl PgStore {
         tx.batch_execute("SET LOCAL idle_in_transaction_session_timeout = '10s'")
             .await
             .map_err(&err)?;
-        let session = match &fire {
-            Fire::Start { header, .. } => Some(header.session_id),
-            Fire::Skip => None,
+        let (session, acted) = match &fire {
+            Fire::Start { header, .. } => (Some(header.session_id), Acted::Started),
+            Fire::Continue { session, after, .. } => {
+                // Under the session's row lock until the commit: nobody
+                // takes its lease or appends between the check and ours.
+                match self.idle_at(&tx, *session, *after).await? {
+                    true => (Some(*session), Acted::Continued),
+                    false => (None, Acted::Skipped),
+                }
+            }
+            Fire::Skip => (None, Acted::Skipped),
         };
         let started = i64::from(session.is_some());
         let moved = tx
@@ -338,34 +393,100 @@ impl PgStore {
             .await
             .map_err(&err)?;
         if moved == 0 {
-            return Ok(false);
+            return Ok(None);
         }
         let recorded = tx
             .execute(
                 "INSERT INTO pod_schedule_fires (schedule, fire_at, session, outcome)
                  VALUES ($1::text, $2, $3, $4::text)
                  ON CONFLICT (schedule, fire_at) DO NOTHING",
-                &[
-                    &name,
-                    &fire_at,
-                    &session,
-                    &if session.is_some() {
-                        "started"
-                    } else {
-                        "skipped"
-                    },
-                ],
+                &[&name, &fire_at, &session, &acted.as_str()],
             )
             .await
             .map_err(&err)?;
         if recorded == 0 {
             // Fired already (a run-now at the same instant, say).
-            return Ok(false);
+            return Ok(None);
         }
-        if let Fire::Start { header, first } = &fire {
-            self.insert_rows(&tx, header, None, first).await?;
+        match (&fire, acted) {
+            (Fire::Start { header, first }, _) => {
+                self.insert_rows(&tx, header, None, first).await?
+            }
+            (
+                Fire::Continue {
+                    session,
+                    after,
+                    records,
+                },
+                Acted::Continued,
+            ) => {
+                self.continue_session(&tx, *session, *after, records)
+                    .await?
+            }
+            _ => {}
         }
         tx.commit().await.map_err(&err)?;
-        Ok(true)
+        Ok(Some(acted))
+    }
+
+    /// Locks session `id`'s row and says whether nobody runs it, it waits
+    /// for nothing (not queued, not parked) and its log still holds
+    /// `after` records (not: it does not exist, a process or worker holds
+    /// it, or something was appended since the caller read it).
+    async fn idle_at(
+        &self,
+        tx: &tokio_postgres::Transaction<'_>,
+        id: Uuid,
+        after: i64,
+    ) -> Result<bool, PodError> {
+        let row = tx
+            .query_opt(
+                "SELECT s.state = 'idle' OR (s.state = 'running' AND NOT s.fleet),
+                        s.owner IS NOT NULL AND s.lease_until IS NOT NULL
+                            AND s.lease_until >= now(),
+                        (SELECT coalesce(max(seq) + 1, 0) FROM pod_records r
+                         WHERE r.session_id = s.id)
+                 FROM pod_sessions s WHERE s.id = $1::uuid FOR UPDATE",
+                &[&id],
+            )
+            .await
+            .map_err(self.err("reading a heartbeat's session"))?;
+        Ok(row.is_some_and(|row| {
+            let (resting, leased, next): (bool, bool, i64) = (row.get(0), row.get(1), row.get(2));
+            resting && !leased && next == after
+        }))
+    }
+
+    /// Appends `records` to session `id` from seq `after` (under its
+    /// current epoch, which nobody holds) and queues it for the fleet.
+    async fn continue_session(
+        &self,
+        tx: &tokio_postgres::Transaction<'_>,
+        id: Uuid,
+        after: i64,
+        records: &[LogRecord],
+    ) -> Result<(), PodError> {
+        let err = self.err("continuing a heartbeat's session");
+        for (seq, record) in (after..).zip(records) {
+            let text = serde_json::to_string(record).map_err(PodError::Encode)?;
+            tx.execute(
+                "INSERT INTO pod_records (session_id, seq, epoch, record)
+                 SELECT $1::uuid, $2::bigint, epoch, $3::text::json
+                 FROM pod_sessions WHERE id = $1::uuid",
+                &[&id, &seq, &text],
+            )
+            .await
+            .map_err(&err)?;
+        }
+        tx.execute(
+            "UPDATE pod_sessions
+             SET state = 'queued', fleet = true, wake_at = NULL, owner = NULL,
+                 lease_until = NULL
+             WHERE id = $1::uuid",
+            &[&id],
+        )
+        .await
+        .map_err(&err)?;
+        Ok(())
     }
 }

@@ -26,11 +26,13 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod followup;
 pub mod sandbox;
 pub mod skill;
 pub mod todo;
 pub mod workspace;
 
+pub use followup::{FollowupTool, SCHEDULE_FOLLOWUP};
 pub use sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 pub use skill::{Skill, SkillTool, SKILL};
 pub use todo::{

@@ -10,7 +10,8 @@ pub enum ScheduleCommand {
     #[command(after_help = "Examples:
   pod schedule add nightly-deps --cron \"0 3 * * *\" --tz Europe/Berlin --yes \\
       --verify \"cargo test\" \"Upgrade the dependencies and open a PR\"
-  pod schedule add ci-watch --every 1h --yes \"Check CI on main; fix what broke\"")]
+  pod schedule add ci-watch --every 1h --yes \"Check CI on main; fix what broke\"
+  pod schedule add pr-watch --every 30m --session 4c1d \"Check the PR's review comments\"")]
     Add(Box<ScheduleAddArgs>),
     /// List the schedules: when each fires next, and its last session.
     List(ScheduleListArgs),
@@ -46,6 +47,13 @@ pub struct ScheduleAddArgs {
     /// A fixed period from now (`15m`, `1h`, `2s`; at least 1s).
     #[arg(long, value_name = "AGE", value_parser = super::parse_age)]
     pub every: Option<std::time::Duration>,
+    /// A heartbeat: continue this session (an id or a unique prefix) at
+    /// each fire time, with TASK as its next message, instead of starting a
+    /// new one. Its recorded settings, plan and limits apply (the other
+    /// session flags are not used); a fire time that finds it still going
+    /// is skipped.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// When a fire time comes while the schedule's last session is still
     /// going: skip it (default) or start another anyway.
     #[arg(long, value_name = "POLICY", default_value = "skip")]

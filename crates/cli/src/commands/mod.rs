@@ -13,6 +13,7 @@ mod resume;
 mod rm;
 mod run;
 mod schedule;
+mod schedule_api;
 mod serve;
 mod sessions;
 mod show;

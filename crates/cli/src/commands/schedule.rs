@@ -11,8 +11,8 @@ use crate::cli::{OverlapArg, ScheduleAddArgs, ScheduleCommand};
 use crate::error::{Failure, Outcome};
 use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
-use pod_fleet::schedule::{session_of, Timing};
-use pod_store_pg::{Fire, NewSchedule, Overlap, PgStore, Schedule};
+use pod_fleet::schedule::{fire_of, Timing};
+use pod_store_pg::{Acted, Fire, NewSchedule, Overlap, PgStore, Schedule};
 use serde_json::json;
 
 /// Runs a `pod schedule` subcommand.
@@ -42,19 +42,25 @@ fn no_such(name: &str) -> Failure {
     )
 }
 
-async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Outcome> {
-    let name = args.name.trim().to_string();
+/// `text` as a schedule's name, or why it cannot be one.
+pub(super) fn name_of(text: &str) -> Result<String, Failure> {
+    let name = text.trim().to_string();
     let valid = !name.is_empty()
         && name.len() <= 100
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if !valid {
-        bail!(Failure::new(
-            format!("`{}` cannot name a schedule", args.name),
+        return Err(Failure::new(
+            format!("`{text}` cannot name a schedule"),
             "use up to 100 letters, digits, `-`, `_` and `.`",
         ));
     }
+    Ok(name)
+}
+
+async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Outcome> {
+    let name = name_of(&args.name)?;
     let timing = match (&args.cron, args.every) {
         (Some(expr), _) => Timing::cron(expr, args.tz.as_deref()),
         (None, Some(every)) => Timing::every(every),
@@ -62,21 +68,32 @@ async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Ou
     }
     .map_err(|err| Failure::new(err.to_string(), "see `pod schedule add --help`"))?;
     let task = super::run::task(args.run.task.as_deref(), args.run.task_file.as_deref())?;
-    let template = super::submit::Template::new(&args.run, place).await?;
-    let (header, _) = template.session(String::new());
+    let overlap = match args.overlap {
+        OverlapArg::Skip => Overlap::Skip,
+        OverlapArg::Allow => Overlap::Allow,
+    };
+    let (template, limits, session) = match &args.session {
+        Some(id) => {
+            let (header, id) = heartbeat(place, id, overlap).await?;
+            (header, None, Some(id))
+        }
+        None => {
+            let template = super::submit::Template::new(&args.run, place).await?;
+            let (header, _) = template.session(String::new());
+            (header, Some(template.limits()).filter(|l| l.is_set()), None)
+        }
+    };
     let next_fire = timing.first(Utc::now())?;
     let added = store
         .add_schedule(&NewSchedule {
             name: name.clone(),
             timing: timing.to_json(),
             task,
-            template: header,
-            limits: Some(template.limits()).filter(|l| l.is_set()),
-            overlap: match args.overlap {
-                OverlapArg::Skip => Overlap::Skip,
-                OverlapArg::Allow => Overlap::Allow,
-            },
+            template,
+            limits,
+            overlap,
             next_fire,
+            session,
         })
         .await?;
     if !added {
@@ -85,12 +102,44 @@ async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Ou
             format!("pick another name, or `pod schedule rm {name}` first"),
         ));
     }
+    let continues = session.map_or(String::new(), |id| format!(", continuing {id}"));
     crate::output::print(&format!(
-        "schedule {name}: {}, next at {}\n",
+        "schedule {name}: {}{continues}, next at {}\n",
         timing.describe(),
         at(next_fire)
     ))?;
     Ok(Outcome::Done)
+}
+
+/// The session a heartbeat continues (`--session`), checked now: it
+/// exists, a fleet worker can run it (it records its launch settings), it
+/// is no subagent, and the overlap policy is `skip`. Returns its header.
+async fn heartbeat(
+    place: &Place,
+    id: &str,
+    overlap: Overlap,
+) -> Result<(pod::log::SessionHeader, uuid::Uuid)> {
+    if overlap == Overlap::Allow {
+        bail!(Failure::new(
+            "a heartbeat (--session) cannot overlap: its session runs one turn at a time",
+            "leave --overlap out; a fire time that finds the session still going is skipped",
+        ));
+    }
+    let id = pod_launch::sessions::resolve(place.store.as_ref(), id).await?;
+    let loaded = pod_launch::sessions::load(place.store.as_ref(), id).await?;
+    if loaded.header.parent.is_some() {
+        bail!(Failure::new(
+            format!("session {id} is a subagent's: its parent continues it"),
+            "give the id of a top-level session (`pod sessions` lists them)",
+        ));
+    }
+    if loaded.launch.is_none() {
+        bail!(Failure::new(
+            format!("session {id} records no launch settings, so a worker cannot continue it"),
+            "start the session with `pod run` or `pod submit` on this store",
+        ));
+    }
+    Ok((loaded.header, id))
 }
 
 fn at(t: DateTime<Utc>) -> String {
@@ -113,6 +162,7 @@ pub(super) fn as_json(schedule: &Schedule) -> serde_json::Value {
         "task": schedule.task,
         "workspace": schedule.template.workspace,
         "overlap": schedule.overlap.as_str(),
+        "session": schedule.session,
         "paused": schedule.paused,
         "next_fire": schedule.next_fire,
         "created_at": schedule.created_at,
@@ -183,6 +233,9 @@ async fn show(store: &PgStore, name: &str, json: bool) -> Result<Outcome> {
         schedule.template.workspace.display(),
         schedule.overlap.as_str(),
     );
+    if let Some(session) = schedule.session {
+        out.push_str(&format!("  continues: {session} (a heartbeat)\n"));
+    }
     out.push_str(&match schedule.paused {
         true => "  paused\n".to_string(),
         false => format!("  next:      {}\n", at(schedule.next_fire)),
@@ -205,19 +258,34 @@ async fn show(store: &PgStore, name: &str, json: bool) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-async fn pause(store: &PgStore, name: &str, paused: bool) -> Result<Outcome> {
+/// Pauses or resumes schedule `name`: `None` if there is none, else its
+/// next fire time when resumed (the first after now).
+pub(super) async fn set_paused(
+    store: &PgStore,
+    name: &str,
+    paused: bool,
+) -> Result<Option<Option<DateTime<Utc>>>, pod_http::runner::ScheduleRefused> {
     let Some(schedule) = store.schedule(name).await? else {
-        bail!(no_such(name));
+        return Ok(None);
     };
     let next = match paused {
         true => None,
         false => Some(
-            Timing::from_json(&schedule.timing)?.next_after(schedule.read_at.max(Utc::now()))?,
+            Timing::from_json(&schedule.timing)
+                .and_then(|timing| timing.next_after(schedule.read_at.max(Utc::now())))
+                .map_err(|err| pod_http::runner::ScheduleRefused::Bad(err.to_string()))?,
         ),
     };
-    if !store.set_schedule_paused(name, paused, next).await? {
-        bail!(no_such(name));
+    match store.set_schedule_paused(name, paused, next).await? {
+        true => Ok(Some(next)),
+        false => Ok(None),
     }
+}
+
+async fn pause(store: &PgStore, name: &str, paused: bool) -> Result<Outcome> {
+    let Some(next) = set_paused(store, name, paused).await? else {
+        bail!(no_such(name));
+    };
     crate::output::print(&match next {
         None => format!("paused schedule {name}\n"),
         Some(next) => format!("resumed schedule {name}: next at {}\n", at(next)),
@@ -232,16 +300,27 @@ async fn run_now(store: &PgStore, name: &str) -> Result<Outcome> {
             bail!(no_such(name));
         };
         let now = Utc::now();
-        let (header, first) = session_of(&schedule, now);
-        let id = header.session_id;
-        let fire = Fire::Start {
-            header: Box::new(header),
-            first,
+        let fire = fire_of(store, &schedule, now, false).await?;
+        let id = match &fire {
+            Fire::Start { header, .. } => Some(header.session_id),
+            Fire::Continue { session, .. } => Some(*session),
+            Fire::Skip => None,
         };
         let next = schedule.next_fire;
-        if store.fire_schedule(name, next, now, next, 0, fire).await? {
-            crate::output::print(&format!("{id}\n"))?;
-            return Ok(Outcome::Done);
+        match store.fire_schedule(name, next, now, next, 0, fire).await? {
+            Some(Acted::Started | Acted::Continued) => {
+                crate::output::print(&format!("{}\n", id.unwrap_or_default()))?;
+                return Ok(Outcome::Done);
+            }
+            Some(Acted::Skipped) => bail!(Failure::new(
+                format!(
+                    "schedule {name}'s session {} is still going (or its log ends inside a \
+                     tool call)",
+                    schedule.session.unwrap_or_default()
+                ),
+                "try again once it is idle; `pod show ID` says where it stands",
+            )),
+            None => {}
         }
         if schedule.paused {
             bail!(Failure::new(

@@ -108,22 +108,6 @@ fn raise_open_files() -> Option<u64> {
     Some(limit.rlim_cur)
 }
 
-/// Whom the worker tells when the database stays away past
-/// `--db-outage-notify-after` (the top-level `[notify]` table), if anyone.
-fn outage_notice(
-    args: &ServeArgs,
-    launcher: &pod_launch::Launcher,
-) -> Result<Option<pod_fleet::OutageNotice>> {
-    if args.db_outage_notify_after.is_zero() {
-        return Ok(None);
-    }
-    let notifier = launcher.process_notifier()?;
-    Ok(notifier.map(|notifier| pod_fleet::OutageNotice {
-        notifier,
-        after: args.db_outage_notify_after,
-    }))
-}
-
 /// Runs the fleet worker until `stop` (or the fleet is idle, with
 /// `--exit-when-idle`), printing what it does.
 async fn work(
@@ -151,7 +135,7 @@ async fn work(
         slots: args.workers,
         exit_when_idle: args.exit_when_idle,
         api: runner.map(|runner| Arc::new(Api(runner)) as Arc<dyn pod_fleet::Api>),
-        outage_notice: outage_notice(args, launcher)?,
+        outage_notify_after: Some(args.db_outage_notify_after).filter(|after| !after.is_zero()),
     };
     worker
         .run(stop, |report| {
@@ -181,6 +165,25 @@ impl pod_http::Queue for FleetQueue {
             .iter()
             .map(super::schedule::as_json)
             .collect())
+    }
+
+    async fn add_schedule(
+        &self,
+        new: pod_http::runner::NewSchedule,
+    ) -> Result<serde_json::Value, pod_http::runner::ScheduleRefused> {
+        super::schedule_api::add(&self.0, new).await
+    }
+
+    async fn pause_schedule(
+        &self,
+        name: &str,
+        paused: bool,
+    ) -> Result<serde_json::Value, pod_http::runner::ScheduleRefused> {
+        super::schedule_api::pause(&self.0, name, paused).await
+    }
+
+    async fn remove_schedule(&self, name: &str) -> Result<(), pod_http::runner::ScheduleRefused> {
+        super::schedule_api::remove(&self.0, name).await
     }
 }
 

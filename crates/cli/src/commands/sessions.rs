@@ -15,6 +15,7 @@ const STATES: &[session::Status] = &[
     session::Status::AwaitingApproval,
     session::Status::Answered,
     session::Status::Queued,
+    session::Status::Waiting,
     session::Status::Idle,
     session::Status::Done,
     session::Status::Stopped,
@@ -145,6 +146,14 @@ fn tree(summaries: Vec<Summary>) -> Vec<Summary> {
     out
 }
 
+/// What started a session, in a word and a name: `schedule nightly`.
+fn origin_tag(origin: &pod::log::Origin) -> String {
+    match origin {
+        pod::log::Origin::Schedule { name, .. } => format!("schedule {name}"),
+        pod::log::Origin::Trigger { name, .. } => format!("trigger {name}"),
+    }
+}
+
 /// The human table: one session per line, subagents indented under their
 /// parent.
 fn table(summaries: &[Summary], style: Style) -> String {
@@ -173,6 +182,7 @@ fn table(summaries: &[Summary], style: Style) -> String {
             session::Status::Stopped | session::Status::Cancelled => style.yellow(&status),
             session::Status::Idle
             | session::Status::Queued
+            | session::Status::Waiting
             | session::Status::Forked
             | session::Status::Rewound => status,
         };
@@ -210,7 +220,15 @@ fn table(summaries: &[Summary], style: Style) -> String {
                         format!("damaged at line {}: {}", damage.line, damage.reason)
                     }
                     (None, session::Status::Damaged) => s.reason.clone().unwrap_or_default(),
-                    _ => s.title.clone().unwrap_or_default(),
+                    // Started by a schedule or a trigger: which, first.
+                    _ => match &s.origin {
+                        Some(origin) => format!(
+                            "[{}] {}",
+                            origin_tag(origin),
+                            s.title.clone().unwrap_or_default()
+                        ),
+                        None => s.title.clone().unwrap_or_default(),
+                    },
                 },
             ),
         };

@@ -20,6 +20,7 @@ mod fleet_scale;
 mod fork;
 mod governor;
 mod governor_http;
+mod heartbeats;
 mod hooks;
 mod http;
 mod instructions;

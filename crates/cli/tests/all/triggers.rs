@@ -38,11 +38,7 @@ fn config(env: &TestEnv, workspace: &std::path::Path, extra: &str) {
 }
 
 fn github_signature(body: &[u8]) -> String {
-    let mut mac = HmacSha256::new_from_slice(GITHUB_SECRET.as_bytes()).unwrap();
-    mac.update(body);
-    let digest = mac.finalize().into_bytes();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
+    pod_testkit::webhook::github_signature(GITHUB_SECRET, body)
 }
 
 fn standard_signature(id: &str, timestamp: &str, body: &[u8]) -> String {
@@ -268,7 +264,14 @@ async fn on_a_fleet_a_delivery_is_queued_once_and_a_worker_runs_it() {
         (200, Some(id.as_str())),
         "{again}"
     );
-    wait_done(&server, &id).await;
+    let shown = wait_done(&server, &id).await;
+    // Queued for the fleet, it still says which delivery started it.
+    let origin = &shown["session"]["origin"];
+    assert_eq!(
+        (origin["kind"].as_str(), origin["delivery"].as_str()),
+        (Some("trigger"), Some("fleet-1")),
+        "{shown}"
+    );
     let listed = server.get("/sessions").await;
     assert_eq!(
         listed["sessions"].as_array().map(Vec::len),

@@ -47,6 +47,7 @@ function route() {
   const state = location.hash.match(/[?&]state=([^&]+)/);
   setFilter(state ? decodeURIComponent(state[1]) : null, table.query);
   show("list-view");
+  loadSchedules();
 }
 
 window.addEventListener("hashchange", () => {

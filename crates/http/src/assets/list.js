@@ -10,7 +10,7 @@
 
 // The states a session can be in, in the order the counts show them.
 const STATES = ["awaiting_approval", "failed", "damaged", "stalled", "running", "answered", "queued",
-  "interrupted", "stopped", "cancelled", "idle", "done"];
+  "waiting", "interrupted", "stopped", "cancelled", "idle", "done"];
 // Lower comes first; everything not named here is "the rest".
 const ATTENTION = { awaiting_approval: 0, failed: 1, damaged: 1, stalled: 2, running: 3 };
 const REST = 4;
@@ -121,7 +121,7 @@ function update(e, s, now) {
     e.parent = parent;
   }
   setGroup(e, groupOf(s, e.t, now));
-  e.hay = [s.title, s.id, s.model, s.workspace, s.holder, s.status].filter(Boolean).join(" ").toLowerCase();
+  e.hay = [s.title, s.id, s.model, s.workspace, s.holder, s.status, originText(s.origin)].filter(Boolean).join(" ").toLowerCase();
   paint(e, now);
   e.tr.hidden = !visible(e);
   return e;
@@ -289,6 +289,12 @@ function cell(e, name, key, fill) {
   }
 }
 
+// What started a session when no person did: "schedule NAME", "trigger NAME".
+function originText(origin) {
+  if (!origin || !origin.kind) return "";
+  return origin.name ? origin.kind + " " + origin.name : origin.kind;
+}
+
 function paint(e, now) {
   const s = e.s;
   e.tr.dataset.status = s.status;
@@ -297,12 +303,14 @@ function paint(e, now) {
   e.tr.classList.toggle("child", Boolean(s.parent));
   const title = s.title || s.id;
   const sub = s.parent ? s.parent.description || "subagent" : "";
-  cell(e, "task", [title, sub].join("\u0000"), (td) => {
+  const origin = originText(s.origin);
+  cell(e, "task", [title, sub, origin].join("\u0000"), (td) => {
     const link = el("a", "title", title);
     link.href = "#/s/" + s.id;
     link.title = shown(title);
     td.append(link, el("span", "sid", s.id.slice(0, 8)));
     if (sub) td.append(el("span", "sub", "subagent: " + sub));
+    if (origin) td.append(el("span", "sub origin", "started by " + origin));
   });
   const detail = e.group === "stalled" ? "no record for " + ago(e.t, now).replace(" ago", "") : statusDetail(s);
   const asking = e.asking && s.question && e.asking.id === s.question.id ? e.asking : null;

@@ -280,7 +280,7 @@ pub(crate) async fn deliver(m: &Managed, session: &Session, text: String) -> Res
         Ok(_) => runner.prompt(session.id, text).await?,
         Err(PodError::NoSuchSession { .. }) => {
             runner
-                .start_as(session.request(m, &text)?, session.id)
+                .start_as(session.request(m, &text)?, session.id, None)
                 .await?;
             m.started.notify_waiters();
         }

@@ -142,13 +142,14 @@ impl CreateBudget {
 impl Runner {
     /// Creates a session and starts its first turn.
     pub async fn create(&self, request: CreateSession) -> Result<Uuid, ApiError> {
-        self.create_with(request, None).await
+        self.create_with(request, None, None).await
     }
 
     pub(super) async fn create_with(
         &self,
         request: CreateSession,
         id: Option<Uuid>,
+        origin: Option<pod::log::Origin>,
     ) -> Result<Uuid, ApiError> {
         let plan = self.plan_for(&request, request.until_done)?;
         let allowed = &self.allowed;
@@ -159,6 +160,7 @@ impl Runner {
             approver: Some(self.approver_for_new(&id_cell)),
             private_paths: allowed.private.clone(),
             session_id: id,
+            origin,
             ..Default::default()
         };
         let prepared = plan
@@ -186,13 +188,20 @@ impl Runner {
     }
 
     /// Starts the session `request` describes with the id `id` (a webhook
-    /// delivery's): queued for the fleet when the server has one, else run
-    /// here as [`create`](Self::create) runs it.
-    pub async fn start_as(&self, request: CreateSession, id: Uuid) -> Result<Uuid, ApiError> {
+    /// delivery's), its header recording `origin`: queued for the fleet
+    /// when the server has one, else run here as [`create`](Self::create)
+    /// runs it.
+    pub async fn start_as(
+        &self,
+        request: CreateSession,
+        id: Uuid,
+        origin: Option<pod::log::Origin>,
+    ) -> Result<Uuid, ApiError> {
         let Some(queue) = &self.queue else {
-            return self.create_with(request, Some(id)).await;
+            return self.create_with(request, Some(id), origin).await;
         };
-        let session = self.queued(request, id)?;
+        let mut session = self.queued(request, id)?;
+        session.0.origin = origin;
         queue
             .submit(std::slice::from_ref(&session))
             .await

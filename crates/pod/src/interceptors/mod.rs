@@ -13,7 +13,9 @@
 //!    (unless `loop_guard.repeats` is 0).
 //! 4. [`Notifications`]: delivers `notify` messages before the next request.
 //! 5. [`Reminders`]: reminds the model of its unfinished plan.
-//! 6. [`Approval`]: the approval policy, in `pre_tool_call`.
+//! 6. [`Approval`]: the approval policy, in `pre_tool_call`; then
+//!    [`Followups`] parks a `schedule_followup` call until it is due (only
+//!    with the tool; after approval, so a refused call never parks).
 //! 7. [`AutoCompact`]: yields for a compaction when the request would pass
 //!    the threshold; refuses a prompt larger than the context window.
 //! 8. [`UntilDone`]: continues a turn that ends with unfinished todos.
@@ -34,6 +36,7 @@ mod approval;
 mod budget_guard;
 mod compaction;
 mod cost_guard;
+mod followups;
 mod loop_guard;
 mod notifications;
 mod reminders;
@@ -43,6 +46,7 @@ pub use approval::Approval;
 pub use budget_guard::{SessionBudget, SessionBudgetGuard, Spent};
 pub use compaction::{context_estimate, AutoCompact, CompactionTrigger, MAX_COMPACTION_FAILURES};
 pub use cost_guard::{CostBudget, CostGuard, CostMeter};
+pub use followups::Followups;
 pub use loop_guard::{LoopGuard, LoopGuardConfig, DEFAULT_LOOP_REPEATS, LOOP_GRACE};
 pub use notifications::{NotificationQueue, Notifications};
 pub use reminders::{answered_since_plan, last_reminder_unanswered, Reminders};

@@ -370,6 +370,13 @@ pub enum Origin {
         /// The fire time it was started for (one session per fire time).
         fire_at: DateTime<Utc>,
     },
+    /// A webhook trigger (`POST /api/triggers/NAME`), for one delivery.
+    Trigger {
+        /// The trigger's name.
+        name: String,
+        /// The delivery's id (one session per delivery).
+        delivery: String,
+    },
 }
 
 impl std::fmt::Display for Origin {
@@ -380,6 +387,7 @@ impl std::fmt::Display for Origin {
                 "schedule {name} ({})",
                 fire_at.format("%Y-%m-%d %H:%M:%S UTC")
             ),
+            Origin::Trigger { name, delivery } => write!(f, "trigger {name} (delivery {delivery})"),
         }
     }
 }

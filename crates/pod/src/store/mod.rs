@@ -184,6 +184,12 @@ pub enum Waits {
     },
     /// Nothing but a worker: it has an answer to act on.
     Worker,
+    /// Its time: a follow-up the agent scheduled (`schedule_followup`); a
+    /// worker continues it at `at`.
+    Until {
+        /// When.
+        at: DateTime<Utc>,
+    },
 }
 
 /// The cloneable writer of one open session.
