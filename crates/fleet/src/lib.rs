@@ -188,6 +188,11 @@ impl Worker {
             slots: self.slots,
             lease_ttl: store.lease_ttl(),
         });
+        // Sessions parked on a shared limit are tried again now: this
+        // worker may run with the limit raised.
+        if let Err(err) = store.wake_limited().await {
+            report(Report::ClaimFailed(pod_llm::error_chain(&err)));
+        }
         let mut running: JoinSet<(Uuid, Result<Ended, RunError>)> = JoinSet::new();
         let mut pacing = ClaimPacing::default();
         let mut availability = store.watch_availability();

@@ -56,16 +56,19 @@ struct Record {
 /// hands the session over as waiting for that answer (and wakes it at the
 /// question's timeout), so that a store with workers continues it.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ParkedOn(Arc<parking_lot::Mutex<Option<Option<DateTime<Utc>>>>>);
+pub(crate) struct ParkedOn(Arc<parking_lot::Mutex<Option<Waits>>>);
 
 impl ParkedOn {
     /// What the session waits for if its last turn parked (and nothing
     /// ran since), clearing it.
     pub(crate) fn take(&self) -> Option<Waits> {
-        self.0
-            .lock()
-            .take()
-            .map(|wake_at| Waits::Answer { wake_at })
+        self.0.lock().take()
+    }
+
+    /// The last turn stopped at a shared limit: the session waits for its
+    /// window to end (or the limit to be raised).
+    pub(crate) fn limited(&self, until: DateTime<Utc>) {
+        *self.0.lock() = Some(Waits::Limit { until });
     }
 
     /// A new turn starts: it parks again or not.
@@ -74,7 +77,7 @@ impl ParkedOn {
     }
 
     fn set(&self, wake_at: Option<DateTime<Utc>>) {
-        *self.0.lock() = Some(wake_at);
+        *self.0.lock() = Some(Waits::Answer { wake_at });
     }
 }
 

@@ -10,7 +10,8 @@ use crate::handle::{Command, PodHandle};
 use crate::hooks::{HookInterceptor, HookRunner, HookVerdicts};
 use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, CostGuard, LoopGuard, NotificationQueue,
-    Notifications, Reminders, SessionBudgetGuard, Spent, UntilDone,
+    Notifications, PendingReservation, Reminders, SessionBudgetGuard, SharedLimitGuard, Spent,
+    UntilDone,
 };
 use crate::job::{self, Answer, Done, Job};
 use crate::log::{LogRecord, ParentLink};
@@ -375,13 +376,15 @@ fn build_parts(
             history_id: None,
         }),
     });
+    let limits = shared_limits(config, parked, lineage.depth == 0);
+    let pending = limits.as_ref().map(|guard| guard.1.clone());
     let interceptor = stack(
         config,
         &store,
         notifications,
         trigger,
         (spent, created_at),
-        gatekeepers,
+        (gatekeepers, limits.map(|guard| guard.0)),
         lineage.depth == 0,
     );
     let verifier = match (&config.verify, checks) {
@@ -430,7 +433,8 @@ fn build_parts(
             store.clone(),
             config.durability,
         )
-        .charging(config.cost_budget.clone()),
+        .charging(config.cost_budget.clone())
+        .settling(pending),
         compaction: CompactionSetup {
             provider: config
                 .compact_provider
@@ -458,6 +462,33 @@ struct Gatekeepers {
     checkpoints: Option<Checkpoints>,
 }
 
+/// The guard of the profile's shared limits and the slot its observer
+/// settles through, when the profile has limits; in the store's windows,
+/// or this process's for a store that keeps none.
+fn shared_limits(
+    config: &PodConfig,
+    parked: &ParkedOn,
+    root: bool,
+) -> Option<(SharedLimitGuard, PendingReservation)> {
+    let limits = config
+        .shared_limits
+        .as_ref()
+        .filter(|l| !l.caps.is_empty())?;
+    let backend = limits
+        .backend
+        .clone()
+        .or_else(|| config.store().shared_limits())
+        .unwrap_or_else(crate::shared_limits::in_process);
+    let pending = PendingReservation::new(Arc::clone(&backend), limits.prices);
+    let guard = SharedLimitGuard::new(
+        limits.clone(),
+        backend,
+        pending.clone(),
+        root.then(|| parked.clone()),
+    );
+    Some((guard, pending))
+}
+
 /// The Pod's interceptors in their order (see [`crate::interceptors`]).
 fn stack(
     config: &PodConfig,
@@ -465,7 +496,7 @@ fn stack(
     notifications: &NotificationQueue,
     trigger: Option<CompactionTrigger>,
     (spent, created_at): (Spent, chrono::DateTime<chrono::Utc>),
-    gatekeepers: Gatekeepers,
+    (gatekeepers, limits): (Gatekeepers, Option<SharedLimitGuard>),
     root: bool,
 ) -> InterceptorStack {
     let mut stack = InterceptorStack::new();
@@ -477,6 +508,9 @@ fn stack(
     }
     if let Some(budget) = &config.cost_budget {
         stack.push(CostGuard::new(budget.clone(), root));
+    }
+    if let Some(guard) = limits {
+        stack.push(guard);
     }
     if config.loop_guard.repeats > 0 {
         stack.push(LoopGuard::new(config.loop_guard.clone()));

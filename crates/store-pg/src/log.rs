@@ -172,6 +172,7 @@ impl LogSink for PgLog {
             // nothing can claim it between the two.
             Waits::Answer { wake_at } => After::Parked { wake_at },
             Waits::Worker => After::Queued,
+            Waits::Limit { until } => After::Limited { wake_at: until },
         };
         self.release(after).await.map(|()| true)
     }
