@@ -138,8 +138,17 @@ impl PgStore {
     /// worker tries it again now rather than at its window's end: a worker
     /// starting (perhaps with a limit raised in its config file) calls it.
     /// Those still over a limit park again. Returns how many it woke.
+    /// It also deletes windows that ended over a day ago (kept that long
+    /// for whoever looks at yesterday's spend).
     pub async fn wake_limited(&self) -> Result<u64, PodError> {
         let conn = self.conn().await?;
+        conn.client
+            .execute(
+                "DELETE FROM pod_limit_windows WHERE window_start < now() - interval '2 days'",
+                &[],
+            )
+            .await
+            .map_err(self.err("deleting old windows of the shared limits"))?;
         conn.client
             .execute(
                 "UPDATE pod_sessions SET wake_at = now()

@@ -243,3 +243,40 @@ fn on_the_file_store_a_run_stops_at_its_profiles_limit_with_exit_3() {
     assert_eq!(rows[0]["status"], "stopped");
     assert_eq!(rows[0]["stopped_by"]["shared"]["window"], "day");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_server_continues_a_session_its_per_minute_limit_stopped_and_counts_the_stop() {
+    use crate::governor_http::{until_metric, until_status};
+    let env = TestEnv::new();
+    env.config_file(&config("requests_per_minute = 3"));
+    let script = env.script("plan.json", &plan_script());
+    let mut serve = env.pod_process();
+    serve.args(["--profile", "priced", "--script"]).arg(&script);
+    let server = crate::http::Server::start_with(serve, &env);
+    // Real time is the scenario: the first three requests in one minute.
+    let second = chrono::Utc::now().timestamp() % 60;
+    if second > 40 {
+        tokio::time::sleep(std::time::Duration::from_secs((61 - second) as u64)).await;
+    }
+    let body = json!({"task": "Do the plan", "workspace": env.workspace()});
+    let (status, created) = server.post("/sessions", &body.to_string()).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["session_id"].as_str().unwrap().to_string();
+    let stopped = until_status(&server, &id, "stopped").await;
+    assert_eq!(
+        stopped["session"]["stopped_by"]["shared"]["window"], "minute",
+        "{stopped}"
+    );
+    until_metric(
+        &server,
+        "pod_budget_stops_total{reason=\"profile_per_minute\"} 1",
+    )
+    .await;
+    // The server (no fleet here) continues it when the minute ends.
+    let done = until_status(&server, &id, "done").await;
+    assert_eq!(
+        done["session"]["usage"]["prompt_tokens"],
+        5 * 500_000,
+        "{done}"
+    );
+}
