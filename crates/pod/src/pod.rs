@@ -376,7 +376,16 @@ fn build_parts(
             history_id: None,
         }),
     });
-    let limits = shared_limits(config, parked, lineage.depth == 0);
+    let limits = shared_limits(config, parked, lineage.depth == 0).map(|(guard, pending)| {
+        let overhead = estimate_request_tokens(&ProviderRequest {
+            system_prompt: config.system_prompt.clone(),
+            history: Default::default(),
+            tools: registry.specs(),
+            cache_key: None,
+            history_id: None,
+        });
+        (guard.with_overhead(overhead), pending)
+    });
     let pending = limits.as_ref().map(|guard| guard.1.clone());
     let interceptor = stack(
         config,

@@ -136,13 +136,15 @@ pub const DEFAULT_OUTPUT_ESTIMATE: u64 = 1024;
 
 impl SharedLimitsConfig {
     /// What a request of `request` reserves: one request, its input
-    /// estimated from its items plus [`output_estimate`](Self::output_estimate)
-    /// tokens, and their price (input at the fresh-input price).
-    pub fn estimate(&self, request: &[Item]) -> Amounts {
-        let input: u64 = request
+    /// estimated from its items plus `overhead` (the system prompt and
+    /// the tools' specs), [`output_estimate`](Self::output_estimate)
+    /// output tokens, and their price (input at the fresh-input price).
+    pub fn estimate(&self, request: &[Item], overhead: u64) -> Amounts {
+        let items: u64 = request
             .iter()
             .map(pod_llm::tokens::estimate_item_tokens)
             .sum();
+        let input = items + overhead;
         let usage = Usage {
             prompt_tokens: input,
             completion_tokens: self.output_estimate,

@@ -80,6 +80,9 @@ pub struct SharedLimitGuard {
     config: SharedLimitsConfig,
     backend: Arc<dyn SharedLimits>,
     pending: PendingReservation,
+    // Tokens every request sends besides its history: the system prompt
+    // and the tools' specs.
+    overhead: u64,
     // The session's own Pod says what it waits for; a subagent's does not
     // (its parent, refused in turn, does).
     parked: Option<ParkedOn>,
@@ -99,8 +102,16 @@ impl SharedLimitGuard {
             config,
             backend,
             pending,
+            overhead: 0,
             parked,
         }
+    }
+
+    /// The same guard, estimating `overhead` tokens besides each
+    /// request's history (its system prompt and tools' specs).
+    pub(crate) fn with_overhead(mut self, overhead: u64) -> Self {
+        self.overhead = overhead;
+        self
     }
 }
 
@@ -109,7 +120,7 @@ impl Interceptor for SharedLimitGuard {
     async fn pre_llm_request(&mut self, request: &mut Arc<Vec<Item>>) -> PreRequestAction {
         // A reservation still pending is a request that got no answer.
         self.pending.release().await;
-        let ask = self.config.estimate(request);
+        let ask = self.config.estimate(request, self.overhead);
         match self
             .backend
             .reserve(&self.config.profile, &self.config.caps, ask)
