@@ -190,6 +190,16 @@ fn a_daily_limit_shared_by_three_workers_holds_and_a_raised_limit_continues_the_
         "every answer of every session once: {spent}"
     );
     assert_eq!(money_window(&fleet), ((spent * 1e6).round() as i64, 0));
+    // A session stopped and continued replays as it ran: refused where it
+    // was, granted after.
+    let id = stopped[0]["id"].as_str().unwrap();
+    let out = fleet.pod().args(["replay", id, "--json"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("\"status\":\"identical\""),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -242,6 +252,9 @@ fn on_the_file_store_a_run_stops_at_its_profiles_limit_with_exit_3() {
     let rows = env.sessions_json();
     assert_eq!(rows[0]["status"], "stopped");
     assert_eq!(rows[0]["stopped_by"]["shared"]["window"], "day");
+    // A replay's recorded model spends nothing and takes no room: with the
+    // day's two requests spent, it still replays both answers.
+    crate::governor::assert_replays_identically(&env, rows[0]["id"].as_str().unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

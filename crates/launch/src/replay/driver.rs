@@ -190,6 +190,9 @@ async fn start(
             calls: calls.clone(),
         })
     }));
+    // Refused where the recording was by its profile's shared limits,
+    // which no replay can see as they were.
+    prepared.config.shared_limits = super::limits::config(&root.records);
     if let Some(tune) = &what_if.tune {
         tune(&mut prepared.config);
     }
