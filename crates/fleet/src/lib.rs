@@ -198,7 +198,15 @@ impl Worker {
         let mut availability = store.watch_availability();
         let mut down_since: Option<Instant> = None;
         let mut schedules_at = Instant::now();
+        let mut limits = LimitsWatch::new();
         loop {
+            if !stop.is_cancelled() && limits.changed(Instant::now()) && !store.is_down() {
+                // An operator edited `[limits]` (raised one, perhaps):
+                // the sessions they paused are tried again.
+                if let Err(err) = store.wake_limited().await {
+                    report(Report::ClaimFailed(pod_llm::error_chain(&err)));
+                }
+            }
             if !stop.is_cancelled() && Instant::now() >= schedules_at && !store.is_down() {
                 schedules_at = Instant::now() + SCHEDULE_POLL;
                 match schedule::fire_due(store).await {
@@ -293,6 +301,39 @@ impl Worker {
 /// each scanning the running sessions for expired leases; at 10,000
 /// sessions their ends kept a database core busy for ten seconds after
 /// the last request (BENCHMARKS.md section 15).
+/// Between two reads of the config file's `[limits]`: an edit is seen
+/// within this, at the cost of one small file read (parsed only when its
+/// text changed) per interval.
+const LIMITS_POLL: Duration = Duration::from_secs(2);
+
+/// The config file's `[limits]` as last read.
+struct LimitsWatch {
+    tables: Option<String>,
+    next: Instant,
+}
+
+impl LimitsWatch {
+    fn new() -> Self {
+        Self {
+            tables: pod_launch::limits::tables_now(),
+            next: Instant::now() + LIMITS_POLL,
+        }
+    }
+
+    /// Whether `[limits]` changed since the last read (read at most once
+    /// per [`LIMITS_POLL`]).
+    fn changed(&mut self, now: Instant) -> bool {
+        if now < self.next {
+            return false;
+        }
+        self.next = now + LIMITS_POLL;
+        let tables = pod_launch::limits::tables_now();
+        let changed = tables != self.tables;
+        self.tables = tables;
+        changed
+    }
+}
+
 #[derive(Debug, Default)]
 struct ClaimPacing {
     /// When a claim last found nothing more to take.

@@ -72,6 +72,17 @@ impl LimitsTable {
     }
 }
 
+/// The config file's `[limits]` tables as they are now, in a form to
+/// compare (`None`: none, or a file that cannot be read, whose sessions
+/// will say why): what a fleet worker compares to see an operator raise
+/// a limit.
+pub fn tables_now() -> Option<String> {
+    crate::model::config_file(&crate::ModelFlags::default())
+        .ok()
+        .and_then(|file| file.limits)
+        .map(|tables| format!("{tables:?}"))
+}
+
 /// The shared limits of a session of `profile` (none without a profile,
 /// or when the file sets none for it), at the profile's `prices`.
 pub fn resolve(
