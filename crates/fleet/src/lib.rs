@@ -85,6 +85,9 @@ pub enum Report {
     },
     /// Claiming failed (the database, say); it tries again later.
     ClaimFailed(String),
+    /// Waking the sessions a shared limit paused failed (at the worker's
+    /// start, or after `[limits]` changed); they wake at their window's end.
+    WakeFailed(String),
     /// The database cannot be reached: sessions pause (nothing is sent to
     /// a model whose answer could not be recorded) and no session is
     /// claimed until it is back.
@@ -150,6 +153,9 @@ impl std::fmt::Display for Report {
                 }
             ),
             Report::ClaimFailed(error) => write!(f, "cannot claim: {error}"),
+            Report::WakeFailed(error) => {
+                write!(f, "cannot wake the sessions a shared limit paused: {error}")
+            }
             Report::StoreDown { location, since } => write!(
                 f,
                 "pod serve: the database {location} is unreachable since {}; sessions pause until \
@@ -191,7 +197,7 @@ impl Worker {
         // Sessions parked on a shared limit are tried again now: this
         // worker may run with the limit raised.
         if let Err(err) = store.wake_limited().await {
-            report(Report::ClaimFailed(pod_llm::error_chain(&err)));
+            report(Report::WakeFailed(pod_llm::error_chain(&err)));
         }
         let mut running: JoinSet<(Uuid, Result<Ended, RunError>)> = JoinSet::new();
         let mut pacing = ClaimPacing::default();
@@ -204,7 +210,7 @@ impl Worker {
                 // An operator edited `[limits]` (raised one, perhaps):
                 // the sessions they paused are tried again.
                 if let Err(err) = store.wake_limited().await {
-                    report(Report::ClaimFailed(pod_llm::error_chain(&err)));
+                    report(Report::WakeFailed(pod_llm::error_chain(&err)));
                 }
             }
             if !stop.is_cancelled() && Instant::now() >= schedules_at && !store.is_down() {
@@ -293,14 +299,6 @@ impl Worker {
     }
 }
 
-/// When the worker claims again. A claim that filled every free slot may
-/// have left more queued: the next one goes at once. A claim that came
-/// back short (or failed) found the queue empty, and a session ending is
-/// no news about the queue: the next claim waits for the poll interval.
-/// Claiming on every session's end was one claim statement per session,
-/// each scanning the running sessions for expired leases; at 10,000
-/// sessions their ends kept a database core busy for ten seconds after
-/// the last request (BENCHMARKS.md section 15).
 /// Between two reads of the config file's `[limits]`: an edit is seen
 /// within this, at the cost of one small file read (parsed only when its
 /// text changed) per interval.
@@ -334,6 +332,14 @@ impl LimitsWatch {
     }
 }
 
+/// When the worker claims again. A claim that filled every free slot may
+/// have left more queued: the next one goes at once. A claim that came
+/// back short (or failed) found the queue empty, and a session ending is
+/// no news about the queue: the next claim waits for the poll interval.
+/// Claiming on every session's end was one claim statement per session,
+/// each scanning the running sessions for expired leases; at 10,000
+/// sessions their ends kept a database core busy for ten seconds after
+/// the last request (BENCHMARKS.md section 15).
 #[derive(Debug, Default)]
 struct ClaimPacing {
     /// When a claim last found nothing more to take.
