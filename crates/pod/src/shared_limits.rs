@@ -194,6 +194,12 @@ impl InProcessLimits {
         now: DateTime<Utc>,
     ) -> Reserve {
         let mut windows = self.windows.lock();
+        // Windows over for a day, with nothing reserved, are forgotten: a
+        // server of per-minute limits would otherwise keep every minute.
+        let forget = now - chrono::Duration::days(1);
+        windows.retain(|(_, cap, start), (_, reserved)| {
+            *reserved > 0 || window_end(cap.window, *start) > forget
+        });
         let keyed: Vec<_> = caps
             .iter()
             .map(|cap| (profile.to_string(), *cap, window_start(cap.window, now)))
