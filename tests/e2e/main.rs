@@ -7,5 +7,6 @@ mod group_commit;
 mod mcp;
 mod pod_faults;
 mod session;
+mod shared_limits;
 mod store;
 mod worker_e2e;

@@ -12,6 +12,7 @@
 //! - [`browser`]: headless Chromium over WebDriver, for the dashboard.
 //! - [`logs`]: session logs written straight into a `POD_HOME`.
 //! - [`webhook`]: a webhook receiver on loopback that checks signatures.
+//! - [`poll`]: waiting on another process for a condition, with a guard.
 //!
 //! Test code: helpers panic with a message instead of returning errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -20,6 +21,7 @@ pub mod browser;
 pub mod history;
 pub mod logs;
 pub mod pod;
+pub mod poll;
 pub mod postgres;
 pub mod provider;
 pub mod server;

@@ -91,6 +91,9 @@ pub enum Report {
     },
     /// Claiming failed (the database, say); it tries again later.
     ClaimFailed(String),
+    /// Waking the sessions a shared limit paused failed (at the worker's
+    /// start, or after `[limits]` changed); they wake at their window's end.
+    WakeFailed(String),
     /// The database cannot be reached: sessions pause (nothing is sent to
     /// a model whose answer could not be recorded) and no session is
     /// claimed until it is back.
@@ -156,6 +159,9 @@ impl std::fmt::Display for Report {
                 }
             ),
             Report::ClaimFailed(error) => write!(f, "cannot claim: {error}"),
+            Report::WakeFailed(error) => {
+                write!(f, "cannot wake the sessions a shared limit paused: {error}")
+            }
             Report::StoreDown { location, since } => write!(
                 f,
                 "pod serve: the database {location} is unreachable since {}; sessions pause until \
@@ -194,6 +200,11 @@ impl Worker {
             slots: self.slots,
             lease_ttl: store.lease_ttl(),
         });
+        // Sessions parked on a shared limit are tried again now: this
+        // worker may run with the limit raised.
+        if let Err(err) = store.wake_limited().await {
+            report(Report::WakeFailed(pod_llm::error_chain(&err)));
+        }
         let mut running: JoinSet<(Uuid, Result<Ended, RunError>)> = JoinSet::new();
         let mut pacing = ClaimPacing::default();
         let mut availability = store.watch_availability();
@@ -212,8 +223,16 @@ impl Worker {
             pod::SessionStore::location(store),
             store.owner().to_string(),
         );
+        let mut limits = LimitsWatch::new();
         loop {
             outages.tick();
+            if !stop.is_cancelled() && limits.changed(Instant::now()) && !store.is_down() {
+                // An operator edited `[limits]` (raised one, perhaps):
+                // the sessions they paused are tried again.
+                if let Err(err) = store.wake_limited().await {
+                    report(Report::WakeFailed(pod_llm::error_chain(&err)));
+                }
+            }
             if !stop.is_cancelled() && Instant::now() >= schedules_at && !store.is_down() {
                 schedules_at = Instant::now() + SCHEDULE_POLL;
                 match schedule::fire_due(store).await {
@@ -305,6 +324,39 @@ impl Worker {
                 _ = stop.cancelled(), if !stop.is_cancelled() => report(Report::Stopping),
             }
         }
+    }
+}
+
+/// Between two reads of the config file's `[limits]`: an edit is seen
+/// within this, at the cost of one small file read (parsed only when its
+/// text changed) per interval.
+const LIMITS_POLL: Duration = Duration::from_secs(2);
+
+/// The config file's `[limits]` as last read.
+struct LimitsWatch {
+    tables: Option<String>,
+    next: Instant,
+}
+
+impl LimitsWatch {
+    fn new() -> Self {
+        Self {
+            tables: pod_launch::limits::tables_now(),
+            next: Instant::now() + LIMITS_POLL,
+        }
+    }
+
+    /// Whether `[limits]` changed since the last read (read at most once
+    /// per [`LIMITS_POLL`]).
+    fn changed(&mut self, now: Instant) -> bool {
+        if now < self.next {
+            return false;
+        }
+        self.next = now + LIMITS_POLL;
+        let tables = pod_launch::limits::tables_now();
+        let changed = tables != self.tables;
+        self.tables = tables;
+        changed
     }
 }
 

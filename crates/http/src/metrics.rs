@@ -238,7 +238,7 @@ impl Metrics {
             Family::new("pod_turns_total", "Turns by how they ended.", turns),
             Family::new(
                 "pod_budget_stops_total",
-                "Runs a limit stopped, by the kind of limit: money, requests, tokens, wall_time, turn_requests, continuations.",
+                "Runs a limit stopped, by the kind of limit: money, requests, tokens, wall_time, turn_requests, continuations, and a profile's shared limits per window: profile_per_minute, profile_per_hour, profile_per_day.",
                 budget_stops,
             ),
             Family::new(

@@ -443,10 +443,15 @@ impl Runner {
         let runner = self.clone();
         tokio::spawn(async move {
             let mut prompt = text;
+            let mut limited;
             let live = loop {
                 let result = match prompt.take() {
                     Some(text) => handle.prompt(text).await,
                     None => handle.continue_turn().await,
+                };
+                limited = match &result {
+                    Ok(outcome) => shared_limit_window(&outcome.reason),
+                    Err(_) => None,
                 };
                 let cancelled = match &result {
                     Ok(outcome) => {
@@ -489,6 +494,28 @@ impl Runner {
                 if let Some(mcp) = live.mcp {
                     mcp.shutdown().await;
                 }
+                if let (Some(window), None) = (limited, &runner.queue) {
+                    runner.continue_when_window_ends(id, window);
+                }
+            }
+        });
+    }
+
+    /// Continues session `id`, stopped by its profile's shared limit of
+    /// `window`, here once the window ends: a server without a fleet (the
+    /// file store) has no workers to wake it. Kept in this process only:
+    /// a server started again leaves it for `pod resume` or a prompt.
+    fn continue_when_window_ends(&self, id: Uuid, window: pod::shared_limits::Window) {
+        let now = Utc::now();
+        let end =
+            pod::shared_limits::window_end(window, pod::shared_limits::window_start(window, now));
+        let wait = (end - now).to_std().unwrap_or_default();
+        tracing::info!(session = %id, until = %end, "stopped by a shared limit; continued when its window ends");
+        let runner = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            if let Err(err) = runner.continue_parked(id).await {
+                tracing::warn!(session = %id, error = ?err, "cannot continue a session after its limit's window");
             }
         });
     }
@@ -575,6 +602,14 @@ impl Runner {
                 _ => Err(ApiError::internal(chain(&err))),
             },
         }
+    }
+}
+
+/// The window of the profile's shared limit that ended a turn, if one did.
+fn shared_limit_window(reason: &pod::TurnEndReason) -> Option<pod::shared_limits::Window> {
+    match reason {
+        pod::TurnEndReason::Limit(pod::Limit::Shared { window, .. }) => Some(*window),
+        _ => None,
     }
 }
 

@@ -523,6 +523,12 @@ impl Plan {
         config.budget = settings.budget.clone();
         config.session_budget = settings.session_budget;
         config.loop_guard = settings.loop_guard.clone();
+        // A replay's model is the recording: it spends nothing, and must
+        // not take room in the profile's windows.
+        config.shared_limits = match &self.replay {
+            Some(_) => None,
+            None => settings.shared_limits.clone(),
+        };
         // Subagents share the meters and are counted at the profile's
         // prices (a cheaper subagent model is over-counted, never under).
         let money = settings.max_run_cost.is_some() || settings.session_budget.cost.is_some();

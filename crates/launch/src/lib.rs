@@ -41,6 +41,7 @@ mod flags;
 pub mod goal;
 mod hooks;
 mod launcher;
+pub mod limits;
 mod mcp;
 mod model;
 pub mod notify;

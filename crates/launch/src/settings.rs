@@ -37,6 +37,9 @@ pub struct Resolved {
     pub max_run_cost: Option<pod_llm::Cost>,
     /// The loop guard's settings.
     pub loop_guard: pod::LoopGuardConfig,
+    /// The limits the profile shares with every session of the store
+    /// (`[limits.PROFILE]`, read at every start, never recorded).
+    pub shared_limits: Option<pod::shared_limits::SharedLimitsConfig>,
     /// The sandbox `bash` runs in.
     pub sandbox: SandboxPolicy,
     /// Subagents' limits (their model is built with the providers).
@@ -78,6 +81,8 @@ impl Resolved {
             _ => budget::max_run_cost(&file, choice.raw.budget.as_ref(), &flags.budget)?,
         };
         let loop_guard = budget::loop_guard(&file, choice.raw.budget.as_ref())?;
+        let shared_limits =
+            crate::limits::resolve(&file, choice.profile.as_deref(), choice.raw.prices)?;
         let subagents = crate::subagents::resolve(&file)?;
         let notify = crate::notify::resolve(&file, choice.raw.notify.as_ref())?;
         let goal = crate::goal::resolve(
@@ -103,6 +108,7 @@ impl Resolved {
             session_budget,
             max_run_cost,
             loop_guard,
+            shared_limits,
             sandbox,
             subagents,
             notify,

@@ -80,6 +80,10 @@ pub struct PodConfig {
     /// The money limits of the session and of a run, and the meters they
     /// are counted on (none by default); subagents share them.
     pub cost_budget: Option<CostBudget>,
+    /// The limits the session's profile shares with every session of the
+    /// store (`[limits]`, [`crate::shared_limits`]); none by default.
+    /// Subagents count in them too.
+    pub shared_limits: Option<crate::shared_limits::SharedLimitsConfig>,
     /// What the loop guard looks for (on by default: five repeats).
     pub loop_guard: LoopGuardConfig,
     /// Called once the Pod runs ([`StartHook`]); none by default.
@@ -171,6 +175,7 @@ impl PodConfig {
             interceptors: Vec::new(),
             session_budget: SessionBudget::default(),
             cost_budget: None,
+            shared_limits: None,
             loop_guard: LoopGuardConfig::default(),
             on_start: Vec::new(),
             launch: None,

@@ -67,6 +67,12 @@ impl ParkedOn {
         self.0.lock().take()
     }
 
+    /// The last turn stopped at a shared limit: the session waits for its
+    /// window to end (or the limit to be raised).
+    pub(crate) fn limited(&self, until: chrono::DateTime<chrono::Utc>) {
+        *self.0.lock() = Some(Waits::Limit { until });
+    }
+
     /// A new turn starts: it parks again or not.
     pub(crate) fn clear(&self) {
         self.0.lock().take();

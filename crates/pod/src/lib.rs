@@ -61,6 +61,7 @@ pub mod questions;
 pub mod reminder;
 pub mod replay;
 mod session;
+pub mod shared_limits;
 mod stack;
 pub mod stats;
 pub mod store;

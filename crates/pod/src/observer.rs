@@ -3,7 +3,7 @@
 
 use crate::config::Durability;
 use crate::events::{EventBus, PodEvent};
-use crate::interceptors::CostBudget;
+use crate::interceptors::{CostBudget, PendingReservation};
 use crate::log::LogRecord;
 use crate::store::LogWriter;
 use pod_llm::{Item, ItemKind, SystemKind};
@@ -24,6 +24,9 @@ pub struct PodObserver {
     fenced: Option<(Uuid, i64)>,
     // The run's money limit: each answer is charged as it commits.
     cost: Option<CostBudget>,
+    // The shared limits' reservation of the request in flight, settled
+    // when its answer commits.
+    pending: Option<PendingReservation>,
     // What a cancel cut while the model's answer streamed, for the Pod to
     // record with the run's end.
     cut: Option<Cut>,
@@ -47,6 +50,7 @@ impl PodObserver {
             durability,
             fenced: None,
             cost: None,
+            pending: None,
             cut: None,
         }
     }
@@ -61,6 +65,13 @@ impl PodObserver {
     /// started by that answer already sees it spent.
     pub fn charging(mut self, budget: Option<CostBudget>) -> Self {
         self.cost = budget;
+        self
+    }
+
+    /// The same observer, settling the shared limits' reservation of each
+    /// request with its answer's usage the moment the answer commits.
+    pub fn settling(mut self, pending: Option<PendingReservation>) -> Self {
+        self.pending = pending;
         self
     }
 
@@ -101,6 +112,9 @@ impl TurnObserver for PodObserver {
         ) = (&self.cost, &item.kind)
         {
             budget.charge(budget.prices.charge(usage));
+        }
+        if let (Some(pending), ItemKind::Assistant { usage, .. }) = (&self.pending, &item.kind) {
+            pending.settle(usage.as_ref()).await;
         }
         if let ItemKind::System { kind, text } = &item.kind {
             match kind {

@@ -14,7 +14,7 @@ use crate::log::{LogRecord, ParentLink};
 use crate::observer::PodObserver;
 use crate::questions::Questions;
 use crate::session::{self, OpenSession};
-use crate::stack::{context_window, stack, Gatekeepers};
+use crate::stack::{context_window, shared_limits, stack, Gatekeepers};
 use crate::store::{LogWriter, Store};
 use crate::subagents::Lineage;
 use crate::tools::{SessionTools, ToolsFor};
@@ -377,13 +377,24 @@ fn build_parts(
             history_id: None,
         }),
     });
+    let limits = shared_limits(config, parked, lineage.depth == 0).map(|(guard, pending)| {
+        let overhead = estimate_request_tokens(&ProviderRequest {
+            system_prompt: config.system_prompt.clone(),
+            history: Default::default(),
+            tools: registry.specs(),
+            cache_key: None,
+            history_id: None,
+        });
+        (guard.with_overhead(overhead), pending)
+    });
+    let pending = limits.as_ref().map(|guard| guard.1.clone());
     let interceptor = stack(
         config,
         &store,
         notifications,
         trigger,
         (spent, created_at),
-        gatekeepers,
+        (gatekeepers, limits.map(|guard| guard.0)),
         lineage.depth == 0,
     );
     let verifier = match (&config.verify, checks) {
@@ -432,7 +443,8 @@ fn build_parts(
             store.clone(),
             config.durability,
         )
-        .charging(config.cost_budget.clone()),
+        .charging(config.cost_budget.clone())
+        .settling(pending),
         compaction: CompactionSetup {
             provider: config
                 .compact_provider

@@ -4,12 +4,15 @@
 use crate::checkpoints::Checkpoints;
 use crate::config::PodConfig;
 use crate::hooks::HookInterceptor;
+use crate::gate::ParkedOn;
 use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, CostGuard, Followups, LoopGuard, NotificationQueue,
-    Notifications, Reminders, SessionBudgetGuard, Spent, UntilDone,
+    Notifications, PendingReservation, Reminders, SessionBudgetGuard, SharedLimitGuard, Spent,
+    UntilDone,
 };
 use pod_tools::TodoStore;
 use pod_worker::InterceptorStack;
+use std::sync::Arc;
 
 /// What decides whether a tool call runs: the operator's hooks, then the
 /// approval policy.
@@ -22,6 +25,33 @@ pub(crate) struct Gatekeepers {
     pub checkpoints: Option<Checkpoints>,
 }
 
+/// The guard of the profile's shared limits and the slot its observer
+/// settles through, when the profile has limits; in the store's windows,
+/// or this process's for a store that keeps none.
+pub(crate) fn shared_limits(
+    config: &PodConfig,
+    parked: &ParkedOn,
+    root: bool,
+) -> Option<(SharedLimitGuard, PendingReservation)> {
+    let limits = config
+        .shared_limits
+        .as_ref()
+        .filter(|l| !l.caps.is_empty())?;
+    let backend = limits
+        .backend
+        .clone()
+        .or_else(|| config.store().shared_limits())
+        .unwrap_or_else(crate::shared_limits::in_process);
+    let pending = PendingReservation::new(Arc::clone(&backend), limits.prices);
+    let guard = SharedLimitGuard::new(
+        limits.clone(),
+        backend,
+        pending.clone(),
+        root.then(|| parked.clone()),
+    );
+    Some((guard, pending))
+}
+
 /// The Pod's interceptors in their order (see [`crate::interceptors`]).
 pub(crate) fn stack(
     config: &PodConfig,
@@ -29,7 +59,7 @@ pub(crate) fn stack(
     notifications: &NotificationQueue,
     trigger: Option<CompactionTrigger>,
     (spent, created_at): (Spent, chrono::DateTime<chrono::Utc>),
-    gatekeepers: Gatekeepers,
+    (gatekeepers, limits): (Gatekeepers, Option<SharedLimitGuard>),
     root: bool,
 ) -> InterceptorStack {
     let mut stack = InterceptorStack::new();
@@ -41,6 +71,9 @@ pub(crate) fn stack(
     }
     if let Some(budget) = &config.cost_budget {
         stack.push(CostGuard::new(budget.clone(), root));
+    }
+    if let Some(guard) = limits {
+        stack.push(guard);
     }
     if config.loop_guard.repeats > 0 {
         stack.push(LoopGuard::new(config.loop_guard.clone()));

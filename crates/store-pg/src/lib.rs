@@ -37,6 +37,14 @@
 //! loses nothing acknowledged, a crash of the database server may lose the
 //! last fraction of a second.
 //!
+//! # Shared limits
+//! A profile's `[limits]` (money, tokens, requests per UTC minute, hour or
+//! day) are held for the whole fleet in `pod_limit_windows`
+//! ([`pod::shared_limits::SharedLimits`] on [`PgStore`]): a request
+//! reserves its estimate with a conditional upsert, its answer settles.
+//! A session a limit stops is parked until the window ends, or until a
+//! worker starts ([`PgStore::wake_limited`]).
+//!
 //! Schema migrations ship with the crate ([`migrate`]) and run when a store
 //! connects, serialized between workers by an advisory lock.
 #![deny(missing_docs)]
@@ -46,6 +54,7 @@ mod db;
 mod error;
 mod health;
 mod leases;
+mod limits;
 mod log;
 mod pool;
 mod queue;

@@ -173,6 +173,7 @@ impl LogSink for PgLog {
             Waits::Answer { wake_at } => After::Parked { wake_at },
             Waits::Worker => After::Queued,
             Waits::Until { at } => After::Parked { wake_at: Some(at) },
+            Waits::Limit { until } => After::Limited { wake_at: until },
         };
         self.release(after).await.map(|()| true)
     }

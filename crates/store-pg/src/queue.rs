@@ -24,7 +24,7 @@ const CLAIM: &str = "
         FOR UPDATE SKIP LOCKED
     )
     UPDATE pod_sessions s
-    SET owner = $1::text, epoch = s.epoch + 1, state = 'running', wake_at = NULL,
+    SET owner = $1::text, epoch = s.epoch + 1, state = 'running', wake_at = NULL, limited = false,
         lease_until = now() + $2::bigint * interval '1 millisecond'
     FROM next WHERE s.id = next.id
     RETURNING s.id, s.epoch, next.state, next.created_at";
@@ -252,7 +252,8 @@ impl PgStore {
         let changed = client
             .execute(
                 "UPDATE pod_sessions
-                 SET state = $2::text, fleet = fleet OR $2::text = 'queued', wake_at = NULL
+                 SET state = $2::text, fleet = fleet OR $2::text = 'queued', wake_at = NULL,
+                     limited = false
                  WHERE id = $1::uuid AND (owner IS NULL OR lease_until < now())",
                 &[&id, &state.as_str()],
             )

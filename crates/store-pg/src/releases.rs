@@ -27,17 +27,18 @@ use uuid::Uuid;
 /// leases (id, epoch) it ended.
 const RELEASE_ALL: &str = "
     WITH r AS (
-        SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[], $5::bool[])
-            AS r(id, epoch, state, wake_at, fleet)
+        SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[], $5::bool[],
+                             $6::bool[])
+            AS r(id, epoch, state, wake_at, fleet, limited)
     ), mine AS (
-        SELECT s.id, r.state, r.wake_at, r.fleet FROM pod_sessions s
+        SELECT s.id, r.state, r.wake_at, r.fleet, r.limited FROM pod_sessions s
         JOIN r ON s.id = r.id AND s.epoch = r.epoch
         ORDER BY s.id
         FOR NO KEY UPDATE OF s
     )
     UPDATE pod_sessions s
     SET owner = NULL, lease_until = NULL, state = mine.state, wake_at = mine.wake_at,
-        fleet = s.fleet OR mine.fleet
+        fleet = s.fleet OR mine.fleet, limited = mine.limited
     FROM mine WHERE s.id = mine.id
     RETURNING s.id, s.epoch";
 
@@ -51,6 +52,9 @@ pub(crate) enum After {
     /// The fleet's, parked on a question until it is answered or until
     /// `wake_at`.
     Parked { wake_at: Option<DateTime<Utc>> },
+    /// The fleet's, parked on its profile's shared limit until `wake_at`
+    /// (the window's end) or a worker's start.
+    Limited { wake_at: DateTime<Utc> },
 }
 
 /// One lease to end.
@@ -141,20 +145,26 @@ impl Attempt for Vec<Release> {
         let mut states: Vec<&str> = Vec::with_capacity(self.len());
         let mut wakes: Vec<Option<DateTime<Utc>>> = Vec::with_capacity(self.len());
         let mut fleet: Vec<bool> = Vec::with_capacity(self.len());
+        let mut limited: Vec<bool> = Vec::with_capacity(self.len());
         for release in self {
             let (state, wake_at, handed) = match release.after {
                 After::Idle => ("idle", None, false),
                 After::Queued => ("queued", None, true),
                 After::Parked { wake_at } => ("parked", wake_at, true),
+                After::Limited { wake_at } => ("parked", Some(wake_at), true),
             };
             states.push(state);
             wakes.push(wake_at);
             fleet.push(handed);
+            limited.push(matches!(release.after, After::Limited { .. }));
         }
         let statement = conn.prepared(RELEASE_ALL).await?;
         let rows = conn
             .client
-            .query(&statement, &[&ids, &epochs, &states, &wakes, &fleet])
+            .query(
+                &statement,
+                &[&ids, &epochs, &states, &wakes, &fleet, &limited],
+            )
             .await?;
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }

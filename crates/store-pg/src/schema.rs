@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/003_expiring_leases.sql"),
     include_str!("../migrations/004_schedules.sql"),
     include_str!("../migrations/005_heartbeats.sql"),
+    include_str!("../migrations/006_shared_limits.sql"),
 ];
 
 // Any constant both sides agree on: workers migrating at once take turns.

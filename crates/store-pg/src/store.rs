@@ -575,6 +575,10 @@ impl SessionStore for PgStore {
         self.inner.db.location.clone()
     }
 
+    fn shared_limits(&self) -> Option<Arc<dyn pod::shared_limits::SharedLimits>> {
+        Some(Arc::new(self.clone()))
+    }
+
     async fn create(
         &self,
         header: &SessionHeader,

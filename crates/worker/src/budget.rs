@@ -103,6 +103,21 @@ pub enum Limit {
         /// How many times in a row.
         times: u32,
     },
+    /// A limit shared by every session of a profile in a store (`[limits]`:
+    /// money, tokens or requests per minute, hour or day) is reached; the
+    /// session waits for the window to roll over or the limit to be raised.
+    Shared {
+        /// The profile whose limit it is.
+        profile: String,
+        /// What it counts.
+        measure: Measure,
+        /// Over which window.
+        window: Window,
+        /// The limit, in the measure's units (money in millionths).
+        max: u64,
+        /// What the profile had spent and reserved in the window.
+        spent: u64,
+    },
     /// The same call failed the same way this many times in a row.
     RepeatedFailure {
         /// The tool called.
@@ -133,6 +148,17 @@ impl std::fmt::Display for Limit {
                 write!(f, "budget (wall time of {})", duration(*max_secs))
             }
             Limit::Loop { what, times } => write!(f, "loop ({what} ×{times})"),
+            Limit::Shared {
+                profile,
+                measure,
+                window,
+                max,
+                spent,
+            } => write!(
+                f,
+                "limit (profile {profile}: {} per {window})",
+                measure.of(*spent, *max)
+            ),
             Limit::RepeatedFailure { tool, times } => write!(
                 f,
                 "the loop guard: the same {tool} call failed the same way {} in a row",
@@ -148,7 +174,10 @@ impl Limit {
     /// budget of 6 model requests` for the others.
     pub fn stop_line(&self) -> String {
         match self {
-            Limit::SessionCost { .. } | Limit::SessionWall { .. } | Limit::Loop { .. } => {
+            Limit::SessionCost { .. }
+            | Limit::SessionWall { .. }
+            | Limit::Loop { .. }
+            | Limit::Shared { .. } => {
                 format!("stopped: {self}")
             }
             _ => format!("stopped by {self}"),
@@ -156,9 +185,16 @@ impl Limit {
     }
 
     /// The kind of limit, for a metric's label: `money`, `requests`,
-    /// `tokens`, `wall_time`, `turn_requests`, `continuations`, `loop`.
+    /// `tokens`, `wall_time`, `turn_requests`, `continuations`, `loop`,
+    /// and for a profile's shared limits `profile_per_minute`,
+    /// `profile_per_hour`, `profile_per_day`.
     pub fn kind(&self) -> &'static str {
         match self {
+            Limit::Shared { window, .. } => match window {
+                Window::Minute => "profile_per_minute",
+                Window::Hour => "profile_per_hour",
+                Window::Day => "profile_per_day",
+            },
             Limit::TurnRequests(_) => "turn_requests",
             Limit::Continuations(_) => "continuations",
             Limit::RunRequests(_) | Limit::SessionRequests(_) => "requests",
@@ -167,6 +203,83 @@ impl Limit {
             Limit::SessionWall { .. } => "wall_time",
             Limit::Loop { .. } | Limit::RepeatedFailure { .. } => "loop",
         }
+    }
+}
+
+/// What a shared limit counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// Money at the profile's prices, in millionths.
+    Money,
+    /// Tokens (prompt + completion, as providers report them).
+    Tokens,
+    /// Model requests.
+    Requests,
+}
+
+impl Measure {
+    /// Its name, as in config keys and the database: `money`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Measure::Money => "money",
+            Measure::Tokens => "tokens",
+            Measure::Requests => "requests",
+        }
+    }
+
+    /// `spent` of `max` for people: `money 2.10 of 2.00`, `1200 of 1000
+    /// tokens`, `30 of 30 requests`.
+    pub fn of(self, spent: u64, max: u64) -> String {
+        match self {
+            Measure::Money => format!(
+                "money {} of {}",
+                pod_llm::Cost::from_micros(spent),
+                pod_llm::Cost::from_micros(max)
+            ),
+            Measure::Tokens => format!("{spent} of {}", counted(max, "token")),
+            Measure::Requests => format!("{spent} of {}", counted(max, "request")),
+        }
+    }
+}
+
+/// The window a shared limit counts over: a calendar minute, hour or day
+/// in UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Window {
+    /// A UTC minute.
+    Minute,
+    /// A UTC hour.
+    Hour,
+    /// A UTC day.
+    Day,
+}
+
+impl Window {
+    /// Its name, as in config keys and the database (PostgreSQL's
+    /// `date_trunc` field): `day`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Window::Minute => "minute",
+            Window::Hour => "hour",
+            Window::Day => "day",
+        }
+    }
+
+    /// Its length in seconds.
+    pub fn secs(self) -> i64 {
+        match self {
+            Window::Minute => 60,
+            Window::Hour => 3600,
+            Window::Day => 86_400,
+        }
+    }
+}
+
+impl std::fmt::Display for Window {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -30,7 +30,8 @@ mod tool_state;
 mod worker;
 
 pub use budget::{
-    Budget, BudgetMeter, Limit, DEFAULT_REPEATED_FAILURES, DEFAULT_REQUESTS_PER_TURN,
+    Budget, BudgetMeter, Limit, Measure, Window, DEFAULT_REPEATED_FAILURES,
+    DEFAULT_REQUESTS_PER_TURN,
 };
 pub use error::WorkerError;
 pub use interceptor::{

@@ -71,7 +71,7 @@ fn eighty_identical_successful_calls_are_reminded_then_stopped_with_exit_3() {
 }
 
 /// `pod replay ID --json` says the session replays identically.
-fn assert_replays_identically(env: &TestEnv, id: &str) {
+pub(crate) fn assert_replays_identically(env: &TestEnv, id: &str) {
     let out = env.pod().args(["replay", id, "--json"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let report: Value = serde_json::from_str(stdout.lines().next().unwrap_or("null"))

@@ -35,7 +35,7 @@ async fn patch(server: &Server, id: &str, body: Value) -> (u16, Value) {
 
 /// Asks for session `id` until its status is `status` (failing after a
 /// minute, saying what it saw).
-async fn until_status(server: &Server, id: &str, status: &str) -> Value {
+pub(crate) async fn until_status(server: &Server, id: &str, status: &str) -> Value {
     let mut seen = Value::Null;
     for _ in 0..1_200 {
         seen = server.get(&format!("/sessions/{id}")).await;
@@ -49,7 +49,7 @@ async fn until_status(server: &Server, id: &str, status: &str) -> Value {
 
 /// `/metrics` until it has `line` (a minute at most: the counters follow
 /// the sessions' events a moment after they are let go).
-async fn until_metric(server: &Server, line: &str) {
+pub(crate) async fn until_metric(server: &Server, line: &str) {
     let mut text = String::new();
     for _ in 0..1_200 {
         text = server.metrics().await;

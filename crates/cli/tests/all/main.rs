@@ -40,6 +40,7 @@ mod run_resume;
 mod sandbox;
 mod schedules;
 mod sessions_show;
+mod shared_limits;
 mod states;
 mod store;
 mod subagents;

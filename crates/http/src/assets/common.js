@@ -268,6 +268,14 @@ function limitText(limit) {
     case "session_cost": return "its money limit: " + money(value && value.spent) + " of " + money(value && value.max);
     case "session_wall": return "its wall-time limit of " + (value && value.max_secs) + "s";
     case "loop": return "a loop: " + (value && value.what) + " ×" + (value && value.times);
+    case "shared": {
+      // A profile's shared limit; money in millionths.
+      const v = value || {};
+      const amounts = v.measure === "money"
+        ? "money " + money(v.spent / 1e6) + " of " + money(v.max / 1e6)
+        : v.spent + " of " + v.max + " " + v.measure;
+      return "the limit of profile " + v.profile + ": " + amounts + " per " + v.window;
+    }
     case "repeated_failure": return (value && value.tool) + " failed " + (value && value.times) + " times in a row";
     case undefined: return "";
     default: return kind.replace(/_/g, " ") + " " + JSON.stringify(value);

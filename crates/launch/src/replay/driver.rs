@@ -190,6 +190,9 @@ async fn start(
             calls: calls.clone(),
         })
     }));
+    // Refused where the recording was by its profile's shared limits,
+    // which no replay can see as they were.
+    prepared.config.shared_limits = super::limits::config(&root.records);
     if let Some(tune) = &what_if.tune {
         tune(&mut prepared.config);
     }
@@ -235,6 +238,7 @@ async fn drive(
     let expected = entries(&root.records, &Renames::default(), &[]);
     let mut cursor = Cursor::default();
     let mut answered = 0;
+    let mut stopped = 0;
     while let Some((start, next)) = runs::next(&root.records, answered, cursor) {
         let ended = match &start {
             Start::Prompt(text) => handle.prompt(text.clone()).await,
@@ -246,7 +250,12 @@ async fn drive(
         }
         let records = read(place, handle.session_id()).await?;
         let now = answers(&records);
-        if now == answered && next == cursor {
+        // A stop by a shared limit is progress while the recording has
+        // more of them: its next run was refused again, or went on.
+        let stops = shared_stops(&records);
+        let stopped_again = stops > stopped && stops <= shared_stops(&root.records);
+        stopped = stops;
+        if now == answered && next == cursor && !stopped_again {
             // Nothing moved: starting it again would do the same.
             break;
         }
@@ -263,6 +272,17 @@ async fn drive(
         }
     }
     Ok(())
+}
+
+/// How many runs of `records` a profile's shared limit stopped.
+fn shared_stops(records: &[LogRecord]) -> usize {
+    records
+        .iter()
+        .filter(|record| {
+            matches!(record, LogRecord::Stopped(stopped)
+                if matches!(stopped.limit, pod::Limit::Shared { .. }))
+        })
+        .count()
 }
 
 async fn read(place: &Place, id: Uuid) -> Result<Vec<LogRecord>, LaunchError> {

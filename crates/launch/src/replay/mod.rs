@@ -30,6 +30,7 @@ mod approver;
 mod compare;
 mod confine;
 mod driver;
+mod limits;
 mod normalise;
 mod runs;
 mod script;

@@ -8,7 +8,9 @@
 //! 2. [`SessionBudgetGuard`]: ends a run before a request once the session
 //!    budget (requests, tokens, wall time) is spent (only when one is set);
 //!    [`CostGuard`] once the session, or the run, with its subagents spent
-//!    its money limit (only when one is set).
+//!    its money limit (only when one is set); [`SharedLimitGuard`] once
+//!    the profile's shared limits (`[limits]`) have no room for the
+//!    request, which it reserves (only when the profile has some).
 //! 3. [`LoopGuard`]: reminds a model that repeats itself, then ends the run
 //!    (unless `loop_guard.repeats` is 0).
 //! 4. [`Notifications`]: delivers `notify` messages before the next request.
@@ -40,6 +42,7 @@ mod followups;
 mod loop_guard;
 mod notifications;
 mod reminders;
+mod shared_limit_guard;
 mod until_done;
 
 pub use approval::Approval;
@@ -50,4 +53,5 @@ pub use followups::Followups;
 pub use loop_guard::{LoopGuard, LoopGuardConfig, DEFAULT_LOOP_REPEATS, LOOP_GRACE};
 pub use notifications::{NotificationQueue, Notifications};
 pub use reminders::{answered_since_plan, last_reminder_unanswered, Reminders};
+pub use shared_limit_guard::{PendingReservation, SharedLimitGuard};
 pub use until_done::UntilDone;

@@ -61,6 +61,14 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
         self.read(id).await
     }
 
+    /// Where this store keeps the windows of its profiles' shared limits
+    /// (`[limits]`), for every process using it; `None` (the default, the
+    /// file store's): each process keeps its own
+    /// ([`crate::shared_limits::in_process`]).
+    fn shared_limits(&self) -> Option<std::sync::Arc<dyn crate::shared_limits::SharedLimits>> {
+        None
+    }
+
     /// The records of session `id` after its first `skip` (the header not
     /// counted): what a watcher polling a session by sequence has not seen.
     async fn read_after(&self, id: Uuid, skip: usize) -> Result<Vec<LogRecord>, PodError> {
@@ -189,6 +197,13 @@ pub enum Waits {
     Until {
         /// When.
         at: DateTime<Utc>,
+    },
+    /// A limit its profile shares with other sessions ([`crate::shared_limits`]):
+    /// a worker continues it once the limit's window ends at `until`, or
+    /// when a worker starts (with a limit raised, perhaps).
+    Limit {
+        /// When the window ends.
+        until: DateTime<Utc>,
     },
 }
 

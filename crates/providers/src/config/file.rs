@@ -91,6 +91,11 @@ pub struct ConfigFile {
     /// workspace (no `pod diff`, no `pod rewind`); on by default.
     #[serde(default)]
     pub checkpoints: Option<bool>,
+    /// The `[limits.PROFILE]` tables (what every session of a profile may
+    /// spend together per minute, hour or day, in a whole store), kept as
+    /// parsed for front ends, like `approval`.
+    #[serde(default)]
+    pub limits: Option<toml::Value>,
     /// The `[telemetry]` table (where traces go: `otlp_endpoint`,
     /// `otlp_headers`, `service_name`), kept as parsed for front ends; the
     /// standard `OTEL_*` environment variables win over it.
