@@ -3,8 +3,8 @@
 
 use crate::checkpoints::Checkpoints;
 use crate::config::PodConfig;
-use crate::hooks::HookInterceptor;
 use crate::gate::ParkedOn;
+use crate::hooks::HookInterceptor;
 use crate::interceptors::{
     Approval, AutoCompact, CompactionTrigger, CostGuard, Followups, LoopGuard, NotificationQueue,
     Notifications, PendingReservation, Reminders, SessionBudgetGuard, SharedLimitGuard, Spent,

@@ -93,11 +93,7 @@ impl Outcome {
     pub fn spans(&self, seq: usize, round: &VerifyRecord) -> [Value; 2] {
         let start = format!("sevt_{seq:08}_eval_start");
         let iteration = round.round.saturating_sub(1);
-        let usage = round
-            .grader
-            .as_ref()
-            .map(|g| g.usage)
-            .unwrap_or_default();
+        let usage = round.grader.as_ref().map(|g| g.usage).unwrap_or_default();
         [
             json!({
                 "id": start, "type": "span.outcome_evaluation_start", "processed_at": round.at,
