@@ -57,7 +57,9 @@ pub trait ToolState: Send + Sync {
 /// live turn; replay builds one over the same tools.
 #[derive(Clone, Default)]
 pub struct ToolStates {
-    by_tool: HashMap<String, Arc<dyn ToolState>>,
+    // A few entries (the todo list, the file tools): a scan is cheaper than
+    // hashing the name of every call a resume replays.
+    by_tool: Vec<(String, Arc<dyn ToolState>)>,
     // Each state once, even when several tools share it.
     unique: Vec<Arc<dyn ToolState>>,
     // Calls of stateful tools whose result has not been committed yet:
@@ -68,7 +70,14 @@ pub struct ToolStates {
 impl std::fmt::Debug for ToolStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolStates")
-            .field("tools", &self.by_tool.keys().collect::<Vec<_>>())
+            .field(
+                "tools",
+                &self
+                    .by_tool
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .field("open", &self.open.len())
             .finish()
     }
@@ -85,7 +94,10 @@ impl ToolStates {
         if !self.unique.iter().any(|s| same(s, &state)) {
             self.unique.push(state.clone());
         }
-        self.by_tool.insert(name.to_string(), state);
+        match self.by_tool.iter_mut().find(|(tool, _)| tool == name) {
+            Some((_, kept)) => *kept = state,
+            None => self.by_tool.push((name.to_string(), state)),
+        }
         self
     }
 
@@ -103,7 +115,7 @@ impl ToolStates {
         match &item.kind {
             ItemKind::Assistant { tool_calls, .. } => {
                 for call in tool_calls {
-                    if self.by_tool.contains_key(&call.name) {
+                    if self.state_of(&call.name).is_some() {
                         self.open
                             .insert(call.id.clone(), (call.name.clone(), call.arguments.clone()));
                     }
@@ -115,10 +127,14 @@ impl ToolStates {
                 is_error,
                 meta,
             } => {
+                // Most results are of stateless tools: nothing to look up.
+                if self.open.is_empty() {
+                    return;
+                }
                 let Some((name, arguments)) = self.open.remove(call_id) else {
                     return;
                 };
-                if let Some(state) = self.by_tool.get(&name) {
+                if let Some(state) = self.state_of(&name) {
                     // Kept as text in the item; a state reads a value.
                     let meta = meta.as_ref().map(pod_llm::Meta::to_value);
                     state.apply(&CommittedCall {
@@ -133,6 +149,14 @@ impl ToolStates {
             }
             _ => {}
         }
+    }
+
+    /// The state of tool `name`, if it keeps one.
+    fn state_of(&self, name: &str) -> Option<&Arc<dyn ToolState>> {
+        self.by_tool
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, state)| state)
     }
 
     /// Tells every state the context was compacted. No call spans a
