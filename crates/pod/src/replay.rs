@@ -42,6 +42,8 @@ pub fn replay_into(
     states: &mut ToolStates,
 ) -> ActiveContext {
     states.clear();
+    // The plan is its last accepted `todo_write`: only that one is checked.
+    states.defer_latest();
     let records = records.into_iter();
     let mut history = Vec::with_capacity(records.size_hint().0);
     for record in records {
@@ -67,6 +69,7 @@ pub fn replay_into(
             | LogRecord::Verify(_) => {}
         }
     }
+    states.finish_replay();
     let interrupted = unanswered_calls(&history)
         .into_iter()
         .map(|id| Item::tool_result(id, INTERRUPTED_RESULT, true))
