@@ -7,6 +7,9 @@
 //! - [`pod`]: a scripted Pod in a temporary `POD_HOME`, approvers, events.
 //! - [`server`] and [`wire`]: a loopback HTTP server that plays scripted
 //!   replies byte for byte, and model answers in both wire formats.
+//! - [`limits`]: child processes with a lowered open-file limit.
+//! - [`model`]: a loopback model server answering many sessions at once,
+//!   holding answers back on request and counting those in flight.
 //! - [`provider`]: running one request against a real provider.
 //! - [`postgres`]: a throwaway PostgreSQL cluster per test.
 //! - [`browser`]: headless Chromium over WebDriver, for the dashboard.
@@ -19,7 +22,9 @@
 
 pub mod browser;
 pub mod history;
+pub mod limits;
 pub mod logs;
+pub mod model;
 pub mod pod;
 pub mod poll;
 pub mod postgres;

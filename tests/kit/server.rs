@@ -234,7 +234,7 @@ async fn wait_for_hang_up(socket: &mut TcpStream) {
     }
 }
 
-async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
+pub(crate) async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 8192];
     let head_end = loop {

@@ -119,8 +119,41 @@ fn replay_only(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// `Pod::resume` of one log of `items` items, `runs` times and nothing
+/// else, for a profiler (`POD_BENCH_RESUME_PROFILE=ITEMS[:RUNS]`).
+async fn profile(items: usize, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let home = PodHome::new(dir.path());
+    let id = Uuid::new_v4();
+    home.create_session_dir(id)?;
+    write_log(&home.log_path(id), id, items)?;
+    let config = PodConfig::new(
+        home.clone(),
+        dir.path(),
+        Arc::new(ScriptedProvider::from_steps(vec![])),
+    );
+    let took = median(runs, || {
+        let config = config.clone();
+        async move {
+            let pod = Pod::resume(id, config).await?;
+            pod.shutdown().await?;
+            Ok(())
+        }
+    })
+    .await?;
+    println!(
+        "Pod::resume of {items} items, median of {runs}: {}",
+        fmt_duration(took)
+    );
+    Ok(())
+}
+
 /// Prints the resume table.
 pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
+    if let Ok(spec) = std::env::var("POD_BENCH_RESUME_PROFILE") {
+        let (items, runs) = spec.split_once(':').unwrap_or((&spec, "20"));
+        return profile(items.parse()?, runs.parse()?).await;
+    }
     let sizes: &[usize] = if quick {
         &[1_000, 10_000]
     } else {
@@ -139,33 +172,58 @@ pub async fn run(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
         let path = home.log_path(id);
         write_log(&path, id, items)?;
         let size = std::fs::metadata(&path)?.len();
-        let floor_time = median(runs, || async { floor(&path) }).await?;
-        let replay_time = median(runs, || async { replay_only(&path) }).await?;
         let config = PodConfig::new(
             home.clone(),
             dir.path(),
             Arc::new(ScriptedProvider::from_steps(vec![])),
         );
-        let pod_time = median(runs, || {
-            let config = config.clone();
-            async move {
-                let pod = Pod::resume(id, config).await?;
-                pod.shutdown().await?;
-                Ok(())
-            }
-        })
-        .await?;
-        let ratio = |t: std::time::Duration| t.as_secs_f64() / floor_time.as_secs_f64();
+        // Round by round, the three in turn: on a shared machine the load
+        // moves between them less than between three series run one after
+        // the other, and each round's ratio compares like with like.
+        let (mut floors, mut replays, mut pods) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut replay_ratios, mut pod_ratios) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let floor_time = median(1, || async { floor(&path) }).await?;
+            let replay_time = median(1, || async { replay_only(&path) }).await?;
+            let pod_time = median(1, || {
+                let config = config.clone();
+                async move {
+                    let pod = Pod::resume(id, config).await?;
+                    pod.shutdown().await?;
+                    Ok(())
+                }
+            })
+            .await?;
+            let ratio = |t: std::time::Duration| t.as_secs_f64() / floor_time.as_secs_f64();
+            replay_ratios.push(ratio(replay_time));
+            pod_ratios.push(ratio(pod_time));
+            floors.push(floor_time);
+            replays.push(replay_time);
+            pods.push(pod_time);
+        }
+        let middle = |mut v: Vec<std::time::Duration>| {
+            v.sort();
+            v[v.len() / 2]
+        };
+        let middle_ratio = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (floor_time, replay_time, pod_time) = (middle(floors), middle(replays), middle(pods));
         println!(
             "| {items} | {:.1} MiB | {} | {} | {:.2}x | {} | {:.2}x |",
             size as f64 / 1_048_576.0,
             fmt_duration(floor_time),
             fmt_duration(replay_time),
-            ratio(replay_time),
+            middle_ratio(replay_ratios),
             fmt_duration(pod_time),
-            ratio(pod_time),
+            middle_ratio(pod_ratios),
         );
     }
+    println!(
+        "\nTimes are medians of {runs} rounds, each running the three in turn; ratios are \
+         the medians of each round's ratio to that round's floor."
+    );
     println!(
         "\nPod::resume of a session holding only its header (what the ratio's \
          fixed part costs: tools, actor, shutdown): {}",

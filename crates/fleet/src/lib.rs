@@ -13,6 +13,7 @@
 
 #![deny(missing_docs)]
 
+pub mod capacity;
 mod outage;
 mod run;
 pub mod schedule;
@@ -56,7 +57,8 @@ pub struct Worker {
     pub store: PgStore,
     /// Starts the sessions it claims (in the same place as `store`).
     pub launcher: Launcher,
-    /// Sessions it runs at once.
+    /// Sessions it runs at once: at most what its open-file limit serves
+    /// ([`capacity::sessions`]); the rest stay queued in the store.
     pub slots: u32,
     /// Stop once every fleet session is idle (none queued, none running).
     pub exit_when_idle: bool,
@@ -124,6 +126,13 @@ pub enum Report {
         /// Why.
         error: RunError,
     },
+    /// A session found no file descriptor although the worker ran fewer
+    /// than its slots: from now on it admits at most `admitted` at once
+    /// (said the first time; later ones lower it quietly).
+    Narrowed {
+        /// The sessions it admits at once now.
+        admitted: u32,
+    },
     /// A session's task panicked or was cancelled.
     TaskFailed(String),
     /// A schedule fired (or skipped a fire time).
@@ -177,6 +186,12 @@ impl std::fmt::Display for Report {
             Report::Dropped { id, error } => {
                 write!(f, "dropped {id}: {}", pod_llm::error_chain(error))
             }
+            Report::Narrowed { admitted } => write!(
+                f,
+                "pod serve: this process ran out of open files; it runs at most {admitted} \
+                 sessions at once from now on, fewer if it runs out again (pod_fleet_capacity); \
+                 the rest stay queued"
+            ),
             Report::TaskFailed(error) => write!(f, "a session's task failed: {error}"),
             Report::Schedule(fired) => fired.fmt(f),
             Report::ScheduleFailed(error) => write!(f, "cannot fire schedules: {error}"),
@@ -224,6 +239,10 @@ impl Worker {
             store.owner().to_string(),
         );
         let mut limits = LimitsWatch::new();
+        // What it admits: its slots, lowered when a session finds no
+        // descriptor anyway (the process holds more files than reckoned).
+        let mut admitted = self.slots.max(1);
+        let mut narrowed = false;
         loop {
             outages.tick();
             if !stop.is_cancelled() && limits.changed(Instant::now()) && !store.is_down() {
@@ -251,11 +270,11 @@ impl Worker {
                     }
                 }
             }
-            while running.len() < self.slots as usize
+            while running.len() < admitted as usize
                 && !stop.is_cancelled()
                 && pacing.may_claim(Instant::now())
             {
-                let free = (self.slots as usize - running.len()).min(CLAIM_BATCH);
+                let free = (admitted as usize - running.len()).min(CLAIM_BATCH);
                 match store.claim_many(free).await {
                     Ok(claims) => {
                         let full = claims.len() == free;
@@ -298,8 +317,27 @@ impl Worker {
                 report(Report::Idle);
                 break;
             }
+            // For `/metrics`: what runs here against what it admits.
+            pod::stats::fleet_admitted(running.len() as u64, u64::from(admitted));
             tokio::select! {
                 Some(joined) = running.join_next(), if !running.is_empty() => match joined {
+                    Ok((id, Ok(ended @ Ended::Released { .. }))) => {
+                        report(Report::Finished { id, ended });
+                        // It ran `running.len() + 1` when the descriptor
+                        // was missing: no more than the others from now.
+                        let fewer = u32::try_from(running.len()).unwrap_or(u32::MAX).max(1);
+                        if fewer < admitted {
+                            admitted = fewer;
+                            // Said once: releases come in bursts, each
+                            // lowering it by one; /metrics has the latest.
+                            if !narrowed {
+                                narrowed = true;
+                                report(Report::Narrowed { admitted });
+                            }
+                        }
+                        // Not at once: the queue holds it again.
+                        pacing.claimed(false, Instant::now());
+                    }
                     Ok((id, Ok(ended))) => report(Report::Finished { id, ended }),
                     Ok((id, Err(error))) => report(Report::Dropped { id, error }),
                     Err(err) => report(Report::TaskFailed(err.to_string())),

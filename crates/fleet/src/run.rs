@@ -1,7 +1,7 @@
 //! One claimed session, run until its plan is done, it stops, or the
 //! worker stops.
 
-use crate::Api;
+use crate::{capacity, Api};
 use pod::{CancellationToken, Durability, PodError, TurnEndReason};
 use pod_launch::sessions::{self, Progress};
 use pod_launch::{LaunchError, Launcher};
@@ -41,6 +41,13 @@ pub enum Ended {
         /// The plan's progress.
         progress: Progress,
     },
+    /// Its model connection (or its start) found no file descriptor in
+    /// this process: it is queued again, for this worker or another,
+    /// with nothing lost (the request was never sent).
+    Released {
+        /// The plan's progress (none known when its start failed).
+        progress: Progress,
+    },
 }
 
 impl std::fmt::Display for Ended {
@@ -59,6 +66,12 @@ impl std::fmt::Display for Ended {
             Ended::Requeued { progress } => write!(
                 f,
                 "stopped with {}/{} todos done; queued again",
+                progress.completed, progress.total
+            ),
+            Ended::Released { progress } => write!(
+                f,
+                "no file descriptor left for its model connection, {}/{} todos done; queued \
+                 again",
                 progress.completed, progress.total
             ),
         }
@@ -102,7 +115,17 @@ impl Claim {
         // their whole run, and starting one takes large futures; inline,
         // their size would stay reserved in every session's task long after
         // they finished.
-        let session = Box::pin(self.start()).await?;
+        let session = match Box::pin(self.start()).await {
+            Ok(session) => session,
+            // Queued again by `start`.
+            Err(err) if capacity::out_of_files(&err) => {
+                pod::stats::fleet_released();
+                return Ok(Ended::Released {
+                    progress: Progress::default(),
+                });
+            }
+            Err(err) => return Err(err),
+        };
         let meter = session.meter();
         let (handle, mcp) = (session.handle, session.mcp);
         if let Some(api) = &self.api {
@@ -131,6 +154,16 @@ impl Claim {
                 shutdown.map_err(RunError::Close)?;
                 return Ok(Ended::Parked { why: why.clone() });
             }
+        }
+        // Not the session's failure but this process's: another worker (or
+        // this one, with fewer sessions) runs it from where it stopped.
+        let no_files = matches!(&result, Err(err) if capacity::out_of_files(err));
+        if no_files && shutdown.is_ok() {
+            Box::pin(store.set_state(id, SessionState::Queued))
+                .await
+                .map_err(RunError::Requeue)?;
+            pod::stats::fleet_released();
+            return Ok(Ended::Released { progress });
         }
         let unfinished = progress.unfinished();
         if self.stop.is_cancelled() && unfinished && shutdown.is_ok() {
@@ -179,6 +212,11 @@ impl Claim {
         };
         let prepared = match prepared {
             Ok(prepared) => prepared,
+            Err(err) if capacity::out_of_files(&err) => {
+                // This process's want, not the session's: queued again.
+                let _ = store.unclaim(id, SessionState::Queued).await;
+                return Err(err);
+            }
             Err(err) => {
                 // It cannot run here; idle, so that no worker claims it
                 // again and again. `pod show` and `pod resume` still reach it.
@@ -197,7 +235,9 @@ impl Claim {
                 // so the session goes back to the queue (or, with the
                 // database unreachable, its lease is no longer renewed and
                 // it is claimed again once it runs out).
-                if matches!(err.pod_error(), Some(PodError::Store { .. })) {
+                if matches!(err.pod_error(), Some(PodError::Store { .. }))
+                    || capacity::out_of_files(&err)
+                {
                     let _ = store.unclaim(id, SessionState::Queued).await;
                 } else {
                     // Still claimed if it failed before opening the log.

@@ -195,6 +195,13 @@ async fn bind(
 }
 
 impl Bound {
+    /// The most connections the API serves at once (`[http]
+    /// max_connections`): files a fleet worker in the same process keeps
+    /// off its sessions' share.
+    pub fn max_connections(&self) -> usize {
+        self.guard.limits.max_connections
+    }
+
     /// What the server says when it starts: the API's address, the token
     /// (the first time only) or where it is kept, and the dashboard's URL.
     pub fn banner(&self) -> Vec<String> {

@@ -221,7 +221,7 @@ impl Metrics {
             ),
             Family::new(
                 "pod_model_request_failures_total",
-                "Failed model request attempts (retried or not) by model and kind: rate_limited, http_4xx, http_5xx, api, unreachable, transport, idle_timeout, malformed, scripted.",
+                "Failed model request attempts (retried or not) by model and kind: rate_limited, http_4xx, http_5xx, api, unreachable, out_of_files, transport, idle_timeout, malformed, scripted.",
                 failures,
             ),
             Family::new(
@@ -320,6 +320,11 @@ impl Metrics {
                 "How long the outages that ended lasted, together.",
                 vec![(vec![], stats.outage_seconds)],
             ),
+            Family::new(
+                "pod_fleet_released_total",
+                "Sessions this process's fleet worker gave back to the queue because their model connection found no file descriptor (none failed for it).",
+                vec![(vec![], stats.fleet_released as f64)],
+            ),
         ]
     }
 
@@ -359,6 +364,26 @@ impl Metrics {
             &[(vec![], gauges.oldest_approval_seconds)],
         );
         let stats = pod::stats::snapshot();
+        if stats.fleet_capacity > 0 {
+            // Admitted (running here) against waiting in the store for this
+            // worker or another.
+            let queued = gauges.sessions.get("queued").copied().unwrap_or(0);
+            gauge(
+                &mut out,
+                "pod_fleet_sessions",
+                "Fleet sessions this worker runs (running) and fleet sessions queued in the store for any worker (queued).",
+                &[
+                    (vec![("state", "running".into())], stats.fleet_running as f64),
+                    (vec![("state", "queued".into())], queued as f64),
+                ],
+            );
+            gauge(
+                &mut out,
+                "pod_fleet_capacity",
+                "The most sessions this worker runs at once: --workers, clamped to what its open-file limit serves.",
+                &[(vec![], stats.fleet_capacity as f64)],
+            );
+        }
         gauge(
             &mut out,
             "pod_store_up",

@@ -185,6 +185,20 @@ pub enum ProviderError {
         /// Why, in a few words (`connection refused`, the resolver's error).
         why: String,
     },
+    /// This process may open no more files (`EMFILE`, or the system's
+    /// table is full: `ENFILE`), so no connection was made and nothing was
+    /// sent. Not the server's fault and not the request's: it may go
+    /// through once other connections close, and a fleet worker gives the
+    /// session back to the queue rather than failing it.
+    #[error(
+        "no connection to the model server at {url}: this process may open no more files ({why})"
+    )]
+    OutOfFiles {
+        /// The server's base URL, as configured.
+        url: String,
+        /// The system's words (`Too many open files (os error 24)`).
+        why: String,
+    },
     /// The connection failed or dropped before the response finished.
     #[error("connection failed: {0}")]
     Transport(String),
@@ -208,6 +222,7 @@ impl ProviderError {
             }
             ProviderError::Api { retryable, .. } => *retryable,
             ProviderError::Unreachable { .. }
+            | ProviderError::OutOfFiles { .. }
             | ProviderError::Transport(_)
             | ProviderError::IdleTimeout(_) => true,
             ProviderError::Malformed(_) | ProviderError::Scripted(_) => false,
@@ -216,7 +231,8 @@ impl ProviderError {
 
     /// A short, fixed name for the kind of failure (a metric's label):
     /// `rate_limited`, `http_4xx`, `http_5xx`, `api`, `unreachable`,
-    /// `transport`, `idle_timeout`, `malformed` or `scripted`.
+    /// `out_of_files`, `transport`, `idle_timeout`, `malformed` or
+    /// `scripted`.
     pub fn kind(&self) -> &'static str {
         match self {
             ProviderError::Http { status: 429, .. } => "rate_limited",
@@ -224,6 +240,7 @@ impl ProviderError {
             ProviderError::Http { .. } => "http_4xx",
             ProviderError::Api { .. } => "api",
             ProviderError::Unreachable { .. } => "unreachable",
+            ProviderError::OutOfFiles { .. } => "out_of_files",
             ProviderError::Transport(_) => "transport",
             ProviderError::IdleTimeout(_) => "idle_timeout",
             ProviderError::Malformed(_) => "malformed",

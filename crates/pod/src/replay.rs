@@ -42,6 +42,8 @@ pub fn replay_into(
     states: &mut ToolStates,
 ) -> ActiveContext {
     states.clear();
+    // The plan is its last accepted `todo_write`: only that one is checked.
+    states.defer_latest();
     let records = records.into_iter();
     let mut history = Vec::with_capacity(records.size_hint().0);
     for record in records {
@@ -67,6 +69,7 @@ pub fn replay_into(
             | LogRecord::Verify(_) => {}
         }
     }
+    states.finish_replay();
     let interrupted = unanswered_calls(&history)
         .into_iter()
         .map(|id| Item::tool_result(id, INTERRUPTED_RESULT, true))
@@ -184,15 +187,17 @@ pub fn full_history(records: &[LogRecord]) -> Vec<Item> {
 
 /// Ids of calls without a result, in call order.
 pub fn unanswered_calls(history: &[Item]) -> Vec<String> {
-    let mut open: Vec<String> = Vec::new();
+    // Borrowed while looking: only the few left open are copied (a copy of
+    // every call id was an allocation per call on every resume).
+    let mut open: Vec<&str> = Vec::new();
     for item in history {
         match &item.kind {
             ItemKind::Assistant { tool_calls, .. } => {
-                open.extend(tool_calls.iter().map(|c| c.id.clone()))
+                open.extend(tool_calls.iter().map(|c| c.id.as_str()))
             }
             ItemKind::ToolResult { call_id, .. } => open.retain(|id| id != call_id),
             _ => {}
         }
     }
-    open
+    open.into_iter().map(str::to_string).collect()
 }

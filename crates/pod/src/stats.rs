@@ -30,6 +30,9 @@ static SCHEDULE_MISSED: AtomicU64 = AtomicU64::new(0);
 static TRIGGER_STARTED: AtomicU64 = AtomicU64::new(0);
 static TRIGGER_DUPLICATE: AtomicU64 = AtomicU64::new(0);
 static TRIGGER_REFUSED: AtomicU64 = AtomicU64::new(0);
+static FLEET_RUNNING: AtomicU64 = AtomicU64::new(0);
+static FLEET_CAPACITY: AtomicU64 = AtomicU64::new(0);
+static FLEET_RELEASED: AtomicU64 = AtomicU64::new(0);
 // When the current outage began, in milliseconds since the epoch; 0: none.
 static DOWN_SINCE_MS: AtomicI64 = AtomicI64::new(0);
 
@@ -111,6 +114,19 @@ pub fn schedule_fired(started: bool, missed: u64) {
     SCHEDULE_MISSED.fetch_add(missed, Ordering::Relaxed);
 }
 
+/// This process's fleet worker runs `running` sessions now and admits at
+/// most `capacity` at once (what its open-file limit can serve).
+pub fn fleet_admitted(running: u64, capacity: u64) {
+    FLEET_RUNNING.store(running, Ordering::Relaxed);
+    FLEET_CAPACITY.store(capacity, Ordering::Relaxed);
+}
+
+/// The fleet worker gave a session back to the queue because its model
+/// connection found no file descriptor.
+pub fn fleet_released() {
+    FLEET_RELEASED.fetch_add(1, Ordering::Relaxed);
+}
+
 /// What a webhook delivery did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Delivery {
@@ -171,6 +187,12 @@ pub struct Stats {
     pub trigger_duplicate: u64,
     /// Deliveries refused.
     pub trigger_refused: u64,
+    /// Sessions this process's fleet worker runs now.
+    pub fleet_running: u64,
+    /// The most it runs at once; 0 when the process runs no fleet worker.
+    pub fleet_capacity: u64,
+    /// Sessions it gave back to the queue for want of a file descriptor.
+    pub fleet_released: u64,
 }
 
 /// What has been counted in this process.
@@ -199,5 +221,8 @@ pub fn snapshot() -> Stats {
         trigger_started: load(&TRIGGER_STARTED),
         trigger_duplicate: load(&TRIGGER_DUPLICATE),
         trigger_refused: load(&TRIGGER_REFUSED),
+        fleet_running: load(&FLEET_RUNNING),
+        fleet_capacity: load(&FLEET_CAPACITY),
+        fleet_released: load(&FLEET_RELEASED),
     }
 }

@@ -75,6 +75,12 @@ impl<'a> SsePost<'a> {
                         self.timeouts.request
                     )))
                 }
+                Ok(Err(SendError::Connect(err))) if out_of_files(&err) => {
+                    return Err(ProviderError::OutOfFiles {
+                        url: scrub(without_credentials(self.base_url)),
+                        why: scrub(connect_failure(&err)),
+                    })
+                }
                 Ok(Err(SendError::Connect(err))) => {
                     return Err(ProviderError::Unreachable {
                         url: scrub(without_credentials(self.base_url)),
@@ -162,6 +168,23 @@ fn connect_failure(err: &hyper_util::client::legacy::Error) -> String {
         innermost = source;
     }
     innermost.to_string()
+}
+
+/// Whether the connection failed for want of a file descriptor: this
+/// process's limit (`EMFILE`) or the system's (`ENFILE`), met when the
+/// socket was made (or a resolver opened its files).
+pub(crate) fn out_of_files(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(error) = next {
+        let errno = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error);
+        if matches!(errno, Some(libc::EMFILE | libc::ENFILE)) {
+            return true;
+        }
+        next = error.source();
+    }
+    false
 }
 
 /// The message of an error body: `error.message` of the JSON both APIs send,
@@ -343,6 +366,23 @@ mod tests {
         );
         assert_eq!(retry_after(&dated), Some(Duration::ZERO));
         assert_eq!(retry_after(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn only_a_want_of_descriptors_is_out_of_files() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("tcp open error")]
+        struct Wrapped(#[source] std::io::Error);
+        let emfile = Wrapped(std::io::Error::from_raw_os_error(libc::EMFILE));
+        let enfile = Wrapped(std::io::Error::from_raw_os_error(libc::ENFILE));
+        let refused = Wrapped(std::io::Error::from_raw_os_error(libc::ECONNREFUSED));
+        assert!(out_of_files(&emfile));
+        assert!(out_of_files(&enfile));
+        assert!(out_of_files(&std::io::Error::from_raw_os_error(
+            libc::EMFILE
+        )));
+        assert!(!out_of_files(&refused));
+        assert!(!out_of_files(&std::io::Error::other("too many open files")));
     }
 
     #[test]

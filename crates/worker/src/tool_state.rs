@@ -48,6 +48,46 @@ pub trait ToolState: Send + Sync {
 
     /// Forgets everything; a replay from the first record follows.
     fn clear(&self);
+
+    /// Whether the state is what the last call it [`accepts`](Self::accepts)
+    /// made it, whatever came before (a plan each accepted call replaces
+    /// whole), a call whose result is an error changing nothing. A replay
+    /// then applies only that call instead of every one: validating each
+    /// `todo_write` of a long log was a sixth of a resume's instructions.
+    fn latest_wins(&self) -> bool {
+        false
+    }
+
+    /// Whether `call` (not an error) would set the state; asked only of a
+    /// state that [`latest_wins`](Self::latest_wins), newest call first.
+    fn accepts(&self, _call: &CommittedCall<'_>) -> bool {
+        true
+    }
+}
+
+/// A committed call a replay holds back for a state whose latest accepted
+/// call wins.
+#[derive(Clone)]
+struct Deferred {
+    state: Arc<dyn ToolState>,
+    call_id: String,
+    name: String,
+    arguments: String,
+    content: String,
+    meta: Option<serde_json::Value>,
+}
+
+impl Deferred {
+    fn call(&self) -> CommittedCall<'_> {
+        CommittedCall {
+            call_id: &self.call_id,
+            name: &self.name,
+            arguments: &self.arguments,
+            content: &self.content,
+            is_error: false,
+            meta: self.meta.as_ref(),
+        }
+    }
 }
 
 /// The stateful tools of a registry, fed with committed items.
@@ -57,18 +97,30 @@ pub trait ToolState: Send + Sync {
 /// live turn; replay builds one over the same tools.
 #[derive(Clone, Default)]
 pub struct ToolStates {
-    by_tool: HashMap<String, Arc<dyn ToolState>>,
+    // A few entries (the todo list, the file tools): a scan is cheaper than
+    // hashing the name of every call a resume replays.
+    by_tool: Vec<(String, Arc<dyn ToolState>)>,
     // Each state once, even when several tools share it.
     unique: Vec<Arc<dyn ToolState>>,
     // Calls of stateful tools whose result has not been committed yet:
     // id → (tool name, arguments).
     open: HashMap<String, (String, String)>,
+    // During a replay ([`ToolStates::defer_latest`]): the calls of the
+    // states whose latest accepted call wins, oldest first.
+    deferred: Option<Vec<Deferred>>,
 }
 
 impl std::fmt::Debug for ToolStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolStates")
-            .field("tools", &self.by_tool.keys().collect::<Vec<_>>())
+            .field(
+                "tools",
+                &self
+                    .by_tool
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .field("open", &self.open.len())
             .finish()
     }
@@ -85,7 +137,10 @@ impl ToolStates {
         if !self.unique.iter().any(|s| same(s, &state)) {
             self.unique.push(state.clone());
         }
-        self.by_tool.insert(name.to_string(), state);
+        match self.by_tool.iter_mut().find(|(tool, _)| tool == name) {
+            Some((_, kept)) => *kept = state,
+            None => self.by_tool.push((name.to_string(), state)),
+        }
         self
     }
 
@@ -103,7 +158,7 @@ impl ToolStates {
         match &item.kind {
             ItemKind::Assistant { tool_calls, .. } => {
                 for call in tool_calls {
-                    if self.by_tool.contains_key(&call.name) {
+                    if self.state_of(&call.name).is_some() {
                         self.open
                             .insert(call.id.clone(), (call.name.clone(), call.arguments.clone()));
                     }
@@ -115,12 +170,29 @@ impl ToolStates {
                 is_error,
                 meta,
             } => {
+                // Most results are of stateless tools: nothing to look up.
+                if self.open.is_empty() {
+                    return;
+                }
                 let Some((name, arguments)) = self.open.remove(call_id) else {
                     return;
                 };
-                if let Some(state) = self.by_tool.get(&name) {
+                if let Some(state) = self.state_of(&name).cloned() {
                     // Kept as text in the item; a state reads a value.
                     let meta = meta.as_ref().map(pod_llm::Meta::to_value);
+                    if let Some(deferred) = self.deferred.as_mut().filter(|_| state.latest_wins()) {
+                        if !*is_error {
+                            deferred.push(Deferred {
+                                state,
+                                call_id: call_id.clone(),
+                                name,
+                                arguments,
+                                content: content.clone(),
+                                meta,
+                            });
+                        }
+                        return;
+                    }
                     state.apply(&CommittedCall {
                         call_id,
                         name: &name,
@@ -135,12 +207,46 @@ impl ToolStates {
         }
     }
 
+    /// The state of tool `name`, if it keeps one.
+    fn state_of(&self, name: &str) -> Option<&Arc<dyn ToolState>> {
+        self.by_tool
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, state)| state)
+    }
+
     /// Tells every state the context was compacted. No call spans a
     /// compaction, so open calls are dropped.
     pub fn compacted(&mut self) {
         self.open.clear();
         for state in &self.unique {
             state.compacted();
+        }
+    }
+
+    /// From now until [`finish_replay`](Self::finish_replay), holds back the
+    /// calls of states whose latest accepted call wins: a replay applies
+    /// only that one.
+    pub fn defer_latest(&mut self) {
+        self.deferred = Some(Vec::new());
+    }
+
+    /// Applies, to each state whose latest accepted call wins, the newest
+    /// call it accepts among those held back, and goes back to applying
+    /// every call as it comes.
+    pub fn finish_replay(&mut self) {
+        let Some(deferred) = self.deferred.take() else {
+            return;
+        };
+        for state in self.unique.iter().filter(|s| s.latest_wins()) {
+            let newest = deferred
+                .iter()
+                .rev()
+                .filter(|d| same(&d.state, state))
+                .find(|d| state.accepts(&d.call()));
+            if let Some(winner) = newest {
+                state.apply(&winner.call());
+            }
         }
     }
 
@@ -155,4 +261,87 @@ impl ToolStates {
 
 fn same(a: &Arc<dyn ToolState>, b: &Arc<dyn ToolState>) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parking_lot::Mutex;
+
+    /// A plan that each accepted call replaces, counting what it was asked.
+    #[derive(Default)]
+    struct Plan {
+        value: Mutex<String>,
+        applied: Mutex<usize>,
+        asked: Mutex<usize>,
+    }
+
+    impl ToolState for Plan {
+        fn apply(&self, call: &CommittedCall<'_>) {
+            *self.applied.lock() += 1;
+            if !call.is_error && call.arguments != "bad" {
+                *self.value.lock() = call.arguments.to_string();
+            }
+        }
+        fn clear(&self) {
+            self.value.lock().clear();
+        }
+        fn latest_wins(&self) -> bool {
+            true
+        }
+        fn accepts(&self, call: &CommittedCall<'_>) -> bool {
+            *self.asked.lock() += 1;
+            call.arguments != "bad"
+        }
+    }
+
+    fn call(id: &str, arguments: &str) -> Item {
+        Item::new(ItemKind::Assistant {
+            text: String::new(),
+            reasoning: None,
+            tool_calls: vec![pod_llm::ToolCall {
+                id: id.into(),
+                name: "plan".into(),
+                arguments: arguments.into(),
+            }],
+            usage: None,
+        })
+    }
+
+    fn feed(states: &mut ToolStates, calls: &[(&str, &str, bool)]) {
+        for (id, arguments, is_error) in calls {
+            states.observe(&call(id, arguments));
+            states.observe(&Item::tool_result(*id, "ok", *is_error));
+        }
+    }
+
+    #[test]
+    fn a_replay_applies_only_the_newest_accepted_call_of_a_latest_wins_state() {
+        let calls = [
+            ("1", "first", false),
+            ("2", "second", false),
+            ("3", "bad", false),
+            ("4", "errored", true),
+        ];
+        let live = Arc::new(Plan::default());
+        let mut states = ToolStates::new();
+        states.insert("plan", live.clone());
+        feed(&mut states, &calls);
+        assert_eq!(*live.value.lock(), "second");
+        assert_eq!(*live.applied.lock(), 4, "live: every call");
+
+        let replayed = Arc::new(Plan::default());
+        let mut states = ToolStates::new();
+        states.insert("plan", replayed.clone());
+        states.defer_latest();
+        feed(&mut states, &calls);
+        assert_eq!(*replayed.applied.lock(), 0, "held back until the end");
+        states.finish_replay();
+        assert_eq!(*replayed.value.lock(), "second", "the same as live");
+        assert_eq!(*replayed.applied.lock(), 1, "only the winner applied");
+        assert_eq!(*replayed.asked.lock(), 2, "newest first, errors not asked");
+        // Afterwards every call applies again, as it comes.
+        feed(&mut states, &[("5", "third", false)]);
+        assert_eq!(*replayed.value.lock(), "third");
+    }
 }

@@ -14,6 +14,7 @@ use pod_llm::{
     Usage,
 };
 use std::collections::HashSet;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -77,8 +78,13 @@ pub struct Worker {
     history: Arc<Vec<Item>>,
     history_id: HistoryId,
     // Every call id in history, so a provider that reuses ids across
-    // responses cannot make two calls share one result.
-    call_ids: HashSet<String>,
+    // responses cannot make two calls share one result. Hashes, not the
+    // ids: a resume fills it with every call of the log, and a copy of each
+    // id was an allocation per call. Two ids of one hash only cost the
+    // newer one a fresh name.
+    call_ids: HashSet<u64>,
+    // Hashes the ids in `call_ids` (seeded once per worker).
+    id_hasher: std::hash::RandomState,
     // The stateful tools, told of each committed result.
     states: ToolStates,
 }
@@ -107,6 +113,7 @@ impl Worker {
             history: Arc::new(Vec::new()),
             history_id: HistoryId::fresh(),
             call_ids: HashSet::new(),
+            id_hasher: std::hash::RandomState::new(),
         }
     }
 
@@ -118,9 +125,10 @@ impl Worker {
     /// Replaces the history (resume, compaction), under a new
     /// [`HistoryId`]. The caller is responsible for its validity.
     pub fn set_history(&mut self, history: Vec<Item>) {
+        let hasher = &self.id_hasher;
         self.call_ids = history
             .iter()
-            .flat_map(|item| item.tool_calls().iter().map(|c| c.id.clone()))
+            .flat_map(|item| item.tool_calls().iter().map(|c| hasher.hash_one(&c.id)))
             .collect();
         self.history = Arc::new(history);
         self.history_id = HistoryId::fresh();
@@ -510,7 +518,7 @@ impl Worker {
     /// Gives every call an id that is non-empty and new to this history.
     fn unique_call_ids(&mut self, mut calls: Vec<pod_llm::ToolCall>) -> Vec<pod_llm::ToolCall> {
         for call in &mut calls {
-            if call.id.is_empty() || self.call_ids.contains(&call.id) {
+            if call.id.is_empty() || self.call_ids.contains(&self.id_hasher.hash_one(&call.id)) {
                 let base = if call.id.is_empty() {
                     "call"
                 } else {
@@ -518,13 +526,13 @@ impl Worker {
                 };
                 let mut n = self.call_ids.len();
                 let mut candidate = format!("{base}_{n}");
-                while self.call_ids.contains(&candidate) {
+                while self.call_ids.contains(&self.id_hasher.hash_one(&candidate)) {
                     n += 1;
                     candidate = format!("{base}_{n}");
                 }
                 call.id = candidate;
             }
-            self.call_ids.insert(call.id.clone());
+            self.call_ids.insert(self.id_hasher.hash_one(&call.id));
         }
         calls
     }

@@ -45,7 +45,8 @@ pub struct ExportArgs {
 pub struct ServeArgs {
     /// Sessions this worker runs at once (no fixed limit: a waiting
     /// session costs tens of kilobytes and no database connection; the
-    /// model's rate limits are the limit, see docs/fleet.md).
+    /// model's rate limits are the limit, see docs/fleet.md). Clamped to
+    /// what the process's open-file limit serves; the rest stay queued.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: u32,
     /// How long a lease lasts unless renewed (renewed every third of it):

@@ -36,6 +36,9 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
     let launcher = place.launcher();
     let stop = CancellationToken::new();
     spawn_signal_watch(stop.clone());
+    // The API's connections, and its listener, hold files the sessions
+    // cannot have.
+    let mut http_connections = 0;
     let (runner, http) = match args.http {
         Some(addr) => {
             let options = pod_http::ServeOptions {
@@ -47,6 +50,7 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
                 sandbox: args.sandbox.flags(),
             };
             let (runner, bound) = pod_http::start(options, launcher.clone()).await?;
+            http_connections = bound.max_connections() as u64 + 1;
             // With a fleet, the API's batches go to its queue.
             let runner = match &place.fleet {
                 Some(store) => runner.with_queue(Arc::new(FleetQueue(store.clone()))),
@@ -61,7 +65,15 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
     };
     let outcome = match (&place.fleet, http) {
         (Some(_), http) => {
-            let outcome = work(&args, &place, &launcher, runner, stop.clone()).await;
+            let outcome = work(
+                &args,
+                &place,
+                &launcher,
+                runner,
+                http_connections,
+                stop.clone(),
+            )
+            .await;
             stop.cancel();
             if let Some(http) = http {
                 http.await.context("the HTTP server's task failed")?;
@@ -108,6 +120,27 @@ fn raise_open_files() -> Option<u64> {
     Some(limit.rlim_cur)
 }
 
+/// The sessions a worker asked for `workers` runs at once in a process
+/// that may open `files` files: `workers`, or fewer with one line saying
+/// why (the rest stay queued). The database pool's connections and the
+/// HTTP API's (`http_connections`, with its listener) come off the limit
+/// first.
+fn admit(workers: u32, files: u64, store: &PgStore, http_connections: u64) -> u32 {
+    let reserved = store.stats().max_connections as u64 + http_connections;
+    let capacity = pod_fleet::capacity::sessions(files, reserved);
+    if workers <= capacity {
+        return workers;
+    }
+    let _ = crate::output::eprint(&format!(
+        "pod serve: --workers {workers} clamped to {capacity}: this process may open {files} \
+         files, {} per session after {} for itself and its connections; the rest stay queued \
+         (raise the hard limit for more: ulimit -Hn, or LimitNOFILE= in a systemd unit)\n",
+        pod_fleet::capacity::FILES_PER_SESSION,
+        pod_fleet::capacity::OWN_FILES + reserved,
+    ));
+    capacity
+}
+
 /// Runs the fleet worker until `stop` (or the fleet is idle, with
 /// `--exit-when-idle`), printing what it does.
 async fn work(
@@ -115,24 +148,18 @@ async fn work(
     place: &Place,
     launcher: &pod_launch::Launcher,
     runner: Option<pod_http::Runner>,
+    http_connections: u64,
     stop: CancellationToken,
 ) -> Result<Outcome> {
-    if let Some(files) = raise_open_files() {
-        // A session holds about one file for its model connection, more
-        // while a command or an MCP server runs; 64 are the process's own.
-        if u64::from(args.workers) + 64 > files {
-            let _ = crate::output::eprint(&format!(
-                "pod serve: --workers {} but this process may open only {files} files; \
-                 sessions past that fail to reach their model (raise the hard limit: \
-                 ulimit -Hn, or LimitNOFILE= in a systemd unit)\n",
-                args.workers
-            ));
-        }
-    }
+    let store = fleet(place, "serve")?;
+    let slots = match raise_open_files() {
+        Some(files) => admit(args.workers, files, &store, http_connections),
+        None => args.workers,
+    };
     let worker = pod_fleet::Worker {
-        store: fleet(place, "serve")?,
+        store,
         launcher: launcher.clone(),
-        slots: args.workers,
+        slots,
         exit_when_idle: args.exit_when_idle,
         api: runner.map(|runner| Arc::new(Api(runner)) as Arc<dyn pod_fleet::Api>),
         outage_notify_after: Some(args.db_outage_notify_after).filter(|after| !after.is_zero()),

@@ -4,6 +4,7 @@
 mod support;
 
 mod acp;
+mod admission;
 mod approval;
 mod budgets;
 mod checklist;

@@ -59,6 +59,16 @@ impl ToolState for TodoState {
     fn clear(&self) {
         self.0.replace(Vec::new());
     }
+
+    // Each accepted call replaces the whole plan, and an error or an
+    // invalid list changes nothing: a replay validates only the newest.
+    fn latest_wins(&self) -> bool {
+        true
+    }
+
+    fn accepts(&self, call: &CommittedCall<'_>) -> bool {
+        !call.is_error && parse_todo_write(call.arguments).is_ok()
+    }
 }
 
 #[async_trait::async_trait]
