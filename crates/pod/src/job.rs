@@ -207,6 +207,12 @@ pub(crate) async fn run(mut parts: Box<TurnParts>, job: Job, cancel: Cancellatio
                 span_id = tracing::field::Empty,
                 pod.plan.completed = tracing::field::Empty,
                 pod.plan.total = tracing::field::Empty,
+                pod.run.end = tracing::field::Empty,
+                pod.stop.reason = tracing::field::Empty,
+                pod.stop.detail = tracing::field::Empty,
+                pod.cost.run = tracing::field::Empty,
+                pod.cost.session = tracing::field::Empty,
+                pod.cost.session_max = tracing::field::Empty,
             );
             trace(&mut parts, &span, text.is_none() && caller.is_none()).await;
             let run = AssertUnwindSafe(parts.run_prompt(text, &cancel).instrument(span.clone()));
@@ -222,6 +228,7 @@ pub(crate) async fn run(mut parts: Box<TurnParts>, job: Job, cancel: Cancellatio
                 .count();
             span.record("pod.plan.completed", done as i64);
             span.record("pod.plan.total", todos.len() as i64);
+            record_governor(&span, &result, parts.compaction.cost.as_ref());
             (Answer::Turn { result, reply }, crashed)
         }
         Job::Compact { reply } => {
@@ -238,6 +245,46 @@ pub(crate) async fn run(mut parts: Box<TurnParts>, job: Job, cancel: Cancellatio
     Done {
         parts: (!crashed).then_some(parts),
         answer,
+    }
+}
+
+/// What the governor says of a run, on its span: how it ended, which limit
+/// stopped it (`pod.stop.reason`: [`pod_worker::Limit::kind`], and its
+/// stop line), and the money the run and the session have spent (with the
+/// session's limit), when the session is priced.
+fn record_governor(
+    span: &tracing::Span,
+    result: &Result<pod_worker::TurnOutcome, PodError>,
+    cost: Option<&crate::interceptors::CostBudget>,
+) {
+    if let Ok(outcome) = result {
+        use pod_worker::TurnEndReason as End;
+        let end = match &outcome.reason {
+            End::EndTurn => "end_turn",
+            End::MaxTokens => "max_tokens",
+            End::Refusal => "refusal",
+            End::Limit(_) => "limit",
+            End::Cancelled => "cancelled",
+            End::Stalled => "stalled",
+            End::GoalUnmet(_) => "unverified",
+            End::Aborted(_) => "aborted",
+            End::Paused(_) => "paused",
+            End::Parked(_) => "parked",
+            End::Yielded(_) => "yielded",
+            End::Rejected(_) => "rejected",
+        };
+        span.record("pod.run.end", end);
+        if let pod_worker::TurnEndReason::Limit(limit) = &outcome.reason {
+            span.record("pod.stop.reason", limit.kind());
+            span.record("pod.stop.detail", limit.stop_line().as_str());
+        }
+    }
+    if let Some(cost) = cost {
+        span.record("pod.cost.run", cost.meter.spent().amount());
+        span.record("pod.cost.session", cost.session.spent().amount());
+        if let Some(max) = cost.session_max {
+            span.record("pod.cost.session_max", max.amount());
+        }
     }
 }
 

@@ -21,6 +21,7 @@ mod fleet_scale;
 mod fork;
 mod governor;
 mod governor_http;
+mod governor_otel;
 mod heartbeats;
 mod hooks;
 mod http;
