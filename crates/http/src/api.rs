@@ -493,7 +493,8 @@ async fn start_delivery(
 ) -> Result<Response, ApiError> {
     let Some(trigger) = app.triggers.get(&name) else {
         return Err(ApiError::not_found(format!(
-            "no trigger named {name} ([triggers.{name}] in the server's config file)"
+            "no trigger named {name} ([triggers.{name}] in the server's config file, or POST \
+             /api/triggers)"
         )));
     };
     if body.len() > trigger.max_payload {

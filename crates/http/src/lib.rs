@@ -41,6 +41,7 @@ mod state;
 mod summaries;
 mod tail;
 mod timeouts;
+mod trigger_api;
 mod triggers;
 
 use axum::routing::{get, post};
@@ -125,12 +126,22 @@ pub async fn start(
         ceiling: ceiling::Ceiling::new(&server, roots, &all_private),
         private,
     };
-    let triggers = triggers::Triggers::read(&server.file)
+    let mut triggers = triggers::Triggers::read(&server.file)
         .map_err(|why| ServeError::refused(why, "docs/triggers.md lists a trigger's keys"))?;
+    let trigger_dir = launcher.place().home.path().join("triggers");
     let mut bound = bind(options.addr, options.token_file, launcher.clone(), &http).await?;
     let runner = Runner::new(launcher, allowed);
     // A trigger cannot widen what the server allows: checked now, and at
     // each delivery.
+    // Those defined through the API, kept under POD_HOME: one the server
+    // would refuse now is left out (and said), not a reason not to start.
+    for skipped in triggers.load_api(trigger_dir, |request| {
+        runner
+            .check(request)
+            .map_err(|err| err.message().to_string())
+    }) {
+        tracing::error!("a trigger defined through the API is left out: {skipped}");
+    }
     for (name, request) in triggers.templates() {
         runner.check(&request).map_err(|err| {
             ServeError::refused(
@@ -287,6 +298,10 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
         .route("/server", get(api::server))
         .route("/schedules", get(api::schedules).post(api::add_schedule))
         .route(
+            "/triggers",
+            get(trigger_api::list).post(trigger_api::define),
+        )
+        .route(
             "/schedules/{name}",
             axum::routing::patch(api::patch_schedule).delete(api::delete_schedule),
         )
@@ -302,11 +317,19 @@ fn router(state: api::AppState, token: Arc<str>, guard: guard::Guard) -> Router 
     // Prometheus' scrape, with the same bearer token.
     let metrics = Router::new()
         .route("/metrics", get(api::metrics))
-        .layer(axum::middleware::from_fn_with_state(token, auth::require))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&token),
+            auth::require,
+        ))
         .with_state(state.clone());
-    // Webhook deliveries carry a signature, not the token.
+    // Webhook deliveries carry a signature, not the token; removing a
+    // trigger takes the token.
+    let remove = axum::handler::Handler::layer(
+        trigger_api::remove,
+        axum::middleware::from_fn_with_state(token, auth::require),
+    );
     let triggers = Router::new()
-        .route("/api/triggers/{name}", post(api::deliver))
+        .route("/api/triggers/{name}", post(api::deliver).delete(remove))
         .with_state(state);
     Router::new()
         .merge(managed)

@@ -23,6 +23,11 @@
 //! payload reaches the model after the task, inside a marker saying it is
 //! untrusted data. A trigger's settings are an API session's and are held
 //! to the server's ceiling when the server starts and at each delivery.
+//!
+//! Triggers are also defined through the API (`POST /api/triggers`, the
+//! same keys as JSON, `secret` only: a client may not name the server's
+//! environment variables): kept as `POD_HOME/triggers/NAME.json` (0600, in
+//! the private POD_HOME), loaded again when the server starts.
 
 use crate::error::ApiError;
 use crate::runner::CreateSession;
@@ -31,6 +36,8 @@ use base64::Engine as _;
 use hmac::{KeyInit, Mac};
 use pod_providers::ConfigFile;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
@@ -55,9 +62,20 @@ pub enum Scheme {
     Github,
 }
 
+/// Where a trigger was defined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `[triggers.NAME]` in the config file: removed by editing it.
+    Config,
+    /// `POST /api/triggers`.
+    Api,
+}
+
 /// One `[triggers.NAME]`.
 pub struct Trigger {
     name: String,
+    source: Source,
     key: Vec<u8>,
     scheme: Scheme,
     pub(crate) max_payload: usize,
@@ -68,9 +86,17 @@ pub struct Trigger {
     window: parking_lot::Mutex<(Instant, u32)>,
 }
 
-/// The server's triggers, by name.
+/// The server's triggers, by name: the config file's, and those defined
+/// through the API.
 #[derive(Default)]
-pub struct Triggers(BTreeMap<String, Trigger>);
+pub struct Triggers {
+    config: BTreeMap<String, Arc<Trigger>>,
+    // Defined and removed while the server runs; a delivery holds its
+    // trigger (an `Arc`), not the lock.
+    api: parking_lot::RwLock<BTreeMap<String, Arc<Trigger>>>,
+    /// Where API triggers are kept (`POD_HOME/triggers`).
+    dir: Option<PathBuf>,
+}
 
 /// A config error, in words.
 pub type ConfigError = String;
@@ -89,29 +115,207 @@ impl Triggers {
         };
         let mut triggers = BTreeMap::new();
         for (name, value) in table {
-            let trigger = Trigger::read(name, value)
+            let trigger = Trigger::read(name, value, Source::Config)
                 .map_err(|why| format!("[triggers.{name}] in {where_}: {why}"))?;
-            triggers.insert(name.clone(), trigger);
+            triggers.insert(name.clone(), Arc::new(trigger));
         }
-        Ok(Self(triggers))
+        Ok(Self {
+            config: triggers,
+            ..Self::default()
+        })
+    }
+
+    /// The triggers defined through the API, kept in `dir`; each whose
+    /// file cannot be used any more (`check` refuses it: the server's
+    /// ceiling was lowered, say) is left out, with why.
+    pub fn load_api(
+        &mut self,
+        dir: PathBuf,
+        check: impl Fn(&CreateSession) -> Result<(), String>,
+    ) -> Vec<String> {
+        let mut skipped = Vec::new();
+        let mut api = BTreeMap::new();
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let Some(name) = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_suffix(".json"))
+                    .filter(|n| !n.starts_with('.'))
+                else {
+                    continue;
+                };
+                let loaded = std::fs::read(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|bytes| {
+                        serde_json::from_slice::<serde_json::Value>(&bytes)
+                            .map_err(|e| e.to_string())
+                    })
+                    .and_then(|json| Trigger::from_json(name, &json))
+                    .and_then(|trigger| {
+                        check(&trigger.request("(the payload)")?)?;
+                        Ok(trigger)
+                    });
+                match loaded {
+                    Ok(trigger) if !self.config.contains_key(name) => {
+                        api.insert(name.to_string(), Arc::new(trigger));
+                    }
+                    Ok(_) => skipped.push(format!(
+                        "{}: the config file defines a trigger of that name",
+                        path.display()
+                    )),
+                    Err(why) => skipped.push(format!("{}: {why}", path.display())),
+                }
+            }
+        }
+        *self.api.write() = api;
+        self.dir = Some(dir);
+        skipped
     }
 
     /// The trigger called `name`.
-    pub fn get(&self, name: &str) -> Option<&Trigger> {
-        self.0.get(name)
+    pub fn get(&self, name: &str) -> Option<Arc<Trigger>> {
+        self.config.get(name).or(self.api.read().get(name)).cloned()
+    }
+
+    /// Every trigger, the config file's first, by name.
+    pub fn all(&self) -> Vec<Arc<Trigger>> {
+        let api = self.api.read();
+        self.config.values().chain(api.values()).cloned().collect()
     }
 
     /// Every trigger's session settings, with its name, for the server's
     /// check against its ceiling.
-    pub fn templates(&self) -> impl Iterator<Item = (&str, CreateSession)> {
-        self.0
-            .values()
-            .filter_map(|t| Some((t.name.as_str(), t.request("(the payload)").ok()?)))
+    pub fn templates(&self) -> Vec<(String, CreateSession)> {
+        self.all()
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.request("(the payload)").ok()?)))
+            .collect()
+    }
+
+    /// Defines trigger `name` from the API's `definition` (checked by
+    /// `check` against the server's ceiling), kept in the trigger
+    /// directory before it takes deliveries.
+    pub fn define(
+        &self,
+        name: &str,
+        definition: &serde_json::Value,
+        check: impl Fn(&CreateSession) -> Result<(), ApiError>,
+    ) -> Result<Arc<Trigger>, ApiError> {
+        if definition.get("secret_env").is_some() {
+            return Err(ApiError::bad_request(
+                "`secret_env` is for the config file; through the API give `secret`",
+            ));
+        }
+        let trigger = Trigger::from_json(name, definition).map_err(ApiError::bad_request)?;
+        check(
+            &trigger
+                .request("(the payload)")
+                .map_err(ApiError::bad_request)?,
+        )?;
+        let dir = self
+            .dir
+            .as_ref()
+            .ok_or_else(|| ApiError::internal("this server keeps no triggers"))?;
+        let mut api = self.api.write();
+        if self.config.contains_key(name) || api.contains_key(name) {
+            return Err(ApiError::conflict(format!(
+                "a trigger named {name} exists; remove it first (DELETE /api/triggers/{name})"
+            )));
+        }
+        keep(dir, name, definition)
+            .map_err(|e| ApiError::internal(format!("cannot keep trigger {name}: {e}")))?;
+        let trigger = Arc::new(trigger);
+        api.insert(name.to_string(), Arc::clone(&trigger));
+        Ok(trigger)
+    }
+
+    /// Removes API trigger `name`.
+    pub fn remove(&self, name: &str) -> Result<(), ApiError> {
+        if self.config.contains_key(name) {
+            return Err(ApiError::conflict(format!(
+                "trigger {name} is defined in the server's config file ([triggers.{name}]): \
+                 remove it there"
+            )));
+        }
+        let mut api = self.api.write();
+        if api.remove(name).is_none() {
+            return Err(ApiError::not_found(format!("no trigger named {name}")));
+        }
+        if let Some(dir) = &self.dir {
+            match std::fs::remove_file(dir.join(format!("{name}.json"))) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => {
+                    return Err(ApiError::internal(format!(
+                        "cannot remove trigger {name}'s file: {err}"
+                    )))
+                }
+            }
+        }
+        Ok(())
     }
 }
 
+/// Writes `definition` as `dir/NAME.json`, private (0700/0600), whole (a
+/// temporary file renamed over it).
+fn keep(dir: &Path, name: &str, definition: &serde_json::Value) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let temporary = dir.join(format!(".{name}.json.{}", Uuid::new_v4().simple()));
+    let text = serde_json::to_vec_pretty(definition)?;
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temporary)
+        .and_then(|mut file| {
+            file.write_all(&text)?;
+            file.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&temporary, dir.join(format!("{name}.json"))));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
 impl Trigger {
-    fn read(name: &str, value: &toml::Value) -> Result<Self, String> {
+    /// A trigger defined through the API: the config table's keys, as JSON.
+    fn from_json(name: &str, json: &serde_json::Value) -> Result<Self, String> {
+        let value = toml::Value::try_from(json).map_err(|e| {
+            format!("a trigger is an object of strings, numbers, booleans and lists (no null): {e}")
+        })?;
+        Self::read(name, &value, Source::Api)
+    }
+
+    /// What it is, for a listing: never its secret.
+    pub fn describe(&self) -> serde_json::Value {
+        let mut settings = self.template.clone();
+        if let Some(object) = settings.as_object_mut() {
+            object.remove("secret");
+            object.remove("secret_env");
+        }
+        serde_json::json!({
+            "name": self.name,
+            "source": self.source,
+            "signature": match self.scheme {
+                Scheme::Standard => "standard",
+                Scheme::Github => "github",
+            },
+            "url": format!("/api/triggers/{}", self.name),
+            "rate_per_minute": self.rate,
+            "max_payload_bytes": self.max_payload,
+            "session": settings,
+        })
+    }
+
+    fn read(name: &str, value: &toml::Value, source: Source) -> Result<Self, String> {
         let valid = !name.is_empty()
             && name
                 .chars()
@@ -172,6 +376,7 @@ impl Trigger {
         let template = serde_json::to_value(&rest).map_err(|e| e.to_string())?;
         let trigger = Self {
             name: name.to_string(),
+            source,
             key,
             scheme,
             max_payload,

@@ -47,6 +47,7 @@ mod states;
 mod store;
 mod subagents;
 mod terminal;
+mod trigger_api;
 mod triggers;
 mod trust;
 mod until_done;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
-const GITHUB_SECRET: &str = "it's a secret to everybody, 32b!";
+pub(crate) const GITHUB_SECRET: &str = "it's a secret to everybody, 32b!";
 // Standard Webhooks' example secret.
 const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -37,7 +37,7 @@ fn config(env: &TestEnv, workspace: &std::path::Path, extra: &str) {
     ));
 }
 
-fn github_signature(body: &[u8]) -> String {
+pub(crate) fn github_signature(body: &[u8]) -> String {
     pod_testkit::webhook::github_signature(GITHUB_SECRET, body)
 }
 
@@ -54,7 +54,7 @@ fn standard_signature(id: &str, timestamp: &str, body: &[u8]) -> String {
     )
 }
 
-async fn post(
+pub(crate) async fn post(
     server: &Server,
     name: &str,
     headers: &[(&str, String)],
@@ -72,7 +72,7 @@ async fn post(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn wait_done(server: &Server, id: &str) -> Value {
+pub(crate) async fn wait_done(server: &Server, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let shown = server.get(&format!("/sessions/{id}")).await;
