@@ -519,7 +519,7 @@ mod tests {
             "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\nsignature = \"{scheme}\"\ntask = \"Triage it\"\nyes = true"
         ))
         .unwrap_or_else(|e| panic!("{e}"));
-        Trigger::read("t", &value).unwrap_or_else(|e| panic!("{e}"))
+        Trigger::read("t", &value, Source::Config).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
@@ -582,7 +582,7 @@ mod tests {
     fn bad_tables_say_what_is_wrong() {
         let read = |text: &str| {
             let value: toml::Value = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
-            Trigger::read("t", &value).err().unwrap_or_default()
+            Trigger::read("t", &value, Source::Config).err().unwrap_or_default()
         };
         assert!(read("task = \"x\"").contains("secret"));
         assert!(read("secret = \"short\"\ntask = \"x\"").contains("16 bytes"));
