@@ -582,7 +582,9 @@ mod tests {
     fn bad_tables_say_what_is_wrong() {
         let read = |text: &str| {
             let value: toml::Value = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
-            Trigger::read("t", &value, Source::Config).err().unwrap_or_default()
+            Trigger::read("t", &value, Source::Config)
+                .err()
+                .unwrap_or_default()
         };
         assert!(read("task = \"x\"").contains("secret"));
         assert!(read("secret = \"short\"\ntask = \"x\"").contains("16 bytes"));

@@ -60,7 +60,7 @@ out["vaults"] = error_of(lambda: client.beta.sessions.create(agent=agent.id, env
 out["no_session"] = error_of(lambda: client.beta.sessions.retrieve("sesn_00000000000000000000000000000000"))
 out["outside"] = error_of(lambda: client.beta.environments.create(name="out", metadata={"pod.workspace": "/"}))
 out["vault_list"] = error_of(lambda: client.beta.vaults.list().data)
-out["environment_update"] = error_of(lambda: client.beta.environments.update(environment.id, name="renamed"))
+out["vault_get"] = error_of(lambda: client.beta.vaults.retrieve("vlt_1"))
 out["unknown_session_send"] = error_of(lambda: client.beta.sessions.events.send("sesn_00000000000000000000000000000000", events=[{"type": "user.message", "content": [{"type": "text", "text": "x"}]}]))
 out["wrong_key"] = error_of(lambda: anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key="nope", max_retries=0).beta.agents.list())
 
@@ -151,7 +151,7 @@ fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
     assert_eq!(seen["outside"]["class"], "PermissionDeniedError", "{seen}");
     assert_eq!(seen["outside"]["type"], "permission_error");
     // What pod does not serve yet: a 404 naming it.
-    for endpoint in ["vault_list", "environment_update"] {
+    for endpoint in ["vault_list", "vault_get"] {
         assert_eq!(seen[endpoint]["class"], "NotFoundError", "{seen}");
         assert!(
             seen[endpoint]["message"]

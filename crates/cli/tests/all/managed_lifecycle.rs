@@ -87,7 +87,12 @@ out["agents"] = [a.id for a in client.beta.agents.list()]
 out["with_archived"] = [a.id for a in client.beta.agents.list(include_archived=True)]
 out["archived_agent"] = error_of(lambda: client.beta.sessions.create(agent=agent.id, environment_id=environment.id))
 
-# Environments: archived, then no new session; deleted, then gone.
+# Environments: updated (the workspace checked again), archived, then no
+# new session; deleted, then gone.
+renamed = client.beta.environments.update(environment.id, name="there", description="the repo",
+    metadata={"team": "a"}, config={"type": "cloud", "networking": {"type": "limited"}})
+out["environment_updated"] = [renamed.name, renamed.description, renamed.metadata, renamed.config.networking.type]
+out["environment_outside"] = error_of(lambda: client.beta.environments.update(environment.id, metadata={"pod.workspace": "/"}))
 other = client.beta.agents.create(name="other", model="default")
 spare = client.beta.environments.create(name="spare")
 client.beta.environments.archive(spare.id)

@@ -108,29 +108,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         return Err(Error::invalid("`name` is empty"));
     }
     let (config_type, limited) = config(create.config.as_ref())?;
-    let runner = &m.app.runner;
-    let workspace = match create.metadata.get(WORKSPACE_KEY) {
-        Some(dir) => PathBuf::from(dir),
-        None => runner
-            .workspace_roots()
-            .first()
-            .cloned()
-            .ok_or_else(|| Error::internal("the server has no workspace root"))?,
-    };
-    let workspace = workspace.canonicalize().map_err(|e| {
-        Error::invalid(format!(
-            "metadata[{WORKSPACE_KEY:?}]: {}: {e}",
-            workspace.display()
-        ))
-    })?;
-    // Within the server's roots, as any session it starts.
-    let probe = super::request::request(
-        "(checking the environment)",
-        None,
-        &workspace,
-        limited.then_some(false),
-    )?;
-    runner.check(&probe)?;
+    let workspace = place(&m, &create.metadata, limited)?;
     let now = Utc::now();
     let environment = Environment {
         id: format!("env_{}", uuid::Uuid::new_v4().simple()),
@@ -144,6 +122,100 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         updated_at: now,
         archived_at: None,
     };
+    m.files.put(KIND, &environment.id, &environment)?;
+    Ok(Json(environment.to_json()))
+}
+
+/// The workspace `metadata` names (else the server's first root),
+/// canonical, and checked within the server's roots with that network
+/// setting, as any session it starts.
+fn place(
+    m: &Managed,
+    metadata: &BTreeMap<String, String>,
+    limited: bool,
+) -> Result<PathBuf, Error> {
+    let runner = &m.app.runner;
+    let workspace = match metadata.get(WORKSPACE_KEY) {
+        Some(dir) => PathBuf::from(dir),
+        None => runner
+            .workspace_roots()
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::internal("the server has no workspace root"))?,
+    };
+    let workspace = workspace.canonicalize().map_err(|e| {
+        Error::invalid(format!(
+            "metadata[{WORKSPACE_KEY:?}]: {}: {e}",
+            workspace.display()
+        ))
+    })?;
+    let probe = super::request::request(
+        "(checking the environment)",
+        None,
+        &workspace,
+        limited.then_some(false),
+    )?;
+    runner.check(&probe)?;
+    Ok(workspace)
+}
+
+/// `POST /v1/environments/{id}`: `name`, `description` (`null` clears it),
+/// a `metadata` patch (`null` or `""` deletes a key; `pod.workspace` moves
+/// it, checked again), `config` (replaced). Sessions made before keep the
+/// environment as it was.
+pub(crate) async fn update(
+    State(m): State<Managed>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, Error> {
+    let fields: serde_json::Map<String, Value> = parse(&body)?;
+    let _one = m.starting.lock().await;
+    let mut environment = get(&m, &id)?;
+    if environment.archived_at.is_some() {
+        return Err(Error::invalid(format!("environment {id} is archived")));
+    }
+    for (key, value) in &fields {
+        match (key.as_str(), value) {
+            ("name", Value::String(name)) if !name.trim().is_empty() => {
+                environment.name = name.clone()
+            }
+            ("name", Value::Null) => {}
+            ("name", _) => return Err(Error::invalid("`name` must be a non-empty string")),
+            ("description", Value::Null) => environment.description = None,
+            ("description", Value::String(text)) => environment.description = Some(text.clone()),
+            ("metadata", Value::Object(patch)) => {
+                for (key, value) in patch {
+                    match value {
+                        Value::Null => {
+                            environment.metadata.remove(key);
+                        }
+                        Value::String(text) if text.is_empty() => {
+                            environment.metadata.remove(key);
+                        }
+                        Value::String(text) => {
+                            environment.metadata.insert(key.clone(), text.clone());
+                        }
+                        _ => {
+                            return Err(Error::invalid("`metadata` values must be strings or null"))
+                        }
+                    }
+                }
+            }
+            ("config", config_value) => {
+                let (config_type, limited) = config(Some(config_value))?;
+                environment.config_type = config_type;
+                environment.limited = limited;
+            }
+            ("scope", Value::Null | Value::String(_)) => {}
+            (other, _) => {
+                return Err(Error::invalid(format!(
+                    "`{other}` is not a field of an environment update"
+                )))
+            }
+        }
+    }
+    environment.workspace = place(&m, &environment.metadata, environment.limited)?;
+    environment.updated_at = Utc::now();
     m.files.put(KIND, &environment.id, &environment)?;
     Ok(Json(environment.to_json()))
 }

@@ -61,7 +61,7 @@ pub(crate) fn router(app: AppState, token: Arc<str>) -> Router {
         .route(
             "/environments/{id}",
             get(environments::retrieve)
-                .post(unsupported)
+                .post(environments::update)
                 .delete(environments::delete),
         )
         .route("/environments/{id}/archive", post(environments::archive))
