@@ -77,6 +77,9 @@ with client.beta.sessions.events.stream(session.id) as stream:
             one["name"] = event.name
         if event.type == "agent.tool_result":
             one["tool_use_id"] = event.tool_use_id
+        if event.type == "span.model_request_end":
+            one["start"] = event.model_request_start_id
+            one["output_tokens"] = event.model_usage.output_tokens
         if event.type == "session.status_idle":
             one["stop_reason"] = event.stop_reason.type
         seen.append(one)
@@ -188,9 +191,13 @@ fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
         [
             "user.message",
             "session.status_running",
+            "span.model_request_start",
             "agent.tool_use",
+            "span.model_request_end",
             "agent.tool_result",
+            "span.model_request_start",
             "agent.message",
+            "span.model_request_end",
             "session.status_idle"
         ],
         "{seen}"
@@ -204,10 +211,14 @@ fn the_python_sdk_creates_an_agent_and_a_session_and_streams_its_turn() {
             "an event the SDK did not type: {event}"
         );
     }
-    assert_eq!(stream[2]["name"], "todo_write");
-    assert_eq!(stream[3]["tool_use_id"], stream[2]["id"]);
-    assert_eq!(stream[4]["text"], "All done from pod.");
-    assert_eq!(stream[5]["stop_reason"], "end_turn");
+    assert_eq!(stream[3]["name"], "todo_write");
+    assert_eq!(stream[5]["tool_use_id"], stream[3]["id"]);
+    assert_eq!(stream[7]["text"], "All done from pod.");
+    assert_eq!(stream[9]["stop_reason"], "end_turn");
+    // Each model request is a span: its end names its start.
+    assert_eq!(stream[4]["start"], stream[2]["id"], "{seen}");
+    assert_eq!(stream[8]["start"], stream[6]["id"], "{seen}");
+    assert!(stream[4]["output_tokens"].is_u64(), "{seen}");
     assert_eq!(seen["after"], "idle");
     // Listed page by page (two at a time), the same events as streamed.
     let streamed: Vec<&Value> = stream.iter().map(|e| &e["id"]).collect();
@@ -252,14 +263,15 @@ session = client.beta.sessions.create(agent={"type": "agent", "id": agent.id, "v
 while client.beta.sessions.retrieve(session.id).status != "idle":
     time.sleep(0.05)
 first = list(client.beta.sessions.events.list(session.id))
-out["first"] = [[e.type, getattr(e, "content", None) and e.content[0].text] for e in first]
+out["first"] = [[e.type, getattr(e, "content", None) and e.content[0].text] for e in first if not e.type.startswith("span.model_request")]
 out["usage"] = client.beta.sessions.retrieve(session.id).usage.output_tokens is not None
 
 seen = []
 with client.beta.sessions.events.stream(session.id) as stream:
     client.beta.sessions.events.send(session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": "Two"}]}])
     for event in stream:
-        seen.append(event.type)
+        if not event.type.startswith("span.model_request"):
+            seen.append(event.type)
         if event.type == "session.status_running":
             out["running"] = client.beta.sessions.retrieve(session.id).status
             client.beta.sessions.events.send(session.id, events=[{"type": "user.interrupt"}])
@@ -276,7 +288,7 @@ with client.beta.sessions.events.stream(session.id, extra_headers={"Last-Event-I
         if len(resumed) == 3:
             break
 out["resumed"] = resumed == [e.id for e in first[1:4]]
-out["all"] = [e.type for e in client.beta.sessions.events.list(session.id, limit=3)]
+out["all"] = [e.type for e in client.beta.sessions.events.list(session.id, limit=3) if not e.type.startswith("span.model_request")]
 out["newest"] = [e.type for e in client.beta.sessions.events.list(session.id, order="desc", limit=1)][0]
 print(json.dumps(out))
 "#;
@@ -348,6 +360,8 @@ def turn(text, result):
     with client.beta.sessions.events.stream(session.id) as stream:
         client.beta.sessions.events.send(session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": text}]}])
         for event in stream:
+            if event.type.startswith("span.model_request"):
+                continue
             one = {"type": event.type}
             if event.type == "session.status_idle":
                 one["stop_reason"] = event.stop_reason.type
@@ -466,7 +480,8 @@ seen = []
 with client.beta.sessions.events.stream("SESSION") as stream:
     client.beta.sessions.events.send("SESSION", events=[{"type": "user.tool_confirmation", "tool_use_id": "ASKED", "result": "allow"}])
     for event in stream:
-        seen.append(event.type)
+        if not event.type.startswith("span.model_request"):
+            seen.append(event.type)
         if event.type == "session.status_idle":
             out["reason"] = event.stop_reason.type
             break

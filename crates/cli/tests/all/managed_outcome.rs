@@ -42,6 +42,8 @@ with client.beta.sessions.events.stream(session.id) as stream:
     sent = client.beta.sessions.events.send(session.id, events=[outcome])
     out["sent_outcome_id"] = sent.data[0].outcome_id if hasattr(sent.data[0], "outcome_id") else None
     for event in stream:
+        if event.type.startswith("span.model_request"):
+            continue
         one = {"type": event.type}
         if event.type == "user.define_outcome":
             one["outcome_id"] = event.outcome_id

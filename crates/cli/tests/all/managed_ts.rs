@@ -72,6 +72,7 @@ async function main() {
     events: [{ type: "user.message", content: [{ type: "text", text: "Plan, then answer." }] }],
   });
   for await (const event of stream) {
+    if (event.type.startsWith("span.model_request")) continue;
     const one = { type: event.type };
     if (event.type === "agent.message") one.text = event.content.map((b) => b.text).join("");
     if (event.type === "agent.tool_use") one.name = event.name;
@@ -84,7 +85,9 @@ async function main() {
   out.after = (await client.beta.sessions.retrieve(session.id)).status;
   // The SDK's auto-paging, two events a page.
   const listed = [];
-  for await (const event of client.beta.sessions.events.list(session.id, { limit: 2 })) listed.push(event.type);
+  for await (const event of client.beta.sessions.events.list(session.id, { limit: 2 })) {
+    if (!event.type.startsWith("span.model_request")) listed.push(event.type);
+  }
   out.listed = listed;
   out.sessions = [];
   for await (const s of client.beta.sessions.list()) out.sessions.push(s.id);

@@ -80,8 +80,17 @@ pub(crate) fn translate(
                     stopped = false;
                 }
                 pod::ItemKind::Assistant {
-                    text, tool_calls, ..
+                    text,
+                    tool_calls,
+                    usage,
+                    ..
                 } => {
+                    // The model request that answered: sent after the
+                    // record before it, ended when its answer committed.
+                    let start = id("_req");
+                    out.push(json!({
+                        "id": start, "type": "span.model_request_start", "processed_at": last.1.max(DateTime::<Utc>::UNIX_EPOCH),
+                    }));
                     if !text.trim().is_empty() {
                         out.push(json!({
                             "id": id(""), "type": "agent.message", "processed_at": at,
@@ -100,6 +109,17 @@ pub(crate) fn translate(
                             "name": call.name, "input": input,
                         }));
                     }
+                    let usage = usage.unwrap_or_default();
+                    out.push(json!({
+                        "id": id("_req_end"), "type": "span.model_request_end", "processed_at": at,
+                        "model_request_start_id": start, "is_error": false,
+                        "model_usage": {
+                            "input_tokens": usage.prompt_tokens.saturating_sub(usage.cache_read_tokens),
+                            "output_tokens": usage.completion_tokens,
+                            "cache_read_input_tokens": usage.cache_read_tokens,
+                            "cache_creation_input_tokens": 0,
+                        },
+                    }));
                 }
                 pod::ItemKind::ToolResult {
                     call_id,
@@ -564,25 +584,30 @@ mod tests {
             [
                 "user.message",
                 "session.status_running",
+                "span.model_request_start",
                 "agent.message",
                 "agent.tool_use",
+                "span.model_request_end",
                 "agent.tool_result",
-                "agent.message"
+                "span.model_request_start",
+                "agent.message",
+                "span.model_request_end"
             ]
         );
-        assert_eq!(running[3]["input"]["path"], "a.txt");
-        assert_eq!(running[4]["tool_use_id"], running[3]["id"]);
+        assert_eq!(running[4]["input"]["path"], "a.txt");
+        assert_eq!(running[6]["tool_use_id"], running[4]["id"]);
+        assert_eq!(running[5]["model_request_start_id"], running[2]["id"]);
         let idle = translate(&records, false, None);
-        assert_eq!(idle.len(), 7);
-        assert_eq!(idle[6]["type"], "session.status_idle");
-        assert_eq!(idle[6]["stop_reason"]["type"], "end_turn");
+        assert_eq!(idle.len(), 11);
+        assert_eq!(idle[10]["type"], "session.status_idle");
+        assert_eq!(idle[10]["stop_reason"]["type"], "end_turn");
         // The next message keeps every earlier event and its id.
         let mut more = records.clone();
         more.push(LogRecord::Item(Item::user("Again")));
         let next = translate(&more, true, None);
-        assert_eq!(next[..7], idle[..]);
+        assert_eq!(next[..11], idle[..]);
         assert_eq!(
-            types(&next[7..]),
+            types(&next[11..]),
             ["user.message", "session.status_running"]
         );
     }
