@@ -158,6 +158,9 @@ fn event_of(event: &PodEvent, about: &About) -> Option<Event> {
             };
             let mut event = made(kind);
             event.reason = Some(why);
+            if let TurnEndReason::Limit(limit) = reason {
+                event.stopped_by = Some(limit.kind().to_string());
+            }
             Some(event)
         }
         PodEvent::TurnFailed { message } => {

@@ -74,6 +74,24 @@ pub struct NotifyConfig {
     pub timeout_secs: Option<u64>,
     /// Webhook attempts after the first (5).
     pub retries: Option<u32>,
+    /// The body's shape: pod's own (`pod`, the default), or the Claude
+    /// Managed Agents API's webhook events (`managed-agents`), which that
+    /// API's SDKs verify and parse (`client.beta.webhooks.unwrap`).
+    pub format: Option<Format>,
+}
+
+/// The shape of a notification's body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// `{"type": "session.stopped", "timestamp", "data": {...}}`.
+    #[default]
+    Pod,
+    /// `{"type": "event", "id", "created_at", "data": {"type":
+    /// "session.status_idled", "id": "sesn_…", ...}}`: a session's event
+    /// named as the Managed Agents API names its webhooks, with the
+    /// session's id as that API writes it.
+    ManagedAgents,
 }
 
 impl NotifyConfig {
@@ -87,6 +105,7 @@ impl NotifyConfig {
             dashboard: over.dashboard.or(self.dashboard),
             timeout_secs: over.timeout_secs.or(self.timeout_secs),
             retries: over.retries.or(self.retries),
+            format: over.format.or(self.format),
         }
     }
 
@@ -173,6 +192,10 @@ pub struct Event {
     /// events of a session that has checks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
+    /// The limit that stopped the run (`stopped` events): its kind, as
+    /// `pod_budget_stops_total` labels it (`money`, `loop`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
     /// The schedule and fire time (`schedule.*` events): `name`,
     /// `fire_at`, `outcome` (`started`, `continued`, `skipped`), `missed`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -193,8 +216,42 @@ impl Event {
             reason: None,
             link: None,
             verified: None,
+            stopped_by: None,
             schedule: None,
         }
+    }
+
+    /// The Managed Agents API's webhook event for this one, if it has one:
+    /// a question is `session.requires_action`, a stop at a money, token,
+    /// request or time limit `session.budget_reached`, and any other end
+    /// of a run `session.status_idled`.
+    pub fn managed_body(&self) -> Option<Result<Vec<u8>, serde_json::Error>> {
+        let kind = match self.kind {
+            Kind::Question => "session.requires_action",
+            Kind::Stopped
+                if self
+                    .stopped_by
+                    .as_deref()
+                    .is_some_and(|by| by != "loop" && by != "continuations") =>
+            {
+                "session.budget_reached"
+            }
+            Kind::Stopped | Kind::Failed | Kind::Finished | Kind::Unverified => {
+                "session.status_idled"
+            }
+            _ => return None,
+        };
+        Some(serde_json::to_vec(&serde_json::json!({
+            "type": "event",
+            "id": format!("wevt_{}", Uuid::new_v4().simple()),
+            "created_at": self.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "data": {
+                "type": kind,
+                "id": format!("sesn_{}", self.session_id.simple()),
+                "organization_id": "pod",
+                "workspace_id": "default",
+            },
+        })))
     }
 
     /// The message body: Standard Webhooks' `type`, `timestamp`, `data`.
@@ -324,6 +381,7 @@ struct Job {
 #[derive(Clone, Debug)]
 pub struct Notifier {
     queue: mpsc::Sender<Job>,
+    format: Format,
     events: BTreeSet<Kind>,
     dashboard: Option<String>,
     outbox: Outbox,
@@ -353,6 +411,7 @@ impl Notifier {
         });
         Ok(Some(Self {
             queue,
+            format: config.format.unwrap_or_default(),
             events: config
                 .events
                 .clone()
@@ -397,7 +456,15 @@ impl Notifier {
         if event.link.is_none() {
             event.link = self.link(event.session_id);
         }
-        let body = match event.body() {
+        let body = match self.format {
+            Format::Pod => event.body(),
+            Format::ManagedAgents => match event.managed_body() {
+                Some(body) => body,
+                // Not an event that API has.
+                None => return,
+            },
+        };
+        let body = match body {
             Ok(body) => body,
             Err(err) => {
                 tracing::warn!(%err, "cannot encode a notification");
@@ -414,7 +481,8 @@ impl Notifier {
     /// Queues a fleet `event` for delivery (if its kind goes out); returns
     /// at once.
     pub fn send_fleet(&self, event: FleetEvent) {
-        if !self.wants(event.kind) {
+        // The Managed Agents API has no such event.
+        if !self.wants(event.kind) || self.format != Format::Pod {
             return;
         }
         match event.body() {

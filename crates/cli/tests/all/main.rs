@@ -34,6 +34,7 @@ mod managed_ts;
 mod mcp;
 mod metrics;
 mod notify;
+mod notify_managed;
 mod outage;
 mod questions;
 mod replay;

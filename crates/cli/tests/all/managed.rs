@@ -14,18 +14,22 @@ const SDK_VERSION: &str = "2.17.0";
 
 /// The directory holding the `anthropic` package; the test fails, saying
 /// how to install it, when it is missing.
-fn python_sdk() -> PathBuf {
+pub(crate) fn python_sdk() -> PathBuf {
     let dirs = [
         std::env::var_os("POD_PYTHON_SDK").map(PathBuf::from),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/python-sdk")),
     ];
     dirs.into_iter()
         .flatten()
-        .find(|dir| dir.join("anthropic/resources/beta/sessions").is_dir())
+        .find(|dir| {
+            dir.join("anthropic/resources/beta/sessions").is_dir()
+                && dir.join("standardwebhooks").is_dir()
+        })
         .unwrap_or_else(|| {
             panic!(
                 "the Anthropic Python SDK is not installed: run ./scripts/test, or \
-                 `pip install --target target/python-sdk anthropic=={SDK_VERSION}` \
+                 `pip install --target target/python-sdk anthropic=={SDK_VERSION} \
+                 standardwebhooks==1.3.0` \
                  (POD_PYTHON_SDK may name another directory holding it)"
             )
         })
