@@ -2,12 +2,13 @@
 //! tables for BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints|serve|verify|outage] [--quick]
+//! cargo run --release -p pod-bench -- [all|resume|turns|wire|idle|fleet|reminders|cache|store|http|checkpoints|serve|verify|outage|submit] [--quick]
 //! ```
 //! `--quick` runs smaller sizes (a smoke run, not for the published table);
 //! `serve --sessions=N` one worker of N sessions (with and without checkpoints);
 //! `outage` (not in `all`: minutes of a database away) 300 sessions through
-//! PostgreSQL crashes of 8, 15 and 60 s;
+//! PostgreSQL crashes of 8, 15 and 60 s; `submit` (not in `all`) `pod submit --from`
+//! with 10,000 and 100,000 lines;
 //! `turns --turns=N` runs N turns; `http --watchers` only the watchers' table; `wire --api=chat|responses` one of the two OpenAI wires (both by default).
 
 mod cache;
@@ -21,6 +22,7 @@ mod reminders;
 mod resume;
 mod serve;
 mod store;
+mod submit;
 mod support;
 mod turns;
 mod verify;
@@ -64,11 +66,12 @@ async fn main() -> ExitCode {
         "serve",
         "verify",
         "outage",
+        "submit",
     ]
     .contains(&which)
     {
         eprintln!(
-            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http, wire, checkpoints, serve, verify or outage"
+            "unknown benchmark `{which}`; use all, resume, turns, idle, fleet, reminders, cache, store, http, wire, checkpoints, serve, verify, outage or submit"
         );
         return ExitCode::from(2);
     }
@@ -112,6 +115,9 @@ async fn main() -> ExitCode {
         }
         if which == "outage" {
             outage::run(quick).await?;
+        }
+        if which == "submit" {
+            submit::run(quick).await?;
         }
         if run("verify") {
             verify::run(quick).await?;
