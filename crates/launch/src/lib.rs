@@ -49,9 +49,11 @@ pub mod prompt;
 mod record;
 pub mod replay;
 mod sandbox;
+pub mod schedules;
 pub mod sessions;
 mod settings;
 mod subagents;
+pub mod timing;
 pub mod verified;
 
 pub use approval::KNOWN_TOOLS;
