@@ -54,7 +54,13 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
             // With a fleet, the API's batches go to its queue.
             let runner = match &place.fleet {
                 Some(store) => runner.with_queue(Arc::new(FleetQueue(store.clone()))),
-                None => runner,
+                None => {
+                    let schedules = pod_launch::schedules::Schedules::new(&place.home);
+                    runner.with_schedule_list(Arc::new(move || {
+                        let list = schedules.list().map_err(|e| pod_llm::error_chain(&e))?;
+                        Ok(list.iter().map(super::schedule_files::as_json).collect())
+                    }))
+                }
             };
             crate::tracing_setup::otlp_metrics(&runner)?;
             crate::output::print(&format!("{}\n", bound.banner().join("\n")))?;

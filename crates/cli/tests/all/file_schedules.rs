@@ -217,3 +217,34 @@ fn a_paused_schedule_fires_nothing_rm_removes_it_and_a_second_server_does_not_fi
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_store_api_server_fires_its_schedules_and_lists_them() {
+    let env = TestEnv::new();
+    add(&env, "tick", &["--every", "1s", "--overlap", "allow"]);
+    let server = crate::http::Server::start_with(env.pod_process(), &env);
+    let deadline = std::time::Instant::now() + crate::fleet::PATIENCE;
+    // The session the schedule started runs in the server: the API shows
+    // it, done, with the schedule as its origin.
+    let session = loop {
+        let listed = server.get("/schedules").await;
+        let tick = listed["schedules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "tick")
+            .cloned()
+            .unwrap_or_else(|| panic!("{listed}"));
+        if let Some(id) = tick["last_session"].as_str() {
+            let shown = server.get(&format!("/sessions/{id}")).await;
+            if shown["session"]["status"] == "done" {
+                break shown;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(session["session"]["origin"]["name"], "tick", "{session}");
+    schedule(&env, "pause", "tick");
+    drop(server);
+}
