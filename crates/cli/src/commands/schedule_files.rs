@@ -208,10 +208,18 @@ fn pause(schedules: &Schedules, name: &str, paused: bool) -> Result<Outcome> {
 /// it starts the session within a second (the file store has no queue to
 /// put it in from here).
 fn run_now(schedules: &Schedules, name: &str) -> Result<Outcome> {
+    let mut paused = false;
     let asked = schedules.update(name, |s| {
+        paused = s.paused;
         s.run_now = Some(Utc::now());
-        true
+        !paused
     })?;
+    if paused {
+        bail!(Failure::new(
+            format!("schedule {name} is paused"),
+            format!("`pod schedule resume {name}` first"),
+        ));
+    }
     if asked.is_none() {
         bail!(no_such(name));
     }

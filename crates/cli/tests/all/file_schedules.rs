@@ -246,5 +246,29 @@ async fn a_file_store_api_server_fires_its_schedules_and_lists_them() {
     };
     assert_eq!(session["session"]["origin"]["name"], "tick", "{session}");
     schedule(&env, "pause", "tick");
+
+    // `run-now` of a schedule not due for hours: the server starts its
+    // session within a second; a paused one is refused.
+    add(&env, "nightly", &["--cron", "0 3 * * *"]);
+    let out = env
+        .pod()
+        .args(["schedule", "run-now", "tick"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("schedule tick is paused"));
+    schedule(&env, "run-now", "nightly");
+    let started = loop {
+        let shown = show(&env, "nightly");
+        if let Some(id) = shown["last_session"].as_str() {
+            break id.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "{shown}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let origins = session_origins(&env, "nightly");
+    assert_eq!(origins.len(), 1, "{origins:?}");
+    assert_eq!(origins[0].1, started);
+    assert_eq!(show(&env, "nightly")["fires"], 1);
     drop(server);
 }
