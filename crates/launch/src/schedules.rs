@@ -353,6 +353,11 @@ impl Schedules {
         };
         self.update(name, |s| {
             s.paused = paused;
+            // A paused schedule starts nothing, a `run-now` asked before
+            // included.
+            if paused {
+                s.run_now = None;
+            }
             if let Some(next) = next {
                 s.next_fire = next;
             }

@@ -6,14 +6,18 @@
 
 use crate::fleet::{lines_of, wait_line};
 use crate::support::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 fn add(env: &TestEnv, name: &str, extra: &[&str]) {
-    let script = env.script(&format!("{name}.json"), &script(vec![say("Checked.")]));
+    add_with(env, name, extra, vec![say("Checked.")]);
+}
+
+fn add_with(env: &TestEnv, name: &str, extra: &[&str], steps: Vec<Value>) {
+    let script = env.script(&format!("{name}.json"), &script(steps));
     let out = env
         .pod()
         .args(["schedule", "add", name])
@@ -271,4 +275,37 @@ async fn a_file_store_api_server_fires_its_schedules_and_lists_them() {
     assert_eq!(origins[0].1, started);
     assert_eq!(show(&env, "nightly")["fires"], 1);
     drop(server);
+}
+
+#[test]
+fn a_fire_time_is_skipped_while_the_last_session_still_runs_on_files() {
+    let env = TestEnv::new();
+    add_with(
+        &env,
+        "slow",
+        &["--every", "1s"],
+        vec![
+            call("bash", json!({"command": "sleep 3; echo slow"})),
+            say("Slow done."),
+        ],
+    );
+    let (mut server, lines) = serve(&env);
+    wait_line(&lines, "schedule slow skipped");
+    schedule(&env, "pause", "slow");
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    let shown = show(&env, "slow");
+    assert!(shown["skipped"].as_u64().unwrap() >= 1, "{shown}");
+    // Each fire time that started a session is recorded by that session.
+    let fires = assert_one_session_per_fire_time(&env, "slow");
+    assert!(!fires.is_empty(), "{shown}");
+    assert_eq!(shown["fires"], fires.len() as u64, "{shown}");
+    let skipped = shown["recent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["session"].is_null())
+        .count();
+    assert!(skipped >= 1, "{shown}");
 }
