@@ -182,7 +182,13 @@ fn a_paused_schedule_fires_nothing_rm_removes_it_and_a_second_server_does_not_fi
     let (mut server, _lines) = serve(&env);
 
     // A second server on the same home finds the lock held and says so.
-    let out = env.pod().arg("serve").output().unwrap();
+    // Bounded: a second server that took the lock would run for ever.
+    let out = env
+        .pod()
+        .arg("serve")
+        .timeout(crate::fleet::PATIENCE)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
