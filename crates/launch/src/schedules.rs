@@ -17,7 +17,9 @@
 //! is made under `schedules/.write.lock`, held for the read and the write
 //! only, so two processes never lose each other's change.
 //!
-//! Heartbeats (a schedule continuing one session) are the fleet's only.
+//! A heartbeat (a schedule with a `session`) continues that session at each
+//! fire time instead of starting one: skipped while anyone holds it open or
+//! its log ends inside a tool call, as on a fleet.
 
 mod fire;
 
@@ -87,6 +89,9 @@ pub struct Schedule {
     /// What a fire time finding the last session still going does.
     #[serde(default)]
     pub overlap: Overlap,
+    /// A heartbeat's session: each fire continues it with `task`.
+    #[serde(default)]
+    pub session: Option<Uuid>,
     /// Paused: fires nothing.
     #[serde(default)]
     pub paused: bool,

@@ -10,6 +10,7 @@ fn schedule(name: &str, next_fire: DateTime<Utc>) -> Schedule {
         template,
         limits: None,
         overlap: Overlap::Skip,
+        session: None,
         paused: false,
         next_fire,
         created_at: next_fire,

@@ -117,7 +117,7 @@ async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Ou
 /// The session a heartbeat continues (`--session`), checked now: it
 /// exists, a fleet worker can run it (it records its launch settings), it
 /// is no subagent, and the overlap policy is `skip`. Returns its header.
-async fn heartbeat(
+pub(super) async fn heartbeat(
     place: &Place,
     id: &str,
     overlap: Overlap,

@@ -1,7 +1,6 @@
 //! `pod schedule` on the file store: schedules kept under
 //! `POD_HOME/schedules` (`pod_launch::schedules`), fired by the one `pod
-//! serve` holding their lock. Same flags and output as on a fleet;
-//! heartbeats (`--session`) are a fleet's only.
+//! serve` holding their lock. Same flags and output as on a fleet.
 
 use super::schedule::{at, name_of, no_such};
 use super::Place;
@@ -36,13 +35,6 @@ pub async fn run(command: ScheduleCommand, place: Place) -> Result<Outcome> {
 
 async fn add(args: ScheduleAddArgs, place: &Place, schedules: &Schedules) -> Result<Outcome> {
     let name = name_of(&args.name)?;
-    if args.session.is_some() {
-        bail!(Failure::new(
-            "heartbeats (--session) need a fleet's PostgreSQL store",
-            "leave --session out for a schedule that starts new sessions, or pass --store \
-             postgres://…",
-        ));
-    }
     let timing = match (&args.cron, args.every) {
         (Some(expr), _) => Timing::cron(expr, args.tz.as_deref()),
         (None, Some(every)) => Timing::every(every),
@@ -50,8 +42,21 @@ async fn add(args: ScheduleAddArgs, place: &Place, schedules: &Schedules) -> Res
     }
     .map_err(|err| Failure::new(err.to_string(), "see `pod schedule add --help`"))?;
     let task = super::run::task(args.run.task.as_deref(), args.run.task_file.as_deref())?;
-    let template = super::submit::Template::new(&args.run, place).await?;
-    let (header, _) = template.session(String::new());
+    let (header, limits, session) = match &args.session {
+        Some(id) => {
+            let overlap = match args.overlap {
+                OverlapArg::Skip => pod_store_pg::Overlap::Skip,
+                OverlapArg::Allow => pod_store_pg::Overlap::Allow,
+            };
+            let (header, id) = super::schedule::heartbeat(place, id, overlap).await?;
+            (header, None, Some(id))
+        }
+        None => {
+            let template = super::submit::Template::new(&args.run, place).await?;
+            let (header, _) = template.session(String::new());
+            (header, Some(template.limits()).filter(|l| l.is_set()), None)
+        }
+    };
     let now = Utc::now();
     let next_fire = timing.first(now)?;
     let schedule = Schedule {
@@ -59,11 +64,12 @@ async fn add(args: ScheduleAddArgs, place: &Place, schedules: &Schedules) -> Res
         timing: timing.clone(),
         task,
         template: header,
-        limits: Some(template.limits()).filter(|l| l.is_set()),
+        limits,
         overlap: match args.overlap {
             OverlapArg::Skip => Overlap::Skip,
             OverlapArg::Allow => Overlap::Allow,
         },
+        session,
         paused: false,
         next_fire,
         created_at: now,
@@ -81,8 +87,9 @@ async fn add(args: ScheduleAddArgs, place: &Place, schedules: &Schedules) -> Res
             format!("pick another name, or `pod schedule rm {name}` first"),
         ));
     }
+    let continues = session.map_or(String::new(), |id| format!(", continuing {id}"));
     crate::output::print(&format!(
-        "schedule {name}: {}, next at {} (a `pod serve` on this POD_HOME fires it)\n",
+        "schedule {name}: {}{continues}, next at {} (a `pod serve` on this POD_HOME fires it)\n",
         timing.describe(),
         at(next_fire)
     ))?;
@@ -100,7 +107,7 @@ pub(super) fn as_json(schedule: &Schedule) -> serde_json::Value {
         "task": schedule.task,
         "workspace": schedule.template.workspace,
         "overlap": schedule.overlap.as_str(),
-        "session": null,
+        "session": schedule.session,
         "paused": schedule.paused,
         "next_fire": schedule.next_fire,
         "created_at": schedule.created_at,
@@ -168,6 +175,9 @@ fn show(schedules: &Schedules, name: &str, json: bool) -> Result<Outcome> {
         schedule.template.workspace.display(),
         schedule.overlap.as_str(),
     );
+    if let Some(session) = schedule.session {
+        out.push_str(&format!("  continues: {session} (a heartbeat)\n"));
+    }
     out.push_str(&match schedule.paused {
         true => "  paused\n".to_string(),
         false => format!("  next:      {}\n", at(schedule.next_fire)),

@@ -315,3 +315,58 @@ fn a_fire_time_is_skipped_while_the_last_session_still_runs_on_files() {
         .count();
     assert!(skipped >= 1, "{shown}");
 }
+
+#[test]
+fn a_heartbeat_continues_its_session_on_a_file_store_server() {
+    let env = TestEnv::new();
+    let mut steps = vec![write_todos(&plan(3)), say("Planned and done.")];
+    steps.extend((0..20).map(|_| say("Nothing new.")));
+    let path = env.script("planned.json", &script(steps));
+    let out = env
+        .pod()
+        .args(["run", "--json", "--yes", "--script"])
+        .arg(&path)
+        .arg("Plan the three steps")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let id = session_id(&ndjson(&out.stdout));
+    let out = env
+        .pod()
+        .args(["schedule", "add", "beat", "--every", "2s", "--session"])
+        .arg(&id[..8])
+        .arg("Any news?")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("continuing {id}")), "{said}");
+
+    let (mut server, lines) = serve(&env);
+    let continued = "schedule beat fired for";
+    for _ in 0..2 {
+        let line = wait_line(&lines, continued);
+        assert!(line.contains(&format!("continued {id}")), "{line}");
+    }
+    schedule(&env, "pause", "beat");
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    // One message per fire time that continued it, none doubled; the plan
+    // intact.
+    let fires = recorded_fires(&env, "beat");
+    assert!(fires.len() >= 2, "{fires:?}");
+    assert!(fires.iter().all(|(_, s)| *s == id), "{fires:?}");
+    let shown = env.show_json(&id);
+    let texts: Vec<String> = shown["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item["text"].as_str().map(String::from))
+        .collect();
+    let messages = texts.iter().filter(|t| *t == "Any news?").count();
+    assert_eq!(messages, fires.len(), "{texts:?}");
+    let answers = texts.iter().filter(|t| *t == "Nothing new.").count();
+    assert!(answers + 1 >= messages, "{texts:?}");
+    assert_eq!(statuses(&shown["todos"]), ["completed"; 3], "{shown}");
+}

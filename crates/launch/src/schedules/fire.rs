@@ -44,6 +44,15 @@ pub enum Fired {
         /// The session.
         session: Uuid,
     },
+    /// It continued heartbeat session `session` for `fire_at`.
+    Continued {
+        /// The schedule.
+        name: String,
+        /// The fire time.
+        fire_at: DateTime<Utc>,
+        /// The session.
+        session: Uuid,
+    },
     /// It skipped `fire_at`: the last session still runs.
     Skipped {
         /// The schedule.
@@ -83,6 +92,15 @@ impl std::fmt::Display for Fired {
                 }
                 Ok(())
             }
+            Fired::Continued {
+                name,
+                fire_at,
+                session,
+            } => write!(
+                f,
+                "schedule {name} fired for {}: continued {session}",
+                at(fire_at)
+            ),
             Fired::Skipped { name, fire_at } => write!(
                 f,
                 "schedule {name} skipped {}: its last session is still going",
@@ -166,6 +184,13 @@ impl Firer {
         sessions: &Tracker,
     ) -> Result<Option<Fired>, String> {
         let chain = |e: &dyn std::error::Error| pod_llm::error_chain(e);
+        // A heartbeat's fire time is skipped while its session is busy,
+        // whatever the overlap policy.
+        let heartbeat_busy = match schedule.session {
+            Some(id) if schedule.run_now.is_some() || due(schedule, now) => self.busy(id).await?,
+            _ => false,
+        };
+        let session = |skip: bool| (!skip).then(|| schedule.session.unwrap_or_else(Uuid::new_v4));
         let take = if let Some(at) = schedule.run_now {
             Take {
                 name: schedule.name.clone(),
@@ -173,11 +198,11 @@ impl Firer {
                 fire_at: at,
                 next: schedule.next_fire,
                 missed: 0,
-                session: Some(Uuid::new_v4()),
+                session: session(heartbeat_busy),
                 run_now: true,
             }
         } else {
-            if schedule.paused || schedule.next_fire > now {
+            if !due(schedule, now) {
                 return Ok(None);
             }
             let (fire_at, missed, next) = schedule
@@ -185,14 +210,14 @@ impl Firer {
                 .catch_up(schedule.next_fire, now)
                 .map_err(|e| chain(&e))?;
             let busy = schedule.last_session.is_some_and(|id| self.running_now(id));
-            let skip = schedule.overlap == Overlap::Skip && busy;
+            let skip = heartbeat_busy || (schedule.overlap == Overlap::Skip && busy);
             Take {
                 name: schedule.name.clone(),
                 expected: schedule.next_fire,
                 fire_at,
                 next,
                 missed: u64::try_from(missed).unwrap_or(0),
-                session: (!skip).then(Uuid::new_v4),
+                session: session(skip),
                 run_now: false,
             }
         };
@@ -213,12 +238,41 @@ impl Firer {
         self.start(schedule, id, take.fire_at, stop, sessions)
             .await
             .map_err(|e| format!("session {id}: {e}"))?;
+        if schedule.session.is_some() {
+            return Ok(Some(Fired::Continued {
+                name: take.name,
+                fire_at: take.fire_at,
+                session: id,
+            }));
+        }
         Ok(Some(Fired::Started {
             name: take.name,
             fire_at: take.fire_at,
             missed: take.missed,
             session: id,
         }))
+    }
+
+    /// Whether heartbeat session `id` cannot take a message now: this
+    /// process runs it, another holds it open, it is gone, or its log ends
+    /// inside a tool call (a message before the calls' results would make
+    /// the history invalid; `pod resume` closes them first).
+    async fn busy(&self, id: Uuid) -> Result<bool, String> {
+        if self.running_now(id) {
+            return Ok(true);
+        }
+        let chain = |e: &dyn std::error::Error| pod_llm::error_chain(e);
+        let store = self.launcher.place().store.clone();
+        match store.stat(id).await {
+            Ok(stat) if stat.holder.is_some() => return Ok(true),
+            Ok(_) => {}
+            Err(pod::PodError::NoSuchSession { .. }) => return Ok(true),
+            Err(err) => return Err(chain(&err)),
+        }
+        let contents = store.read(id).await.map_err(|e| chain(&e))?;
+        Ok(!pod::replay::replay(&contents.records)
+            .interrupted
+            .is_empty())
     }
 
     fn running_now(&self, id: Uuid) -> bool {
@@ -240,15 +294,20 @@ impl Firer {
     ) -> Result<(), String> {
         let chain = |e: &dyn std::error::Error| pod_llm::error_chain(e);
         let store = self.launcher.place().store.clone();
-        let (header, first) = session_of(schedule, id, fire_at);
-        let writer = store
-            .create(&header, Durability::Turn)
-            .await
-            .map_err(|e| chain(&e))?;
-        for record in &first {
-            writer.append(record, true).await.map_err(|e| chain(&e))?;
+        // A heartbeat's message is the turn's prompt; a new session's task
+        // is written with it.
+        let message = schedule.session.map(|_| schedule.task.clone());
+        if message.is_none() {
+            let (header, first) = session_of(schedule, id, fire_at);
+            let writer = store
+                .create(&header, Durability::Turn)
+                .await
+                .map_err(|e| chain(&e))?;
+            for record in &first {
+                writer.append(record, true).await.map_err(|e| chain(&e))?;
+            }
+            writer.shutdown().await.map_err(|e| chain(&e))?;
         }
-        writer.shutdown().await.map_err(|e| chain(&e))?;
         let loaded = crate::sessions::load(store.as_ref(), id)
             .await
             .map_err(|e| chain(&e))?;
@@ -281,7 +340,12 @@ impl Firer {
         }
         let (this, stop) = (self.clone(), stop.clone());
         sessions.spawn(async move {
-            let turn = handle.continue_turn();
+            let turn = async {
+                match message {
+                    Some(message) => handle.prompt(message).await,
+                    None => handle.continue_turn().await,
+                }
+            };
             tokio::pin!(turn);
             let result = tokio::select! {
                 result = &mut turn => result,
@@ -304,6 +368,11 @@ impl Firer {
         });
         Ok(())
     }
+}
+
+/// Whether `schedule` waits for a fire time that has come.
+fn due(schedule: &Schedule, now: DateTime<Utc>) -> bool {
+    !schedule.paused && schedule.next_fire <= now
 }
 
 /// The header and first records of `schedule`'s session `id` for
