@@ -112,7 +112,7 @@ pub struct Page {
 /// twenty pages, each a few hundred KB.
 const PAGE: usize = 500;
 
-/// `GET /api/schedules`: the fleet's schedules, when each fires next and
+/// `GET /api/schedules`: the fleet's schedules (or the file store's), when each fires next and
 /// its last session (docs/schedules.md).
 pub async fn schedules(State(app): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     let schedules = app.runner.schedules().await?;

@@ -97,7 +97,14 @@ pub struct Runner {
     metrics: Arc<crate::metrics::Metrics>,
     // Where a batch of new sessions goes: the fleet's queue.
     queue: Option<Arc<dyn Queue>>,
+    // Without a fleet: the file store's schedules, as `GET /api/schedules`
+    // lists them.
+    schedule_list: Option<ScheduleList>,
 }
+
+/// The file store's schedules, each as `pod schedule list --json` shows
+/// it, or why they cannot be read.
+pub type ScheduleList = Arc<dyn Fn() -> Result<Vec<serde_json::Value>, String> + Send + Sync>;
 
 /// The fleet's queue, where `POST /api/sessions/batch` puts sessions for
 /// the workers to run: the front end gives one when its store has a queue
@@ -201,7 +208,15 @@ impl Runner {
             deltas: broadcast::channel(DELTA_BUFFER).0,
             metrics: Arc::default(),
             queue: None,
+            schedule_list: None,
         }
+    }
+
+    /// The same runner, listing the file store's schedules with `list`
+    /// (a server without a fleet).
+    pub fn with_schedule_list(mut self, list: ScheduleList) -> Self {
+        self.schedule_list = Some(list);
+        self
     }
 
     /// The same runner, queueing batches on `queue`.

@@ -12,7 +12,11 @@
 //! front ends' parsing, nothing else.
 //!
 //! It also reads sessions without opening them ([`sessions`]): their
-//! status, plan and usage, for listings and resumes.
+//! status, plan and usage, for listings and resumes. It computes when a
+//! schedule fires ([`timing`], for the fleet's PostgreSQL schedules and the
+//! file store's alike) and keeps and fires the file store's schedules
+//! ([`schedules`]: a single `pod serve` without a fleet), starting their
+//! sessions the way a fleet worker starts a submitted one.
 //!
 //! It must not know how a front end talks to people: no command line, no
 //! terminal, no HTTP. Errors are [`LaunchError`]s carrying a hint where the
@@ -49,9 +53,11 @@ pub mod prompt;
 mod record;
 pub mod replay;
 mod sandbox;
+pub mod schedules;
 pub mod sessions;
 mod settings;
 mod subagents;
+pub mod timing;
 pub mod verified;
 
 pub use approval::KNOWN_TOOLS;

@@ -14,6 +14,7 @@ mod rm;
 mod run;
 mod schedule;
 mod schedule_api;
+mod schedule_files;
 mod serve;
 mod sessions;
 mod show;

@@ -1,6 +1,7 @@
 //! `pod schedule`: sessions started by the clock.
 //!
-//! A schedule is a row in the fleet's PostgreSQL store: when it fires
+//! On the file store (no `--store postgres://…`) the commands are
+//! `schedule_files`'s. A schedule is a row in the fleet's PostgreSQL store: when it fires
 //! (`pod_fleet::schedule::Timing`), the task, and the header of the
 //! sessions it starts, resolved from `pod submit`'s flags when it is added
 //! (API keys excepted: the worker's environment has them). `pod serve`
@@ -17,7 +18,9 @@ use serde_json::json;
 
 /// Runs a `pod schedule` subcommand.
 pub async fn run(command: ScheduleCommand, place: Place) -> Result<Outcome> {
-    let store = super::serve::fleet(&place, "schedule")?;
+    let Some(store) = place.fleet.clone() else {
+        return super::schedule_files::run(command, place).await;
+    };
     match command {
         ScheduleCommand::Add(args) => add(*args, &place, &store).await,
         ScheduleCommand::List(args) => list(&store, args.json).await,
@@ -35,7 +38,7 @@ pub async fn run(command: ScheduleCommand, place: Place) -> Result<Outcome> {
     }
 }
 
-fn no_such(name: &str) -> Failure {
+pub(super) fn no_such(name: &str) -> Failure {
     Failure::new(
         format!("there is no schedule named {name}"),
         "`pod schedule list` shows the schedules",
@@ -114,7 +117,7 @@ async fn add(args: ScheduleAddArgs, place: &Place, store: &PgStore) -> Result<Ou
 /// The session a heartbeat continues (`--session`), checked now: it
 /// exists, a fleet worker can run it (it records its launch settings), it
 /// is no subagent, and the overlap policy is `skip`. Returns its header.
-async fn heartbeat(
+pub(super) async fn heartbeat(
     place: &Place,
     id: &str,
     overlap: Overlap,
@@ -142,7 +145,7 @@ async fn heartbeat(
     Ok((loaded.header, id))
 }
 
-fn at(t: DateTime<Utc>) -> String {
+pub(super) fn at(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 

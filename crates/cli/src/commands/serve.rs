@@ -54,7 +54,13 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
             // With a fleet, the API's batches go to its queue.
             let runner = match &place.fleet {
                 Some(store) => runner.with_queue(Arc::new(FleetQueue(store.clone()))),
-                None => runner,
+                None => {
+                    let schedules = pod_launch::schedules::Schedules::new(&place.home);
+                    runner.with_schedule_list(Arc::new(move || {
+                        let list = schedules.list().map_err(|e| pod_llm::error_chain(&e))?;
+                        Ok(list.iter().map(super::schedule_files::as_json).collect())
+                    }))
+                }
             };
             crate::tracing_setup::otlp_metrics(&runner)?;
             crate::output::print(&format!("{}\n", bound.banner().join("\n")))?;
@@ -81,17 +87,66 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
             outcome
         }
         (None, Some(http)) => {
-            // The file store has no queue: the server runs what the API starts.
+            // The file store has no queue: the server runs what the API
+            // starts, and fires the home's schedules if no other does.
+            let firing = fire_schedules(&launcher, runner, stop.clone(), false)?;
             http.await.context("the HTTP server's task failed")?;
+            stop.cancel();
+            if let Some(firing) = firing {
+                firing.await.context("the schedules' task failed")?;
+            }
             Ok(Outcome::Done)
         }
         (None, None) => {
-            fleet(&place, "serve")?;
+            let schedules = pod_launch::schedules::Schedules::new(&place.home);
+            if schedules.list()?.is_empty() {
+                bail!(Failure::new(
+                    "`pod serve` needs a PostgreSQL store, --http, or schedules to fire",
+                    "pass --store postgres://USER@HOST/DB or set POD_STORE for a fleet, \
+                     --http ADDR for the API, or `pod schedule add` first"
+                ));
+            }
+            if let Some(firing) = fire_schedules(&launcher, None, stop.clone(), true)? {
+                firing.await.context("the schedules' task failed")?;
+            }
             Ok(Outcome::Done)
         }
     };
     super::flush_notifications(launcher.outbox()).await;
     outcome
+}
+
+/// Fires the file store's schedules in a task until `stop`, their
+/// sessions shown by the API's `runner` when there is one; `None` (said on
+/// stderr) when another `pod serve` holds the home's firing lock, or an
+/// error if `must` (nothing else to serve).
+fn fire_schedules(
+    launcher: &pod_launch::Launcher,
+    runner: Option<pod_http::Runner>,
+    stop: CancellationToken,
+    must: bool,
+) -> Result<Option<tokio::task::JoinHandle<()>>> {
+    let schedules = pod_launch::schedules::Schedules::new(&launcher.place().home);
+    let lock = match schedules.lock_firing() {
+        Ok(lock) => lock,
+        Err(err) if !must => {
+            crate::output::eprint(&format!("pod serve: {}\n", pod_llm::error_chain(&err)))?;
+            return Ok(None);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    crate::output::print("firing the schedules of this POD_HOME\n")?;
+    let adopt = runner.map(|runner| Arc::new(Api(runner)) as Arc<dyn pod_launch::schedules::Adopt>);
+    let firer = pod_launch::schedules::Firer::new(launcher.clone(), adopt);
+    Ok(Some(tokio::spawn(async move {
+        // Held while the loop runs: no other process fires these schedules.
+        let _lock = lock;
+        firer
+            .run(stop, |fired| {
+                let _ = crate::output::print(&format!("{fired}\n"));
+            })
+            .await;
+    })))
 }
 
 /// Raises this process's soft limit of open files to its hard limit and
@@ -218,6 +273,20 @@ impl pod_http::Queue for FleetQueue {
 struct Api(pod_http::Runner);
 
 impl pod_fleet::Api for Api {
+    fn approver(&self, id: Uuid) -> Arc<dyn pod::Approver> {
+        self.0.approver(id)
+    }
+
+    fn adopt(&self, id: Uuid, handle: pod::PodHandle, meter: pod_launch::Meter) {
+        self.0.adopt(id, handle, meter);
+    }
+
+    fn release(&self, id: Uuid) {
+        self.0.release(id);
+    }
+}
+
+impl pod_launch::schedules::Adopt for Api {
     fn approver(&self, id: Uuid) -> Arc<dyn pod::Approver> {
         self.0.approver(id)
     }

@@ -15,6 +15,7 @@ mod demo;
 mod disk_full;
 mod errors;
 mod escapes;
+mod file_schedules;
 mod first_steps;
 mod fleet;
 mod fleet_scale;

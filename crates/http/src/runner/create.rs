@@ -236,9 +236,12 @@ impl Runner {
         Ok((header, records))
     }
 
-    /// The fleet's schedules (`pod schedule`); a server without a
-    /// PostgreSQL store has none to show.
+    /// The fleet's schedules (`pod schedule`), or the file store's when
+    /// the server was given them ([`Runner::with_schedule_list`]).
     pub async fn schedules(&self) -> Result<Vec<serde_json::Value>, ApiError> {
+        if let (None, Some(list)) = (&self.queue, &self.schedule_list) {
+            return list().map_err(ApiError::internal);
+        }
         let Some(queue) = &self.queue else {
             return Err(ApiError::conflict(
                 "schedules live in a fleet's PostgreSQL store: start the server with \
