@@ -144,6 +144,18 @@ async fn from_file(file: &Path, place: &Place) -> Result<Vec<(SessionHeader, Vec
                 "a line is a task, or a JSON object with \"task\" and pod submit's flags by their long names",
             )
         })?;
+        // A line whose flags an earlier line had, with its task as text:
+        // the command line those flags make was parsed and resolved then,
+        // and a task is any text (not `-`, which reads stdin), so only
+        // the task is new. Parsing the whole command line again per line
+        // was most of the time 100,000 lines took (BENCHMARKS.md 21).
+        if let (Some(task), Some(template)) = (&task, templates.get(&flags)) {
+            if task.as_str() != "-" {
+                let task = super::run::task(Some(task), None).with_context(|| at.clone())?;
+                sessions.push(template.session(task));
+                continue;
+            }
+        }
         let mut argv = base.clone();
         argv.extend(flags.iter().map(OsString::from));
         if let Some(task) = &task {
