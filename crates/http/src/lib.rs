@@ -53,7 +53,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use failure::ServeError;
-pub use runner::{Queue, Runner};
+pub use runner::{Queue, Runner, ScheduleFiles};
 
 /// How `pod serve --http` was started.
 #[derive(Debug, Clone)]

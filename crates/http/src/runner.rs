@@ -97,14 +97,22 @@ pub struct Runner {
     metrics: Arc<crate::metrics::Metrics>,
     // Where a batch of new sessions goes: the fleet's queue.
     queue: Option<Arc<dyn Queue>>,
-    // Without a fleet: the file store's schedules, as `GET /api/schedules`
-    // lists them.
-    schedule_list: Option<ScheduleList>,
+    // Without a fleet: the file store's schedules, listed, paused and
+    // removed through the API.
+    schedule_list: Option<Arc<dyn ScheduleFiles>>,
 }
 
-/// The file store's schedules, each as `pod schedule list --json` shows
-/// it, or why they cannot be read.
-pub type ScheduleList = Arc<dyn Fn() -> Result<Vec<serde_json::Value>, String> + Send + Sync>;
+/// The file store's schedules (a server without a fleet), each as `pod
+/// schedule list --json` shows it; errors in words.
+pub trait ScheduleFiles: Send + Sync {
+    /// Every schedule.
+    fn list(&self) -> Result<Vec<serde_json::Value>, String>;
+    /// Pauses or resumes `name`: the schedule as it is now, or `None` if
+    /// there is none.
+    fn pause(&self, name: &str, paused: bool) -> Result<Option<serde_json::Value>, String>;
+    /// Removes `name` (not its sessions): whether there was one.
+    fn remove(&self, name: &str) -> Result<bool, String>;
+}
 
 /// The fleet's queue, where `POST /api/sessions/batch` puts sessions for
 /// the workers to run: the front end gives one when its store has a queue
@@ -212,10 +220,10 @@ impl Runner {
         }
     }
 
-    /// The same runner, listing the file store's schedules with `list`
-    /// (a server without a fleet).
-    pub fn with_schedule_list(mut self, list: ScheduleList) -> Self {
-        self.schedule_list = Some(list);
+    /// The same runner, with the file store's schedules (a server without
+    /// a fleet).
+    pub fn with_schedule_files(mut self, files: Arc<dyn ScheduleFiles>) -> Self {
+        self.schedule_list = Some(files);
         self
     }
 

@@ -54,13 +54,9 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
             // With a fleet, the API's batches go to its queue.
             let runner = match &place.fleet {
                 Some(store) => runner.with_queue(Arc::new(FleetQueue(store.clone()))),
-                None => {
-                    let schedules = pod_launch::schedules::Schedules::new(&place.home);
-                    runner.with_schedule_list(Arc::new(move || {
-                        let list = schedules.list().map_err(|e| pod_llm::error_chain(&e))?;
-                        Ok(list.iter().map(super::schedule_files::as_json).collect())
-                    }))
-                }
+                None => runner.with_schedule_files(Arc::new(ScheduleFiles(
+                    pod_launch::schedules::Schedules::new(&place.home),
+                ))),
             };
             crate::tracing_setup::otlp_metrics(&runner)?;
             crate::output::print(&format!("{}\n", bound.banner().join("\n")))?;
@@ -194,6 +190,28 @@ fn admit(workers: u32, files: u64, store: &PgStore, http_connections: u64) -> u3
         pod_fleet::capacity::OWN_FILES + reserved,
     ));
     capacity
+}
+
+/// The file store's schedules for the API (a server without a fleet).
+struct ScheduleFiles(pod_launch::schedules::Schedules);
+
+impl pod_http::ScheduleFiles for ScheduleFiles {
+    fn list(&self) -> Result<Vec<serde_json::Value>, String> {
+        let list = self.0.list().map_err(|e| pod_llm::error_chain(&e))?;
+        Ok(list.iter().map(super::schedule_files::as_json).collect())
+    }
+
+    fn pause(&self, name: &str, paused: bool) -> Result<Option<serde_json::Value>, String> {
+        let changed = self
+            .0
+            .set_paused(name, paused, chrono::Utc::now())
+            .map_err(|e| pod_llm::error_chain(&e))?;
+        Ok(changed.as_ref().map(super::schedule_files::as_json))
+    }
+
+    fn remove(&self, name: &str) -> Result<bool, String> {
+        self.0.remove(name).map_err(|e| pod_llm::error_chain(&e))
+    }
 }
 
 /// Runs the fleet worker until `stop` (or the fleet is idle, with

@@ -280,6 +280,35 @@ async fn a_file_store_api_server_fires_its_schedules_and_lists_them() {
     assert_eq!(origins.len(), 1, "{origins:?}");
     assert_eq!(origins[0].1, started);
     assert_eq!(show(&env, "nightly")["fires"], 1);
+
+    // Paused and removed through the API (the dashboard's buttons).
+    let patched = server
+        .request(reqwest::Method::PATCH, "/schedules/nightly")
+        .header("content-type", "application/json")
+        .body(json!({"paused": true}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), 200);
+    let patched: serde_json::Value = patched.json().await.unwrap();
+    assert_eq!(patched["paused"], true, "{patched}");
+    assert_eq!(show(&env, "nightly")["paused"], true);
+    let delete = || {
+        server
+            .request(reqwest::Method::DELETE, "/schedules/nightly")
+            .send()
+    };
+    assert_eq!(delete().await.unwrap().status(), 204);
+    assert_eq!(delete().await.unwrap().status(), 404);
+    let listed = server.get("/schedules").await;
+    assert!(
+        !listed["schedules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "nightly"),
+        "{listed}"
+    );
     drop(server);
 }
 

@@ -237,10 +237,10 @@ impl Runner {
     }
 
     /// The fleet's schedules (`pod schedule`), or the file store's when
-    /// the server was given them ([`Runner::with_schedule_list`]).
+    /// the server was given them ([`Runner::with_schedule_files`]).
     pub async fn schedules(&self) -> Result<Vec<serde_json::Value>, ApiError> {
-        if let (None, Some(list)) = (&self.queue, &self.schedule_list) {
-            return list().map_err(ApiError::internal);
+        if let (None, Some(files)) = (&self.queue, &self.schedule_list) {
+            return files.list().map_err(ApiError::internal);
         }
         let Some(queue) = &self.queue else {
             return Err(ApiError::conflict(

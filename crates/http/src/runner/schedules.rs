@@ -189,11 +189,23 @@ impl Runner {
         name: &str,
         paused: bool,
     ) -> Result<serde_json::Value, ApiError> {
+        if let (None, Some(files)) = (&self.queue, &self.schedule_list) {
+            return files
+                .pause(name, paused)
+                .map_err(ApiError::internal)?
+                .ok_or_else(|| ApiError::not_found(format!("no schedule named {name}")));
+        }
         Ok(self.fleet()?.pause_schedule(name, paused).await?)
     }
 
     /// Removes schedule `name` (not the sessions it started).
     pub async fn remove_schedule(&self, name: &str) -> Result<(), ApiError> {
+        if let (None, Some(files)) = (&self.queue, &self.schedule_list) {
+            return match files.remove(name).map_err(ApiError::internal)? {
+                true => Ok(()),
+                false => Err(ApiError::not_found(format!("no schedule named {name}"))),
+            };
+        }
         Ok(self.fleet()?.remove_schedule(name).await?)
     }
 }
