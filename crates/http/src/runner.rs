@@ -112,6 +112,12 @@ pub trait ScheduleFiles: Send + Sync {
     fn pause(&self, name: &str, paused: bool) -> Result<Option<serde_json::Value>, String>;
     /// Removes `name` (not its sessions): whether there was one.
     fn remove(&self, name: &str) -> Result<bool, String>;
+    /// Adds `new` (its session settings checked against the ceiling
+    /// already): what the list shows of it.
+    fn add(
+        &self,
+        new: crate::runner::NewSchedule,
+    ) -> Result<serde_json::Value, crate::runner::ScheduleRefused>;
 }
 
 /// The fleet's queue, where `POST /api/sessions/batch` puts sessions for

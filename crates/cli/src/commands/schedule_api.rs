@@ -9,11 +9,11 @@ use pod_fleet::schedule::Timing;
 use pod_http::runner::{NewSchedule, ScheduleRefused};
 use pod_store_pg::{Overlap, PgStore};
 
-/// Adds `new`: what `GET /api/schedules` shows of it.
-pub(super) async fn add(
-    store: &PgStore,
-    new: NewSchedule,
-) -> Result<serde_json::Value, ScheduleRefused> {
+/// What `new` asks for, checked by `pod schedule`'s rules: its name, its
+/// timing, whether it may overlap, and its first fire time.
+fn checked(
+    new: &NewSchedule,
+) -> Result<(String, Timing, bool, chrono::DateTime<chrono::Utc>), ScheduleRefused> {
     let bad = |why: String| ScheduleRefused::Bad(why);
     let name = name_of(&new.name).map_err(|f| bad(f.to_string()))?;
     let timing = match (&new.cron, &new.every) {
@@ -26,15 +26,15 @@ pub(super) async fn add(
         (None, None) => return Err(bad("`cron` or `every` is needed".into())),
     }
     .map_err(|err| bad(err.to_string()))?;
-    let overlap =
+    let allow =
         match new.overlap.as_deref() {
-            None | Some("skip") => Overlap::Skip,
+            None | Some("skip") => false,
             Some("allow") if new.session.is_some() => return Err(bad(
                 "a heartbeat cannot overlap: a fire time that finds its session still going is \
                  skipped"
                     .into(),
             )),
-            Some("allow") => Overlap::Allow,
+            Some("allow") => true,
             Some(other) => {
                 return Err(bad(format!(
                     "`{other}` is not an overlap policy: `skip` or `allow`"
@@ -44,6 +44,57 @@ pub(super) async fn add(
     let next_fire = timing
         .first(chrono::Utc::now())
         .map_err(|err| bad(err.to_string()))?;
+    Ok((name, timing, allow, next_fire))
+}
+
+/// Adds `new` to the file store's schedules (a server without a fleet):
+/// what `GET /api/schedules` shows of it.
+pub(super) fn add_to_files(
+    schedules: &pod_launch::schedules::Schedules,
+    new: NewSchedule,
+) -> Result<serde_json::Value, ScheduleRefused> {
+    use pod_launch::schedules::{Overlap as FileOverlap, Schedule};
+    let (name, timing, allow, next_fire) = checked(&new)?;
+    let schedule = Schedule {
+        name: name.clone(),
+        timing,
+        task: new.task,
+        template: new.template,
+        limits: new.limits.filter(|l| l.is_set()),
+        overlap: if allow {
+            FileOverlap::Allow
+        } else {
+            FileOverlap::Skip
+        },
+        session: new.session,
+        paused: false,
+        next_fire,
+        created_at: chrono::Utc::now(),
+        run_now: None,
+        last_fire: None,
+        last_session: None,
+        fires: 0,
+        skipped: 0,
+        missed: 0,
+        recent: Vec::new(),
+    };
+    let failed =
+        |e: pod_launch::schedules::ScheduleError| ScheduleRefused::Bad(pod_llm::error_chain(&e));
+    if !schedules.add(&schedule).map_err(failed)? {
+        return Err(ScheduleRefused::Exists(format!(
+            "a schedule named {name} exists"
+        )));
+    }
+    Ok(super::schedule_files::as_json(&schedule))
+}
+
+/// Adds `new`: what `GET /api/schedules` shows of it.
+pub(super) async fn add(
+    store: &PgStore,
+    new: NewSchedule,
+) -> Result<serde_json::Value, ScheduleRefused> {
+    let (name, timing, allow, next_fire) = checked(&new)?;
+    let overlap = if allow { Overlap::Allow } else { Overlap::Skip };
     let added = store
         .add_schedule(&pod_store_pg::NewSchedule {
             name: name.clone(),

@@ -212,6 +212,13 @@ impl pod_http::ScheduleFiles for ScheduleFiles {
     fn remove(&self, name: &str) -> Result<bool, String> {
         self.0.remove(name).map_err(|e| pod_llm::error_chain(&e))
     }
+
+    fn add(
+        &self,
+        new: pod_http::runner::NewSchedule,
+    ) -> Result<serde_json::Value, pod_http::runner::ScheduleRefused> {
+        super::schedule_api::add_to_files(&self.0, new)
+    }
 }
 
 /// Runs the fleet worker until `stop` (or the fleet is idle, with

@@ -232,7 +232,11 @@ fn a_paused_schedule_fires_nothing_rm_removes_it_and_a_second_server_does_not_fi
 async fn a_file_store_api_server_fires_its_schedules_and_lists_them() {
     let env = TestEnv::new();
     add(&env, "tick", &["--every", "1s", "--overlap", "allow"]);
-    let server = crate::http::Server::start_with(env.pod_process(), &env);
+    // The server's own model: what a schedule added through the API runs.
+    let own = env.script("api-model.json", &script(vec![say("From the API.")]));
+    let mut command = env.pod_process();
+    command.arg("--script").arg(&own);
+    let server = crate::http::Server::start_with(command, &env);
     let deadline = std::time::Instant::now() + crate::fleet::PATIENCE;
     // The session the schedule started runs in the server: the API shows
     // it, done, with the schedule as its origin.
@@ -280,6 +284,28 @@ async fn a_file_store_api_server_fires_its_schedules_and_lists_them() {
     assert_eq!(origins.len(), 1, "{origins:?}");
     assert_eq!(origins[0].1, started);
     assert_eq!(show(&env, "nightly")["fires"], 1);
+
+    // Added through the API, its session held to the server's ceiling.
+    let added = |body: serde_json::Value| {
+        let server = &server;
+        async move { server.post("/schedules", &body.to_string()).await }
+    };
+    let (status, made) = added(json!({
+        "name": "hourly", "every": "1h", "start": {"task": "From the API"}
+    }))
+    .await;
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["name"], "hourly", "{made}");
+    assert_eq!(show(&env, "hourly")["task"], "From the API");
+    let (status, _) = added(json!({"name": "hourly", "every": "1h", "start": {"task": "x"}})).await;
+    assert_eq!(status, 409);
+    let (status, _) = added(json!({"name": "bad", "every": "soon", "start": {"task": "x"}})).await;
+    assert_eq!(status, 400);
+    let (status, refused) = added(json!({
+        "name": "outside", "every": "1h", "start": {"task": "x", "workspace": "/"}
+    }))
+    .await;
+    assert_eq!(status, 403, "{refused}");
 
     // Paused and removed through the API (the dashboard's buttons).
     let patched = server

@@ -108,7 +108,14 @@ impl Runner {
         &self,
         request: CreateSchedule,
     ) -> Result<serde_json::Value, ApiError> {
-        let queue = self.fleet()?;
+        // On a fleet its queue keeps schedules; without one, the file store.
+        let files = match &self.queue {
+            Some(_) => None,
+            None => self.schedule_list.clone(),
+        };
+        if files.is_none() {
+            self.fleet()?;
+        }
         let (task, template, limits, session) = match (request.start, request.session) {
             (Some(start), None) if request.message.is_none() => {
                 let task = start.task.clone();
@@ -149,7 +156,10 @@ impl Runner {
             limits,
             session,
         };
-        Ok(queue.add_schedule(new).await?)
+        match files {
+            Some(files) => Ok(files.add(new)?),
+            None => Ok(self.fleet()?.add_schedule(new).await?),
+        }
     }
 
     /// The header of the session a heartbeat continues, checked: it
