@@ -8,7 +8,7 @@
 //! could not be recorded is asked again), and wall time against the ideal
 //! (10 s of model time plus the outage).
 
-use crate::serve::{children_cpu, setup_with};
+use crate::serve::{children_cpu, setup_with, submit, write_tasks};
 use crate::support::fmt_duration;
 use std::collections::BTreeMap;
 use std::process::{Child, Stdio};
@@ -43,25 +43,8 @@ struct Row {
 
 async fn measure(run: &Run) -> Result<Row, Error> {
     let mut setup = setup_with(LATENCY, true).await?;
-    let tasks = setup.dir.path().join("tasks.txt");
-    let lines: Vec<String> = (0..run.sessions)
-        .map(|i| format!("Read notes.txt and say what it holds ({i})"))
-        .collect();
-    std::fs::write(&tasks, lines.join("\n"))?;
-    let out = setup
-        .command()
-        .args(["submit", "--profile", "bench", "--yes", "--from"])
-        .arg(&tasks)
-        .arg("--workspace")
-        .arg(setup.workspace())
-        .output()?;
-    if !out.status.success() {
-        return Err(format!(
-            "pod submit failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
-    }
+    let tasks = write_tasks(&setup, run.sessions)?;
+    submit(&setup, &tasks)?;
     let requests_before = setup.server.stats().await?.requests;
     let cpu_before = children_cpu();
     let started = Instant::now();

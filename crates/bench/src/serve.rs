@@ -162,6 +162,36 @@ struct Row {
     wal_syncs: i64,
 }
 
+/// `n` task lines in the setup's directory; the file.
+pub(crate) fn write_tasks(setup: &Setup, n: usize) -> Result<PathBuf, Error> {
+    let tasks = setup.dir.path().join("tasks.txt");
+    let lines: Vec<String> = (0..n)
+        .map(|i| format!("Read notes.txt and say what it holds ({i})"))
+        .collect();
+    std::fs::write(&tasks, lines.join("\n"))?;
+    Ok(tasks)
+}
+
+/// Queues `tasks` with one `pod submit --from`; how long it took.
+pub(crate) fn submit(setup: &Setup, tasks: &std::path::Path) -> Result<Duration, Error> {
+    let started = Instant::now();
+    let out = setup
+        .command()
+        .args(["submit", "--profile", "bench", "--yes", "--from"])
+        .arg(tasks)
+        .arg("--workspace")
+        .arg(setup.workspace())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "pod submit failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    Ok(started.elapsed())
+}
+
 pub(crate) async fn sql(pg: &Postgres) -> Result<tokio_postgres::Client, Error> {
     let (client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
@@ -202,29 +232,10 @@ fn idle_rss(setup: &Setup) -> Result<u64, Error> {
 async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result<Row, Error> {
     let setup = setup(checkpoints).await?;
     let sessions = workers * per_worker;
-    let tasks = setup.dir.path().join("tasks.txt");
-    let lines: Vec<String> = (0..sessions)
-        .map(|i| format!("Read notes.txt and say what it holds ({i})"))
-        .collect();
-    std::fs::write(&tasks, lines.join("\n"))?;
+    let tasks = write_tasks(&setup, sessions)?;
     // Measured while the queue is empty: a worker with nothing to run.
     let idle_rss_kb = idle_rss(&setup)?;
-    let started = Instant::now();
-    let out = setup
-        .command()
-        .args(["submit", "--profile", "bench", "--yes", "--from"])
-        .arg(&tasks)
-        .arg("--workspace")
-        .arg(setup.workspace())
-        .output()?;
-    if !out.status.success() {
-        return Err(format!(
-            "pod submit failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
-    }
-    let submit = started.elapsed();
+    let submit = submit(&setup, &tasks)?;
     let client = sql(&setup.pg).await?;
     let (records_before, syncs_before) = db_counters(&client).await?;
     let requests_before = setup.server.stats().await?.requests;

@@ -3,35 +3,16 @@
 //! queues a day's work. Reported: the wall time of the one command, lines
 //! per second, and the rows it wrote (sessions queued, records).
 
-use crate::serve::{setup_with, sql};
+use crate::serve::{setup_with, sql, submit, write_tasks};
 use crate::support::fmt_duration;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 type Error = Box<dyn std::error::Error>;
 
 async fn measure(lines: usize) -> Result<(Duration, i64, i64), Error> {
     let setup = setup_with(Duration::from_secs(1), false).await?;
-    let tasks = setup.dir.path().join("tasks.txt");
-    let text: Vec<String> = (0..lines)
-        .map(|i| format!("Read notes.txt and say what it holds ({i})"))
-        .collect();
-    std::fs::write(&tasks, text.join("\n"))?;
-    let started = Instant::now();
-    let out = setup
-        .command()
-        .args(["submit", "--profile", "bench", "--yes", "--from"])
-        .arg(&tasks)
-        .arg("--workspace")
-        .arg(setup.workspace())
-        .output()?;
-    let wall = started.elapsed();
-    if !out.status.success() {
-        return Err(format!(
-            "pod submit failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
-    }
+    let tasks = write_tasks(&setup, lines)?;
+    let wall = submit(&setup, &tasks)?;
     let client = sql(&setup.pg).await?;
     let queued: i64 = client
         .query_one(

@@ -334,19 +334,7 @@ pub(crate) async fn update(
     next.system = text("system", current.system.clone())?;
     match fields.get("metadata") {
         None | Some(Value::Null) => {}
-        Some(Value::Object(patch)) => {
-            for (key, value) in patch {
-                match value {
-                    Value::Null => {
-                        next.metadata.remove(key);
-                    }
-                    Value::String(value) => {
-                        next.metadata.insert(key.clone(), value.clone());
-                    }
-                    _ => return Err(Error::invalid("`metadata` values must be strings or null")),
-                }
-            }
-        }
+        Some(Value::Object(patch)) => super::patch_metadata(&mut next.metadata, patch, false)?,
         Some(_) => return Err(Error::invalid("`metadata` must be an object")),
     }
     let unchanged = next.name == current.name

@@ -184,22 +184,7 @@ pub(crate) async fn update(
             ("description", Value::Null) => environment.description = None,
             ("description", Value::String(text)) => environment.description = Some(text.clone()),
             ("metadata", Value::Object(patch)) => {
-                for (key, value) in patch {
-                    match value {
-                        Value::Null => {
-                            environment.metadata.remove(key);
-                        }
-                        Value::String(text) if text.is_empty() => {
-                            environment.metadata.remove(key);
-                        }
-                        Value::String(text) => {
-                            environment.metadata.insert(key.clone(), text.clone());
-                        }
-                        _ => {
-                            return Err(Error::invalid("`metadata` values must be strings or null"))
-                        }
-                    }
-                }
+                super::patch_metadata(&mut environment.metadata, patch, true)?
             }
             ("config", config_value) => {
                 let (config_type, limited) = config(Some(config_value))?;

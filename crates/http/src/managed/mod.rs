@@ -87,6 +87,32 @@ pub(crate) fn router(app: AppState, token: Arc<str>) -> Router {
     Router::new().nest("/v1", v1)
 }
 
+/// Applies a `metadata` patch of an update to `metadata`: a string
+/// upserts its key, `null` deletes it (and so does `""` when
+/// `empty_deletes`, as environments take it).
+pub(crate) fn patch_metadata(
+    metadata: &mut std::collections::BTreeMap<String, String>,
+    patch: &serde_json::Map<String, serde_json::Value>,
+    empty_deletes: bool,
+) -> Result<(), Error> {
+    use serde_json::Value;
+    for (key, value) in patch {
+        match value {
+            Value::Null => {
+                metadata.remove(key);
+            }
+            Value::String(text) if empty_deletes && text.is_empty() => {
+                metadata.remove(key);
+            }
+            Value::String(text) => {
+                metadata.insert(key.clone(), text.clone());
+            }
+            _ => return Err(Error::invalid("`metadata` values must be strings or null")),
+        }
+    }
+    Ok(())
+}
+
 /// What pod does not serve yet: updates, archives, deletes, vaults,
 /// memory stores, skills, threads…
 async fn unsupported(request: Request) -> Error {

@@ -406,19 +406,7 @@ pub(crate) async fn update(
             ("title", Value::String(title)) => session.title = Some(title.clone()),
             ("metadata", Value::Null) => {}
             ("metadata", Value::Object(patch)) => {
-                for (key, value) in patch {
-                    match value {
-                        Value::Null => {
-                            session.metadata.remove(key);
-                        }
-                        Value::String(value) => {
-                            session.metadata.insert(key.clone(), value.clone());
-                        }
-                        _ => {
-                            return Err(Error::invalid("`metadata` values must be strings or null"))
-                        }
-                    }
-                }
+                super::patch_metadata(&mut session.metadata, patch, false)?
             }
             ("budget", Value::Null) => {
                 return Err(Error::unsupported(
