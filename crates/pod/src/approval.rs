@@ -316,6 +316,7 @@ impl Answerer {
             from: self.from.clone(),
             at: chrono::Utc::now(),
             pending,
+            result: None,
         }
     }
 }

@@ -113,6 +113,11 @@ pub struct PodConfig {
     /// the runtime's reminders ask for it. A tool left out is not offered
     /// and a call to it is refused as unknown.
     pub tool_allow: Option<Vec<String>>,
+    /// Tools the session's client runs itself (the Managed Agents API's
+    /// custom tools): offered to the model; a call parks the session until
+    /// the client answers with its result. Root sessions only; none by
+    /// default.
+    pub client_tools: Vec<crate::client_tools::ClientToolSpec>,
     /// The Agent Skills the `skill` tool loads (the prompt lists them);
     /// none by default, and then no `skill` tool.
     pub skills: Vec<pod_tools::Skill>,
@@ -183,6 +188,7 @@ impl PodConfig {
             private_paths: Vec::new(),
             subagents: SubagentConfig::default(),
             tool_allow: None,
+            client_tools: Vec::new(),
             skills: Vec::new(),
             hooks: None,
             checkpoints: false,

@@ -42,6 +42,9 @@ pub struct ApprovalGate {
     can_park: bool,
     // What refused the last call that was refused, for its event.
     refused: Option<NotRunBy>,
+    // The tools the session's client runs: always asked (unless the policy
+    // denies them), answered with their result.
+    client_tools: std::collections::HashSet<String>,
 }
 
 #[derive(Clone)]
@@ -96,7 +99,22 @@ impl ApprovalGate {
             pending: HashMap::new(),
             can_park: false,
             refused: None,
+            client_tools: Default::default(),
         }
+    }
+
+    /// The same gate, knowing that the session's client runs the tools
+    /// `names`: their calls are questions whatever the policy allows (a
+    /// denied one stays denied), and an answer carrying a result is the
+    /// call's result.
+    pub fn with_client_tools(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.client_tools = names.into_iter().collect();
+        self
+    }
+
+    /// Whether the session's client runs `tool`.
+    pub fn runs_on_client(&self, tool: &str) -> bool {
+        self.client_tools.contains(tool)
     }
 
     /// The same gate, recording its questions and answers in `log` and
@@ -150,6 +168,9 @@ impl ApprovalGate {
     ) -> PreToolAction {
         self.refused = None;
         match self.policy.get(tool) {
+            ToolPolicy::Allow if self.runs_on_client(tool) => {
+                self.ask(call_id, tool, arguments, cancel).await
+            }
             ToolPolicy::Allow => PreToolAction::Continue,
             ToolPolicy::Deny => self.refuse(NotRunBy::Policy, denied(tool)),
             ToolPolicy::Ask => self.ask(call_id, tool, arguments, cancel).await,
@@ -224,6 +245,9 @@ impl ApprovalGate {
                 return PreToolAction::Abort(reason);
             }
             self.open.remove(call_id);
+            if let Some(result) = acted.result.filter(|_| self.runs_on_client(tool)) {
+                return PreToolAction::Respond(result.into());
+            }
             return self.apply(tool, acted.decision);
         }
         let question = match self.open.get(call_id) {

@@ -39,6 +39,7 @@
 
 pub mod approval;
 pub mod checkpoints;
+mod client_tools;
 pub mod compact;
 mod config;
 mod decision;
@@ -75,6 +76,7 @@ pub use approval::{
     ApprovalDecision, ApprovalFlags, ApprovalPolicy, ApprovalRequest, Approver, SubagentLabel,
     ToolPolicy,
 };
+pub use client_tools::{ClientResult, ClientToolSpec, RESERVED_TOOL_NAMES};
 pub use compact::{CompactionConfig, CompactionReport};
 pub use config::{
     Durability, FollowupConfig, InterceptorFactory, PodConfig, StartHook, DEFAULT_SYSTEM_PROMPT,

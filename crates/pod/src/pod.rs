@@ -307,14 +307,16 @@ fn build_parts(
     } = replayed;
     // The gate takes up the questions where the log left them; a
     // subagent's turn never parks (its parent's call would move on).
-    let gate = ApprovalGate::new(config.approval.clone(), config.approver.clone()).recorded(
-        log.clone(),
-        events.clone(),
-        &questions,
-        &history,
-        lineage.depth == 0,
-        parked.clone(),
-    );
+    let gate = ApprovalGate::new(config.approval.clone(), config.approver.clone())
+        .recorded(
+            log.clone(),
+            events.clone(),
+            &questions,
+            &history,
+            lineage.depth == 0,
+            parked.clone(),
+        )
+        .with_client_tools(config.client_tools.iter().map(|t| t.name.clone()));
     // The hooks take up their decisions where the log left them, and tell
     // the approval after them what they allowed or want asked.
     let verdicts = HookVerdicts::default();

@@ -321,6 +321,24 @@ impl crate::approval::Approver for Parking {
     }
 }
 
+/// What answers a question: a decision, or, for a call of a tool the
+/// session's client runs (a [`ClientToolSpec`](crate::ClientToolSpec)),
+/// its result (recorded as "allow" with the result: the call gets it
+/// instead of running).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Allow or refuse the call.
+    Decision(ApprovalDecision),
+    /// The call's result, from the client that ran it.
+    Result(crate::ClientResult),
+}
+
+impl From<ApprovalDecision> for Reply {
+    fn from(decision: ApprovalDecision) -> Self {
+        Reply::Decision(decision)
+    }
+}
+
 /// How [`answer`] went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answered {
@@ -351,10 +369,14 @@ pub async fn answer(
     store: &Store,
     session: Uuid,
     question: Uuid,
-    decision: ApprovalDecision,
+    reply: impl Into<Reply>,
     by: &Answerer,
     wait: std::time::Duration,
 ) -> Result<Answered, PodError> {
+    let (decision, result) = match reply.into() {
+        Reply::Decision(decision) => (decision, None),
+        Reply::Result(result) => (ApprovalDecision::AllowOnce, Some(result)),
+    };
     if matches!(
         decision,
         ApprovalDecision::Cancelled | ApprovalDecision::Later
@@ -386,7 +408,10 @@ pub async fn answer(
                 if !questions.open(&history).iter().any(|q| q.id == asked.id) {
                     return Err(PodError::QuestionWithdrawn { question });
                 }
-                let record = by.answer(asked, decision, true);
+                let record = AnswerRecord {
+                    result,
+                    ..by.answer(asked, decision, true)
+                };
                 opened
                     .writer
                     .append(&LogRecord::Answer(record.clone()), true)

@@ -76,11 +76,24 @@ impl SessionTools {
         if config.followups.is_some() && session.lineage.depth == 0 && !read_only {
             registry.register(pod_tools::FollowupTool);
         }
+        // The client answers its tools' calls by parking the session: a
+        // subagent cannot park.
+        if session.lineage.depth == 0 && !read_only {
+            for spec in &config.client_tools {
+                registry.register(crate::client_tools::ClientTool::new(spec.clone()));
+            }
+        }
         if !config.skills.is_empty() {
             registry.register(pod_tools::SkillTool::new(config.skills.clone()));
         }
         if let Some(allowed) = &config.tool_allow {
-            let allowed: Arc<[String]> = allowed.clone().into();
+            // The client's own tools are its agent's: always offered.
+            let allowed: Arc<[String]> = allowed
+                .iter()
+                .cloned()
+                .chain(config.client_tools.iter().map(|t| t.name.clone()))
+                .collect::<Vec<_>>()
+                .into();
             registry = registry.only(Arc::new(move |name: &str| {
                 name == pod_tools::TODO_WRITE || allowed.iter().any(|a| a == name)
             }));

@@ -186,6 +186,7 @@ async fn plan_call(
     match hooks.pre_tool_call(&mut info).await {
         PreToolAction::Continue => Planned::Run(info),
         PreToolAction::Skip(text) => Planned::Done(ToolOutput::error(text)),
+        PreToolAction::Respond(output) => Planned::Done(output),
         PreToolAction::Abort(reason) => {
             let planned = CallsStop::Aborted(reason.clone()).not_run();
             *stop = Some(CallsStop::Aborted(reason));

@@ -87,6 +87,9 @@ pub enum PreToolAction {
     /// Do not run it; the model gets an error result with exactly this text,
     /// so it should say that the call did not run, why, and what to do.
     Skip(String),
+    /// Do not run it here: this is its result, made elsewhere (a client
+    /// that runs the tool itself answered with it).
+    Respond(crate::ToolOutput),
     /// Do not run it or any later call; end the turn as aborted.
     Abort(String),
     /// Do not run it or any later call; end the turn as paused.

@@ -29,6 +29,7 @@ mod http;
 mod instructions;
 mod ledger;
 mod managed;
+mod managed_custom_tools;
 mod managed_lifecycle;
 mod managed_outcome;
 mod managed_ts;

@@ -1,10 +1,10 @@
 //! `/v1/agents`: create, retrieve (any version), list, update, archive,
 //! and list versions. An agent is a name, a model (a profile of the
-//! server's config, or `default` for the server's model), a system prompt
-//! and the default toolset; kept as `POD_HOME/managed/agents/<id>.json`
-//! (its latest version) and every version as
-//! `POD_HOME/managed/agent-versions/<id>-v<n>.json`, since a session pins
-//! the version it was created with.
+//! server's config, or `default` for the server's model), a system prompt,
+//! the default toolset and the client's custom tools; kept as
+//! `POD_HOME/managed/agents/<id>.json` (its latest version) and every
+//! version as `POD_HOME/managed/agent-versions/<id>-v<n>.json`, since a
+//! session pins the version it was created with.
 
 use super::error::{parse, Error};
 use super::{page, query_pairs, query_value, Managed};
@@ -36,6 +36,10 @@ pub(crate) struct Agent {
     pub system: Option<String>,
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
+    /// Tools its client runs (`{"type": "custom"}`): a call parks the
+    /// session until a `user.custom_tool_result` answers it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub custom_tools: Vec<pod::ClientToolSpec>,
     pub version: u32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -52,6 +56,21 @@ impl Agent {
 
     /// The fields an agent and a session's copy of it share.
     pub fn common_json(&self) -> Value {
+        let mut tools = vec![json!({
+            "type": "agent_toolset_20260401",
+            "configs": [],
+            // pod's approval policy (the server's, within its ceiling)
+            // decides which calls ask.
+            "default_config": {"enabled": true, "permission_policy": {"type": "always_ask"}},
+        })];
+        tools.extend(self.custom_tools.iter().map(|tool| {
+            json!({
+                "type": "custom",
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.input_schema,
+            })
+        }));
         json!({
             "id": self.id,
             "type": "agent",
@@ -59,13 +78,7 @@ impl Agent {
             "description": self.description,
             "model": {"id": self.model, "speed": "standard"},
             "system": self.system,
-            "tools": [{
-                "type": "agent_toolset_20260401",
-                "configs": [],
-                // pod's approval policy (the server's, within its
-                // ceiling) decides which calls ask.
-                "default_config": {"enabled": true, "permission_policy": {"type": "always_ask"}},
-            }],
+            "tools": tools,
             "mcp_servers": [],
             "skills": [],
             "multiagent": null,
@@ -128,7 +141,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         return Err(Error::invalid("`name` is empty"));
     }
     let model = model_id(&create.model)?;
-    check_capabilities(
+    let custom_tools = check_capabilities(
         &create.tools,
         &create.mcp_servers,
         &create.skills,
@@ -144,6 +157,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         model,
         system: create.system.filter(|s| !s.is_empty()),
         metadata: create.metadata,
+        custom_tools,
         version: 1,
         created_at: now,
         updated_at: now,
@@ -164,20 +178,31 @@ fn version_key(id: &str, version: u32) -> String {
     format!("{id}-v{version}")
 }
 
-/// What pod cannot give an agent: MCP toolsets and servers, custom tools,
-/// skills, other agents to call. Refused by name, never ignored.
+/// The custom tools of `tools`; what pod cannot give an agent (MCP
+/// toolsets and servers, skills, other agents to call) is refused by
+/// name, never ignored.
 fn check_capabilities(
     tools: &[Value],
     mcp_servers: &[Value],
     skills: &[Value],
     multiagent: Option<&Value>,
     callable_agents: &[Value],
-) -> Result<(), Error> {
+) -> Result<Vec<pod::ClientToolSpec>, Error> {
+    let mut custom: Vec<pod::ClientToolSpec> = Vec::new();
     for tool in tools {
         match tool.get("type").and_then(Value::as_str) {
             Some("agent_toolset_20260401") => {}
             Some("mcp_toolset") => return Err(Error::unsupported("MCP toolsets on agents")),
-            Some("custom") => return Err(Error::unsupported("custom tools")),
+            Some("custom") => {
+                let spec = custom_tool(tool)?;
+                if custom.iter().any(|t| t.name == spec.name) {
+                    return Err(Error::invalid(format!(
+                        "two custom tools are named {:?}",
+                        spec.name
+                    )));
+                }
+                custom.push(spec);
+            }
             other => {
                 return Err(Error::invalid(format!(
                     "unknown tool type {}",
@@ -195,7 +220,27 @@ fn check_capabilities(
     if multiagent.is_some_and(|v| !v.is_null()) || !callable_agents.is_empty() {
         return Err(Error::unsupported("multiagent agents"));
     }
-    Ok(())
+    Ok(custom)
+}
+
+/// A `{"type": "custom", name, description, input_schema}` tool.
+fn custom_tool(tool: &Value) -> Result<pod::ClientToolSpec, Error> {
+    let text = |key: &str| match tool.get(key) {
+        Some(Value::String(text)) => Ok(text.clone()),
+        _ => Err(Error::invalid(format!(
+            "a custom tool needs `{key}` (a string)"
+        ))),
+    };
+    let spec = pod::ClientToolSpec {
+        name: text("name")?,
+        description: text("description")?,
+        input_schema: tool
+            .get("input_schema")
+            .cloned()
+            .ok_or_else(|| Error::invalid("a custom tool needs `input_schema`"))?,
+    };
+    spec.check().map_err(Error::invalid)?;
+    Ok(spec)
 }
 
 /// The model string of a `model` field: a string or `{"id": ...}`.
@@ -302,7 +347,7 @@ pub(crate) async fn update(
             Some(_) => Err(Error::invalid(format!("`{key}` must be a list"))),
         }
     };
-    check_capabilities(
+    let custom_tools = check_capabilities(
         &list("tools")?,
         &list("mcp_servers")?,
         &list("skills")?,
@@ -332,6 +377,10 @@ pub(crate) async fn update(
     }
     next.description = text("description", current.description.clone())?;
     next.system = text("system", current.system.clone())?;
+    // `tools` replaces the list when given.
+    if fields.contains_key("tools") {
+        next.custom_tools = custom_tools;
+    }
     match fields.get("metadata") {
         None | Some(Value::Null) => {}
         Some(Value::Object(patch)) => super::patch_metadata(&mut next.metadata, patch, false)?,
@@ -341,7 +390,8 @@ pub(crate) async fn update(
         && next.model == current.model
         && next.description == current.description
         && next.system == current.system
-        && next.metadata == current.metadata;
+        && next.metadata == current.metadata
+        && next.custom_tools == current.custom_tools;
     if unchanged {
         return Ok(Json(current.to_json()));
     }

@@ -15,9 +15,10 @@
 //! `Last-Event-ID` when it reconnects); it wakes on the session's tail
 //! (the reader the native stream shares), and re-reads the log then.
 
+use super::answers;
 use super::error::{parse, Error};
 use super::request::message_text;
-use super::sessions::{self, Session};
+use super::sessions;
 use super::{page, query_pairs, query_value, Managed};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
@@ -29,23 +30,32 @@ use futures_util::Stream;
 use pod::log::{EndedHow, LogRecord};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
 use uuid::Uuid;
+
+/// What of a session, besides its log, its events show.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Seen<'a> {
+    /// The outcome it works toward: its first prompt.
+    pub outcome: Option<&'a super::outcomes::Outcome>,
+    /// Its agent's custom tools: their calls are `agent.custom_tool_use`,
+    /// the results the client gave `user.custom_tool_result`.
+    pub custom_tools: &'a [pod::ClientToolSpec],
+}
 
 /// The session's log as the API's events. `running`: whether a process
 /// runs it now (read before the records): a turn without an end in the
 /// log has ended when nothing runs it.
-pub(crate) fn translate(
-    records: &[LogRecord],
-    running: bool,
-    outcome: Option<&super::outcomes::Outcome>,
-) -> Vec<Value> {
+pub(crate) fn translate(records: &[LogRecord], running: bool, seen: Seen<'_>) -> Vec<Value> {
+    let outcome = seen.outcome;
     // The first prompt of a session with an outcome is the outcome.
     let mut outcome_told = false;
     let mut out = Vec::new();
     // The `agent.tool_use` event of each call, for its result.
     let mut calls: HashMap<String, String> = HashMap::new();
+    // The calls whose result the client gave (a custom tool's).
+    let mut client_answered: HashSet<String> = HashSet::new();
     let mut in_turn = false;
     // What goes on after a record that resumes the session (an answer, or
     // limits raised after a budget stopped it): the runner takes it up a
@@ -104,8 +114,12 @@ pub(crate) fn translate(
                             _ => json!({"arguments": call.arguments}),
                         };
                         calls.insert(call.id.clone(), event.clone());
+                        let kind = match seen.custom_tools.iter().any(|t| t.name == call.name) {
+                            true => "agent.custom_tool_use",
+                            false => "agent.tool_use",
+                        };
                         out.push(json!({
-                            "id": event, "type": "agent.tool_use", "processed_at": at,
+                            "id": event, "type": kind, "processed_at": at,
                             "name": call.name, "input": input,
                         }));
                     }
@@ -126,12 +140,26 @@ pub(crate) fn translate(
                     content,
                     is_error,
                     ..
-                } => out.push(json!({
-                    "id": id(""), "type": "agent.tool_result", "processed_at": at,
-                    "tool_use_id": calls.get(call_id).cloned().unwrap_or_else(|| call_id.clone()),
-                    "content": [{"type": "text", "text": content}],
-                    "is_error": is_error,
-                })),
+                } => {
+                    let call = calls
+                        .get(call_id)
+                        .cloned()
+                        .unwrap_or_else(|| call_id.clone());
+                    out.push(match client_answered.contains(call_id) {
+                        true => json!({
+                            "id": id(""), "type": "user.custom_tool_result", "processed_at": at,
+                            "custom_tool_use_id": call,
+                            "content": [{"type": "text", "text": content}],
+                            "is_error": is_error,
+                        }),
+                        false => json!({
+                            "id": id(""), "type": "agent.tool_result", "processed_at": at,
+                            "tool_use_id": call,
+                            "content": [{"type": "text", "text": content}],
+                            "is_error": is_error,
+                        }),
+                    })
+                }
                 _ => {}
             },
             LogRecord::Question(question) if in_turn => {
@@ -143,9 +171,14 @@ pub(crate) fn translate(
                 ));
                 in_turn = false;
             }
-            LogRecord::Answer(_) if !in_turn => {
-                out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
-                in_turn = true;
+            LogRecord::Answer(answer) => {
+                if answer.result.is_some() {
+                    client_answered.insert(answer.call_id.clone());
+                }
+                if !in_turn {
+                    out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
+                    in_turn = true;
+                }
             }
             LogRecord::Ended(ended) if in_turn => {
                 let reason = match ended.how {
@@ -191,16 +224,16 @@ fn idle((seq, at): (usize, DateTime<Utc>), stop_reason: Value) -> Value {
 }
 
 /// The session's events now.
-async fn current(m: &Managed, id: Uuid) -> Result<Vec<Value>, Error> {
+pub(super) async fn current(m: &Managed, id: Uuid) -> Result<Vec<Value>, Error> {
     // Whether it runs first: once it does not, the records read next hold
     // everything it did.
     let running = sessions::running(m, id).await;
-    let outcome = sessions::get(m, &sessions::public_id(id))?.outcome;
-    Ok(translate(
-        &sessions::records(m, id).await?,
-        running,
-        outcome.as_ref(),
-    ))
+    let session = sessions::get(m, &sessions::public_id(id))?;
+    let seen = Seen {
+        outcome: session.outcome.as_ref(),
+        custom_tools: &session.agent.custom_tools,
+    };
+    Ok(translate(&sessions::records(m, id).await?, running, seen))
 }
 
 /// What `POST /v1/sessions/{id}/events` takes.
@@ -231,7 +264,7 @@ pub(crate) async fn send(
         Message(String),
         Outcome(super::outcomes::Outcome),
         Interrupt,
-        Confirm { tool_use_id: String, allow: bool },
+        Answer(String, answers::Reply),
     }
     let mut acts = Vec::new();
     for event in &send.events {
@@ -244,20 +277,12 @@ pub(crate) async fn send(
                 acts.push(Act::Interrupt)
             }
             Some("user.tool_confirmation") => {
-                let Some(tool_use_id) = event.get("tool_use_id").and_then(Value::as_str) else {
-                    return Err(Error::invalid(
-                        "a user.tool_confirmation needs `tool_use_id`",
-                    ));
-                };
-                let allow = match event.get("result").and_then(Value::as_str) {
-                    Some("allow") => true,
-                    Some("deny") => false,
-                    _ => return Err(Error::invalid("`result` must be allow or deny")),
-                };
-                acts.push(Act::Confirm {
-                    tool_use_id: tool_use_id.to_string(),
-                    allow,
-                })
+                let (id, reply) = answers::confirmation(event)?;
+                acts.push(Act::Answer(id, reply))
+            }
+            Some("user.custom_tool_result") => {
+                let (id, reply) = answers::custom_tool_result(event)?;
+                acts.push(Act::Answer(id, reply))
             }
             Some("user.define_outcome") => {
                 if session.outcome.is_some() || !sessions::records(&m, session.id).await?.is_empty()
@@ -269,7 +294,7 @@ pub(crate) async fn send(
                 }
                 acts.push(Act::Outcome(super::outcomes::Outcome::parse(event)?))
             }
-            Some(kind @ ("user.custom_tool_result" | "user.tool_result" | "system.message")) => {
+            Some(kind @ ("user.tool_result" | "system.message")) => {
                 return Err(Error::unsupported(kind))
             }
             other => {
@@ -292,7 +317,7 @@ pub(crate) async fn send(
         }
         match act {
             Act::Message(text) => {
-                refuse_when_waiting(&m, &session).await?;
+                answers::refuse_when_waiting(&m, &session).await?;
                 sessions::deliver(&m, &session, text).await?;
             }
             Act::Outcome(outcome) => {
@@ -305,8 +330,8 @@ pub(crate) async fn send(
                 m.files.put("sessions", &session.public_id(), &session)?;
                 sessions::deliver(&m, &session, text).await?;
             }
-            Act::Confirm { tool_use_id, allow } => {
-                confirm(&m, &session, &tool_use_id, allow).await?;
+            Act::Answer(tool_use_id, reply) => {
+                answers::answer(&m, &session, &tool_use_id, reply).await?;
             }
             Act::Interrupt => {
                 // Nothing runs: nothing to interrupt.
@@ -318,71 +343,6 @@ pub(crate) async fn send(
         data.push(echoed);
     }
     Ok(Json(json!({"data": data})))
-}
-
-/// Answers the question the session is parked on, if it is about the call
-/// `tool_use_id` names (its `agent.tool_use` event): the session goes on
-/// here, as an answer through `POST /api/approvals/ID` makes it. The
-/// answer is in the log first, so it survives a restart.
-async fn confirm(
-    m: &Managed,
-    session: &Session,
-    tool_use_id: &str,
-    allow: bool,
-) -> Result<(), Error> {
-    let entry = m
-        .app
-        .summaries
-        .get(m.app.store.as_ref(), session.id)
-        .await
-        .map_err(|e| Error::internal(format!("{e:#}")))?;
-    let events = current(m, session.id).await?;
-    let asked = events.last().and_then(|e| {
-        (e["type"] == "session.status_idle" && e["stop_reason"]["type"] == "requires_action")
-            .then(|| e["stop_reason"]["event_ids"][0].as_str())
-            .flatten()
-    });
-    let (Some(question), Some(asked)) = (entry.summary.question, asked) else {
-        return Err(Error::conflict(format!(
-            "session {} waits for no tool confirmation",
-            session.public_id()
-        )));
-    };
-    if asked != tool_use_id {
-        return Err(Error::conflict(format!(
-            "session {} waits for a confirmation of {asked}, not {tool_use_id}",
-            session.public_id()
-        )));
-    }
-    let decision = match allow {
-        true => pod::ApprovalDecision::AllowOnce,
-        false => pod::ApprovalDecision::RejectOnce,
-    };
-    let bound = crate::runner::Binding {
-        session_id: Some(session.id),
-        call_id: Some(question.request.call_id.clone()),
-    };
-    let by = pod::questions::Answerer::via("managed-agents");
-    m.app
-        .runner
-        .answer_parked(session.id, &question, &bound, decision, &by)
-        .await?;
-    Ok(())
-}
-
-/// A session parked on a question takes no message until it is answered.
-async fn refuse_when_waiting(m: &Managed, session: &Session) -> Result<(), Error> {
-    let events = current(m, session.id).await?;
-    let waiting = events.last().is_some_and(|e| {
-        e["type"] == "session.status_idle" && e["stop_reason"]["type"] == "requires_action"
-    });
-    match waiting {
-        true => Err(Error::conflict(format!(
-            "session {} waits for a tool confirmation: send user.tool_confirmation first",
-            session.public_id()
-        ))),
-        false => Ok(()),
-    }
 }
 
 /// `GET /v1/sessions/{id}/events`: oldest first (`order=desc`: newest
@@ -578,7 +538,7 @@ mod tests {
             LogRecord::Item(Item::tool_result("call_1", "hello", false)),
             answer("Done.", Vec::new()),
         ];
-        let running = translate(&records, true, None);
+        let running = translate(&records, true, Seen::default());
         assert_eq!(
             types(&running),
             [
@@ -597,14 +557,14 @@ mod tests {
         assert_eq!(running[4]["input"]["path"], "a.txt");
         assert_eq!(running[6]["tool_use_id"], running[4]["id"]);
         assert_eq!(running[5]["model_request_start_id"], running[2]["id"]);
-        let idle = translate(&records, false, None);
+        let idle = translate(&records, false, Seen::default());
         assert_eq!(idle.len(), 11);
         assert_eq!(idle[10]["type"], "session.status_idle");
         assert_eq!(idle[10]["stop_reason"]["type"], "end_turn");
         // The next message keeps every earlier event and its id.
         let mut more = records.clone();
         more.push(LogRecord::Item(Item::user("Again")));
-        let next = translate(&more, true, None);
+        let next = translate(&more, true, Seen::default());
         assert_eq!(next[..11], idle[..]);
         assert_eq!(
             types(&next[11..]),
@@ -631,7 +591,7 @@ mod tests {
             let records = vec![LogRecord::Item(Item::user("Hi")), ended(how)];
             // Its end is in the log: no second idle, running or not.
             for running in [true, false] {
-                let events = translate(&records, running, None);
+                let events = translate(&records, running, Seen::default());
                 assert_eq!(
                     types(&events),
                     [

@@ -11,6 +11,7 @@
 //! docs/managed-agents.md has the mapping and what is not supported yet.
 
 mod agents;
+mod answers;
 mod environments;
 mod error;
 mod events;

@@ -33,6 +33,16 @@ pub(crate) fn message_text(event: &Value) -> Result<String, Error> {
             "a user.message needs `content`: a list of blocks",
         ));
     };
+    let text = blocks_text(blocks, "messages")?;
+    if text.trim().is_empty() {
+        return Err(Error::invalid("the user.message has no text"));
+    }
+    Ok(text)
+}
+
+/// The text of content `blocks` (in `what`, for the error naming a block
+/// pod does not take): their text, joined by newlines.
+pub(crate) fn blocks_text(blocks: &[Value], what: &str) -> Result<String, Error> {
     let mut text = Vec::new();
     for block in blocks {
         match block.get("type").and_then(Value::as_str) {
@@ -40,13 +50,9 @@ pub(crate) fn message_text(event: &Value) -> Result<String, Error> {
                 Some(t) => text.push(t),
                 None => return Err(Error::invalid("a text block needs `text`")),
             },
-            Some(other) => return Err(Error::unsupported(&format!("{other} blocks in messages"))),
+            Some(other) => return Err(Error::unsupported(&format!("{other} blocks in {what}"))),
             None => return Err(Error::invalid("a content block needs a `type`")),
         }
     }
-    let text = text.join("\n");
-    if text.trim().is_empty() {
-        return Err(Error::invalid("the user.message has no text"));
-    }
-    Ok(text)
+    Ok(text.join("\n"))
 }

@@ -96,18 +96,18 @@ impl Session {
                 ..Default::default()
             });
         }
-        request.as_agent = self
-            .agent
-            .system
-            .as_ref()
-            .map(|system| pod_launch::RecordedAgent {
-                name: self.agent.name.clone(),
-                description: self.agent.description.clone().unwrap_or_default(),
-                prompt: system.clone(),
+        let agent = &self.agent;
+        request.as_agent = (agent.system.is_some() || !agent.custom_tools.is_empty()).then(|| {
+            pod_launch::RecordedAgent {
+                name: agent.name.clone(),
+                description: agent.description.clone().unwrap_or_default(),
+                prompt: agent.system.clone().unwrap_or_default(),
                 tools: None,
                 model: None,
-                source: std::path::PathBuf::from(format!("managed/agents/{}.json", self.agent.id)),
-            });
+                client_tools: agent.custom_tools.clone(),
+                source: std::path::PathBuf::from(format!("managed/agents/{}.json", agent.id)),
+            }
+        });
         Ok(request)
     }
 }

@@ -123,13 +123,14 @@ impl Approver for HttpApprover {
 impl Runner {
     /// Answers question `question` of `session`, parked on it (nothing
     /// waits in a process: the log holds the question), then continues the
-    /// session here: the call runs with the answer.
+    /// session here: the call runs with the answer (or gets the result a
+    /// client's tool answered with).
     pub async fn answer_parked(
         &self,
         session: Uuid,
         question: &pod::log::QuestionRecord,
         bound: &Binding,
-        decision: ApprovalDecision,
+        reply: impl Into<pod::questions::Reply>,
         by: &pod::questions::Answerer,
     ) -> Result<(), ApiError> {
         let asked = PendingApproval::parked(session, question);
@@ -140,8 +141,7 @@ impl Runner {
             )));
         }
         let store = self.launcher.place().store.clone();
-        match pod::questions::answer(&store, session, question.id, decision, by, PARKING_WAIT).await
-        {
+        match pod::questions::answer(&store, session, question.id, reply, by, PARKING_WAIT).await {
             // A fleet worker continues it.
             Ok(answered) if answered.queued => return Ok(()),
             Ok(_) => {}

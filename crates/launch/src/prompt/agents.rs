@@ -120,6 +120,7 @@ pub(crate) fn read(path: &Path, warnings: &mut Vec<String>) -> Result<RecordedAg
         prompt: doc.body.trim().to_string(),
         tools,
         model,
+        client_tools: Vec::new(),
         source: path.to_path_buf(),
     })
 }

@@ -95,6 +95,10 @@ pub struct RecordedAgent {
     /// The model it asks for (a profile's name, for `pod run --agent`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Tools its client runs (a Managed Agents API agent's custom tools):
+    /// the session parks at their calls until the client answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_tools: Vec<pod::ClientToolSpec>,
     /// The file it was read from.
     pub source: PathBuf,
 }
@@ -184,6 +188,11 @@ impl RecordedPrompt {
     pub fn apply(&self, config: &mut pod::PodConfig) {
         config.system_prompt = self.compose();
         config.tool_allow = self.agent.as_ref().and_then(|agent| agent.tools.clone());
+        config.client_tools = self
+            .agent
+            .as_ref()
+            .map(|agent| agent.client_tools.clone())
+            .unwrap_or_default();
         config.subagents.types = self
             .agents
             .iter()
@@ -427,6 +436,7 @@ mod tests {
                 prompt: "You review.".into(),
                 tools: Some(vec!["read_file".into()]),
                 model: None,
+                client_tools: Vec::new(),
                 source: "/a.md".into(),
             }),
             agents: Vec::new(),

@@ -44,7 +44,10 @@ impl Interceptor for Approval {
 
     async fn pre_tool_call(&mut self, call: &mut ToolCallInfo) -> PreToolAction {
         let (action, allowed) = match self.hooks.take(&call.call_id) {
-            Some(HookDecision::Allow) => (self.gate.check_allowed(&call.name), true),
+            // A client's tool is never run here: its client answers it.
+            Some(HookDecision::Allow) if !self.gate.runs_on_client(&call.name) => {
+                (self.gate.check_allowed(&call.name), true)
+            }
             Some(HookDecision::Ask) => (
                 self.gate
                     .check_asking(&call.call_id, &call.name, &call.arguments, &self.cancel)

@@ -252,6 +252,11 @@ pub struct AnswerRecord {
     /// the call runs (with this decision) when the session continues.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pending: bool,
+    /// The call's result, when the client that runs the tool answered
+    /// (a [`ClientToolSpec`](crate::ClientToolSpec)'s call): the call gets
+    /// it instead of running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<crate::ClientResult>,
 }
 
 /// Why and when a run was stopped by its budget.

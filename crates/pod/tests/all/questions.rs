@@ -377,6 +377,7 @@ fn questions_followed_record_by_record_are_those_a_replay_finds_open() {
             from: None,
             at: chrono::Utc::now(),
             pending: false,
+            result: None,
         })
     };
     let log = log
