@@ -27,6 +27,7 @@ mod assets;
 pub mod auth;
 pub mod ceiling;
 pub mod config;
+pub mod documents;
 mod error;
 mod failure;
 mod guard;
@@ -52,6 +53,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use documents::{DocumentError, Documents, FileDocuments};
 pub use failure::ServeError;
 pub use runner::{Queue, Runner, ScheduleFiles};
 

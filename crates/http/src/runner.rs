@@ -100,6 +100,9 @@ pub struct Runner {
     // Without a fleet: the file store's schedules, listed, paused and
     // removed through the API.
     schedule_list: Option<Arc<dyn ScheduleFiles>>,
+    // Where the Managed Agents API keeps its resources: the fleet's store,
+    // or files under POD_HOME when `None`.
+    documents: Option<Arc<dyn crate::documents::Documents>>,
 }
 
 /// The file store's schedules (a server without a fleet), each as `pod
@@ -223,6 +226,26 @@ impl Runner {
             metrics: Arc::default(),
             queue: None,
             schedule_list: None,
+            documents: None,
+        }
+    }
+
+    /// The same runner, keeping the Managed Agents API's agents,
+    /// environments and sessions' settings in `documents` (a fleet's
+    /// store, which every server of the fleet reads) instead of files
+    /// under `POD_HOME/managed/`.
+    pub fn with_documents(mut self, documents: Arc<dyn crate::documents::Documents>) -> Self {
+        self.documents = Some(documents);
+        self
+    }
+
+    /// Where the Managed Agents API keeps its resources.
+    pub(crate) fn documents(&self) -> Arc<dyn crate::documents::Documents> {
+        match &self.documents {
+            Some(documents) => Arc::clone(documents),
+            None => Arc::new(crate::documents::FileDocuments::new(
+                self.home().path().join("managed"),
+            )),
         }
     }
 

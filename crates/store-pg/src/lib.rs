@@ -51,6 +51,7 @@
 
 mod commit;
 mod db;
+mod documents;
 mod error;
 mod health;
 mod leases;

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/004_schedules.sql"),
     include_str!("../migrations/005_heartbeats.sql"),
     include_str!("../migrations/006_shared_limits.sql"),
+    include_str!("../migrations/007_documents.sql"),
 ];
 
 // Any constant both sides agree on: workers migrating at once take turns.

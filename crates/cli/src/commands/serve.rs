@@ -51,9 +51,13 @@ pub async fn serve(args: ServeArgs, place: Place) -> Result<Outcome> {
             };
             let (runner, bound) = pod_http::start(options, launcher.clone()).await?;
             http_connections = bound.max_connections() as u64 + 1;
-            // With a fleet, the API's batches go to its queue.
+            // With a fleet, the API's batches go to its queue, and the
+            // Managed Agents API's resources to its database, where every
+            // server of the fleet reads them.
             let runner = match &place.fleet {
-                Some(store) => runner.with_queue(Arc::new(FleetQueue(store.clone()))),
+                Some(store) => runner
+                    .with_queue(Arc::new(FleetQueue(store.clone())))
+                    .with_documents(Arc::new(FleetDocuments(store.clone()))),
                 None => runner.with_schedule_files(Arc::new(ScheduleFiles(
                     pod_launch::schedules::Schedules::new(&place.home),
                 ))),
@@ -291,6 +295,32 @@ impl pod_http::Queue for FleetQueue {
 
     async fn remove_schedule(&self, name: &str) -> Result<(), pod_http::runner::ScheduleRefused> {
         super::schedule_api::remove(&self.0, name).await
+    }
+}
+
+/// The fleet's database, where the Managed Agents API keeps its resources.
+struct FleetDocuments(PgStore);
+
+#[async_trait::async_trait]
+impl pod_http::Documents for FleetDocuments {
+    async fn put(&self, kind: &str, id: &str, body: &[u8]) -> Result<(), pod_http::DocumentError> {
+        // JSON the API encoded: UTF-8, so this copies nothing lossy.
+        let body = String::from_utf8_lossy(body);
+        Ok(self.0.put_document(kind, id, &body).await?)
+    }
+
+    async fn get(&self, kind: &str, id: &str) -> Result<Option<Vec<u8>>, pod_http::DocumentError> {
+        Ok(self.0.document(kind, id).await?.map(String::into_bytes))
+    }
+
+    async fn all(&self, kind: &str) -> Result<Vec<Vec<u8>>, pod_http::DocumentError> {
+        let all = self.0.documents(kind).await?;
+        Ok(all.into_iter().map(String::into_bytes).collect())
+    }
+
+    async fn remove(&self, kind: &str, id: &str) -> Result<(), pod_http::DocumentError> {
+        self.0.remove_document(kind, id).await?;
+        Ok(())
     }
 }
 

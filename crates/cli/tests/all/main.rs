@@ -30,6 +30,7 @@ mod instructions;
 mod ledger;
 mod managed;
 mod managed_custom_tools;
+mod managed_fleet;
 mod managed_lifecycle;
 mod managed_outcome;
 mod managed_ts;

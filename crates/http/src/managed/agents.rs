@@ -163,15 +163,16 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         updated_at: now,
         archived_at: None,
     };
-    save(&m, &agent)?;
+    save(&m, &agent).await?;
     Ok(Json(agent.to_json()))
 }
 
 /// Keeps `agent` as its latest version and as that version.
-fn save(m: &Managed, agent: &Agent) -> Result<(), Error> {
+async fn save(m: &Managed, agent: &Agent) -> Result<(), Error> {
     m.files
-        .put(VERSIONS, &version_key(&agent.id, agent.version), agent)?;
-    m.files.put(KIND, &agent.id, agent)
+        .put(VERSIONS, &version_key(&agent.id, agent.version), agent)
+        .await?;
+    m.files.put(KIND, &agent.id, agent).await
 }
 
 fn version_key(id: &str, version: u32) -> String {
@@ -290,21 +291,22 @@ pub(crate) async fn retrieve(
             let version = version
                 .parse()
                 .map_err(|_| Error::invalid("`version` must be a number of 1 or more"))?;
-            get_version(&m, &id, version)?
+            get_version(&m, &id, version).await?
         }
-        None => get(&m, &id)?,
+        None => get(&m, &id).await?,
     };
     Ok(Json(agent.to_json()))
 }
 
 /// Version `version` of agent `id`, or a 404.
-pub(crate) fn get_version(m: &Managed, id: &str, version: u32) -> Result<Agent, Error> {
-    let latest = get(m, id)?;
+pub(crate) async fn get_version(m: &Managed, id: &str, version: u32) -> Result<Agent, Error> {
+    let latest = get(m, id).await?;
     if version == latest.version {
         return Ok(latest);
     }
     m.files
-        .get(VERSIONS, &version_key(id, version))?
+        .get(VERSIONS, &version_key(id, version))
+        .await?
         .ok_or_else(|| {
             Error::not_found(format!(
                 "agent {id} has no version {version} (its versions are 1 to {})",
@@ -327,7 +329,7 @@ pub(crate) async fn update(
     let fields: serde_json::Map<String, Value> = parse(&body)?;
     // One update at a time: two would both read version N and write N+1.
     let _one = m.starting.lock().await;
-    let current = get(&m, &id)?;
+    let current = get(&m, &id).await?;
     if current.archived_at.is_some() {
         return Err(Error::invalid(format!("agent {id} is archived")));
     }
@@ -397,7 +399,7 @@ pub(crate) async fn update(
     }
     next.version = current.version + 1;
     next.updated_at = Utc::now();
-    save(&m, &next)?;
+    save(&m, &next).await?;
     Ok(Json(next.to_json()))
 }
 
@@ -408,10 +410,10 @@ pub(crate) async fn archive(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, Error> {
     let _one = m.starting.lock().await;
-    let mut agent = get(&m, &id)?;
+    let mut agent = get(&m, &id).await?;
     if agent.archived_at.is_none() {
         agent.archived_at = Some(Utc::now());
-        m.files.put(KIND, &agent.id, &agent)?;
+        m.files.put(KIND, &agent.id, &agent).await?;
     }
     Ok(Json(agent.to_json()))
 }
@@ -423,11 +425,11 @@ pub(crate) async fn versions(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, Error> {
     let pairs = query_pairs(query.as_deref());
-    let latest = get(&m, &id)?;
+    let latest = get(&m, &id).await?;
     let mut all = Vec::with_capacity(latest.version as usize);
     for version in (1..=latest.version).rev() {
         // An agent from before versions were kept has only its latest.
-        match get_version(&m, &id, version) {
+        match get_version(&m, &id, version).await {
             Ok(agent) => all.push(agent),
             Err(err) if err.status() == axum::http::StatusCode::NOT_FOUND => {}
             Err(err) => return Err(err),
@@ -443,9 +445,10 @@ pub(crate) async fn versions(
 }
 
 /// Agent `id`, or a 404.
-pub(crate) fn get(m: &Managed, id: &str) -> Result<Agent, Error> {
+pub(crate) async fn get(m: &Managed, id: &str) -> Result<Agent, Error> {
     m.files
-        .get(KIND, id)?
+        .get(KIND, id)
+        .await?
         .ok_or_else(|| Error::not_found(format!("no agent {id}")))
 }
 
@@ -455,7 +458,7 @@ pub(crate) async fn list(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, Error> {
     let pairs = query_pairs(query.as_deref());
-    let mut agents: Vec<Agent> = m.files.all(KIND)?;
+    let mut agents: Vec<Agent> = m.files.all(KIND).await?;
     if query_value(&pairs, "include_archived") != Some("true") {
         agents.retain(|a| a.archived_at.is_none());
     }

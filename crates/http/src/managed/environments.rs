@@ -122,7 +122,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         updated_at: now,
         archived_at: None,
     };
-    m.files.put(KIND, &environment.id, &environment)?;
+    m.files.put(KIND, &environment.id, &environment).await?;
     Ok(Json(environment.to_json()))
 }
 
@@ -170,7 +170,7 @@ pub(crate) async fn update(
 ) -> Result<Json<Value>, Error> {
     let fields: serde_json::Map<String, Value> = parse(&body)?;
     let _one = m.starting.lock().await;
-    let mut environment = get(&m, &id)?;
+    let mut environment = get(&m, &id).await?;
     if environment.archived_at.is_some() {
         return Err(Error::invalid(format!("environment {id} is archived")));
     }
@@ -201,7 +201,7 @@ pub(crate) async fn update(
     }
     environment.workspace = place(&m, &environment.metadata, environment.limited)?;
     environment.updated_at = Utc::now();
-    m.files.put(KIND, &environment.id, &environment)?;
+    m.files.put(KIND, &environment.id, &environment).await?;
     Ok(Json(environment.to_json()))
 }
 
@@ -263,13 +263,14 @@ pub(crate) async fn retrieve(
     State(m): State<Managed>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, Error> {
-    Ok(Json(get(&m, &id)?.to_json()))
+    Ok(Json(get(&m, &id).await?.to_json()))
 }
 
 /// Environment `id`, or a 404.
-pub(crate) fn get(m: &Managed, id: &str) -> Result<Environment, Error> {
+pub(crate) async fn get(m: &Managed, id: &str) -> Result<Environment, Error> {
     m.files
-        .get(KIND, id)?
+        .get(KIND, id)
+        .await?
         .ok_or_else(|| Error::not_found(format!("no environment {id}")))
 }
 
@@ -279,7 +280,7 @@ pub(crate) async fn list(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, Error> {
     let pairs = query_pairs(query.as_deref());
-    let mut all: Vec<Environment> = m.files.all(KIND)?;
+    let mut all: Vec<Environment> = m.files.all(KIND).await?;
     if query_value(&pairs, "include_archived") != Some("true") {
         all.retain(|e| e.archived_at.is_none());
     }
@@ -300,10 +301,10 @@ pub(crate) async fn archive(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, Error> {
     let _one = m.starting.lock().await;
-    let mut environment = get(&m, &id)?;
+    let mut environment = get(&m, &id).await?;
     if environment.archived_at.is_none() {
         environment.archived_at = Some(Utc::now());
-        m.files.put(KIND, &environment.id, &environment)?;
+        m.files.put(KIND, &environment.id, &environment).await?;
     }
     Ok(Json(environment.to_json()))
 }
@@ -315,8 +316,8 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, Error> {
     let _one = m.starting.lock().await;
-    let environment = get(&m, &id)?;
-    m.files.remove(KIND, &environment.id)?;
+    let environment = get(&m, &id).await?;
+    m.files.remove(KIND, &environment.id).await?;
     Ok(Json(
         json!({"id": environment.id, "type": "environment_deleted"}),
     ))

@@ -228,7 +228,7 @@ pub(super) async fn current(m: &Managed, id: Uuid) -> Result<Vec<Value>, Error> 
     // Whether it runs first: once it does not, the records read next hold
     // everything it did.
     let running = sessions::running(m, id).await;
-    let session = sessions::get(m, &sessions::public_id(id))?;
+    let session = sessions::get(m, &sessions::public_id(id)).await?;
     let seen = Seen {
         outcome: session.outcome.as_ref(),
         custom_tools: &session.agent.custom_tools,
@@ -251,7 +251,7 @@ pub(crate) async fn send(
     body: Bytes,
 ) -> Result<Json<Value>, Error> {
     let send: SendBody = parse(&body)?;
-    let session = sessions::get(&m, &id)?;
+    let session = sessions::get(&m, &id).await?;
     if session.archived_at.is_some() {
         return Err(Error::conflict(format!(
             "session {id} is archived: it takes no more events"
@@ -327,7 +327,9 @@ pub(crate) async fn send(
                     object.insert("outcome_id".into(), json!(outcome.id));
                 }
                 session.outcome = Some(outcome);
-                m.files.put("sessions", &session.public_id(), &session)?;
+                m.files
+                    .put("sessions", &session.public_id(), &session)
+                    .await?;
                 sessions::deliver(&m, &session, text).await?;
             }
             Act::Answer(tool_use_id, reply) => {
@@ -352,7 +354,7 @@ pub(crate) async fn list(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, Error> {
-    let session = sessions::get(&m, &id)?;
+    let session = sessions::get(&m, &id).await?;
     let pairs = query_pairs(query.as_deref());
     let types: Vec<&str> = pairs
         .iter()
@@ -384,7 +386,7 @@ pub(crate) async fn stream(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Sse<axum::response::sse::KeepAliveStream<EventStream>>, Error> {
-    let session = sessions::get(&m, &id)?;
+    let session = sessions::get(&m, &id).await?;
     let events = current(&m, session.id).await?;
     let last = headers
         .get("last-event-id")

@@ -1,8 +1,8 @@
 //! The Claude Managed Agents API (beta `managed-agents-2026-04-01`) over
 //! pod's own sessions, so the official SDKs (`client.beta.agents`,
 //! `environments`, `sessions`, `sessions.events`) drive `pod serve`
-//! unchanged: agents and environments are small JSON files under
-//! `POD_HOME/managed/`, a session is an ordinary pod session started by the
+//! unchanged: agents and environments are small JSON documents (files
+//! under `POD_HOME/managed/`, or a fleet's PostgreSQL), a session is an ordinary pod session started by the
 //! runner (the ceiling applies; it shows in `pod sessions` and the
 //! dashboard), and its events are its log, translated ([`events`]).
 //!
@@ -43,7 +43,7 @@ pub(crate) struct Managed {
 
 /// The `/v1` routes, behind the server's token as an API key.
 pub(crate) fn router(app: AppState, token: Arc<str>) -> Router {
-    let files = files::Files::new(app.runner.home().path().join("managed"));
+    let files = files::Files::new(app.runner.documents());
     let managed = Managed {
         app,
         files,

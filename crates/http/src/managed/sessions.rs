@@ -172,16 +172,16 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         Some(version) => {
             let version = u32::try_from(version)
                 .map_err(|_| Error::invalid("`agent.version` is too large"))?;
-            agents::get_version(&m, &agent_id, version)?
+            agents::get_version(&m, &agent_id, version).await?
         }
-        None => agents::get(&m, &agent_id)?,
+        None => agents::get(&m, &agent_id).await?,
     };
-    if agents::get(&m, &agent_id)?.archived_at.is_some() {
+    if agents::get(&m, &agent_id).await?.archived_at.is_some() {
         return Err(Error::invalid(format!(
             "agent {agent_id} is archived: a new session needs an agent that is not"
         )));
     }
-    let environment = environments::get(&m, &create.environment_id)?;
+    let environment = environments::get(&m, &create.environment_id).await?;
     if environment.archived_at.is_some() {
         return Err(Error::invalid(format!(
             "environment {} is archived: a new session needs one that is not",
@@ -226,7 +226,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
     m.app
         .runner
         .check(&session.request(&m, "(checking the session)")?)?;
-    m.files.put(KIND, &session.public_id(), &session)?;
+    m.files.put(KIND, &session.public_id(), &session).await?;
     if !first.is_empty() {
         deliver(&m, &session, first.join("\n\n")).await?;
     }
@@ -308,10 +308,10 @@ pub(crate) async fn running(m: &Managed, id: Uuid) -> bool {
 }
 
 /// Session `text` (`sesn_…`), or a 404.
-pub(crate) fn get(m: &Managed, text: &str) -> Result<Session, Error> {
+pub(crate) async fn get(m: &Managed, text: &str) -> Result<Session, Error> {
     let missing = || Error::not_found(format!("no session {text}"));
     let id = pod_id(text).ok_or_else(missing)?;
-    m.files.get(KIND, &public_id(id))?.ok_or_else(missing)
+    m.files.get(KIND, &public_id(id)).await?.ok_or_else(missing)
 }
 
 /// The session in the API's shape: its status, and its usage summed from
@@ -382,7 +382,7 @@ pub(crate) async fn retrieve(
     State(m): State<Managed>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, Error> {
-    let session = get(&m, &id)?;
+    let session = get(&m, &id).await?;
     Ok(Json(to_json(&m, &session).await?))
 }
 
@@ -396,7 +396,7 @@ pub(crate) async fn update(
     body: Bytes,
 ) -> Result<Json<Value>, Error> {
     let fields: serde_json::Map<String, Value> = parse(&body)?;
-    let mut session = get(&m, &id)?;
+    let mut session = get(&m, &id).await?;
     if session.archived_at.is_some() {
         return Err(Error::conflict(format!("session {id} is archived")));
     }
@@ -441,7 +441,7 @@ pub(crate) async fn update(
             }
         }
     }
-    m.files.put(KIND, &session.public_id(), &session)?;
+    m.files.put(KIND, &session.public_id(), &session).await?;
     Ok(Json(to_json(&m, &session).await?))
 }
 
@@ -452,7 +452,7 @@ pub(crate) async fn archive(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, Error> {
     let _one = m.starting.lock().await;
-    let mut session = get(&m, &id)?;
+    let mut session = get(&m, &id).await?;
     if running(&m, session.id).await {
         return Err(Error::conflict(format!(
             "session {id} is running: interrupt it first (a user.interrupt event)"
@@ -460,7 +460,7 @@ pub(crate) async fn archive(
     }
     if session.archived_at.is_none() {
         session.archived_at = Some(Utc::now());
-        m.files.put(KIND, &session.public_id(), &session)?;
+        m.files.put(KIND, &session.public_id(), &session).await?;
     }
     Ok(Json(to_json(&m, &session).await?))
 }
@@ -472,7 +472,7 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, Error> {
     let _one = m.starting.lock().await;
-    let session = get(&m, &id)?;
+    let session = get(&m, &id).await?;
     if running(&m, session.id).await {
         return Err(Error::conflict(format!(
             "session {id} is running: interrupt it first (a user.interrupt event)"
@@ -482,7 +482,7 @@ pub(crate) async fn delete(
         Ok(()) | Err(PodError::NoSuchSession { .. }) => {}
         Err(err) => return Err(Error::internal(pod_llm::error_chain(&err))),
     }
-    m.files.remove(KIND, &session.public_id())?;
+    m.files.remove(KIND, &session.public_id()).await?;
     Ok(Json(
         json!({"id": session.public_id(), "type": "session_deleted"}),
     ))
@@ -494,7 +494,7 @@ pub(crate) async fn list(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, Error> {
     let pairs = query_pairs(query.as_deref());
-    let mut all: Vec<Session> = m.files.all(KIND)?;
+    let mut all: Vec<Session> = m.files.all(KIND).await?;
     if let Some(agent) = query_value(&pairs, "agent_id") {
         all.retain(|s| s.agent.id == agent);
     }
