@@ -94,7 +94,7 @@ struct Conn {
     /// Takes no new streams: it ended, failed, or its server refused a
     /// stream or said it is going away.
     retired: AtomicBool,
-    /// When its last stream ended, for the idle timeout. Held a moment,
+    /// When a stream last ended, for the idle timeout. Held a moment,
     /// to read or write the instant.
     idle_since: Mutex<Instant>,
 }
@@ -112,9 +112,10 @@ impl std::fmt::Debug for Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if self.conn.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-            *self.conn.idle_since.lock() = Instant::now();
-        }
+        // Before the count falls: the idle check never sees no streams
+        // with an older instant.
+        *self.conn.idle_since.lock() = Instant::now();
+        self.conn.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -206,10 +207,16 @@ impl Pool {
 async fn run(conn: BoxFuture<'static, ()>, held: Arc<Conn>, origin: Weak<OriginPool>) {
     let mut conn = conn;
     loop {
-        let since = *held.idle_since.lock();
+        // Idle since its last stream ended, or busy: look again after a
+        // whole idle period.
+        let deadline = if held.in_flight.load(Ordering::Acquire) == 0 {
+            *held.idle_since.lock() + IDLE_CONNECTION
+        } else {
+            Instant::now() + IDLE_CONNECTION
+        };
         tokio::select! {
             () = &mut conn => break,
-            () = tokio::time::sleep_until(since + IDLE_CONNECTION) => {
+            () = tokio::time::sleep_until(deadline) => {
                 let Some(origin) = origin.upgrade() else { break };
                 // Under the list's lock, where streams are taken: none can
                 // be taken between the check and the removal.

@@ -45,6 +45,10 @@ pub struct Stats {
     pub http1_answers: AtomicUsize,
     /// The last user message of every request answered, in order.
     pub answered: parking_lot::Mutex<Vec<String>>,
+    /// HTTP/2 connections that ended.
+    pub closed: AtomicUsize,
+    /// Told when an HTTP/2 connection ends.
+    pub closing: tokio::sync::Notify,
     /// Streams open now, all connections together.
     open: AtomicUsize,
 }
@@ -203,6 +207,8 @@ where
             shared.stats.open.fetch_sub(1, Ordering::SeqCst);
         });
     }
+    shared.stats.closed.fetch_add(1, Ordering::SeqCst);
+    shared.stats.closing.notify_waiters();
 }
 
 /// Reads a request and streams its answer, the prompt said back.

@@ -6,12 +6,14 @@
 
 use crate::h2server::{Behaviour, H2Server};
 use crate::support::{ask, complete};
+use futures_util::StreamExt;
 use pod_llm::Provider;
 use pod_providers::config::{Http2, ProviderConfig, ProviderKind, RawProviderConfig};
 use pod_providers::OpenAiProvider;
 use pod_testkit::server::{LoopbackServer, Reply};
 use pod_testkit::wire::openai_parts;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// An OpenAI-compatible provider for `base`, from a profile's settings.
 fn provider(base: &str, http2: Option<Http2>, ca_file: Option<&std::path::Path>) -> OpenAiProvider {
@@ -81,6 +83,52 @@ async fn streams_past_the_servers_limit_open_more_connections_instead_of_queuein
     let again = vec!["once more".to_string()];
     assert_eq!(ask_all(&provider, &again).await, said(&again));
     assert_eq!(server.connections(), before);
+}
+
+#[tokio::test]
+async fn an_answer_dropped_halfway_frees_its_place_on_the_connection() {
+    let server = H2Server::plain(Behaviour {
+        max_streams: Some(1),
+        ..Behaviour::default()
+    })
+    .await;
+    let provider = provider(&server.base, Some(Http2::PriorKnowledge), None);
+    let mut events = provider.stream(&ask("first")).await.unwrap();
+    events.next().await.unwrap().unwrap();
+    drop(events);
+    let again = vec!["second".to_string()];
+    assert_eq!(ask_all(&provider, &again).await, said(&again));
+    // The second stream took the first's place on the one connection.
+    assert_eq!(server.connections(), 1);
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed() {
+    let server = H2Server::plain(Behaviour::default()).await;
+    let provider = provider(&server.base, Some(Http2::PriorKnowledge), None);
+    let asked = prompts(1);
+    assert_eq!(ask_all(&provider, &asked).await, said(&asked));
+    assert_eq!(server.stats.closed.load(Ordering::SeqCst), 0);
+    // The clock now moves on whenever nothing else is left to do: to the
+    // pool's idle timeout, well before the guard's ten minutes.
+    tokio::time::pause();
+    let closed = async {
+        loop {
+            let closing = server.stats.closing.notified();
+            if server.stats.closed.load(Ordering::SeqCst) == 1 {
+                return;
+            }
+            closing.await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(600), closed)
+        .await
+        .expect("the idle connection stayed open");
+    // The next request opens a new one.
+    let again = vec!["again".to_string()];
+    tokio::time::resume();
+    assert_eq!(ask_all(&provider, &again).await, said(&again));
+    assert_eq!(server.connections(), 2);
 }
 
 #[tokio::test]
