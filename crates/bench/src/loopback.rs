@@ -11,13 +11,15 @@
 //! body written separately can meet Nagle's algorithm and the client's
 //! delayed ACK and stall ~40 ms, which would measure the stall, not pod.
 //! `GET /stats` answers how many requests and request-body bytes it saw.
+//! A connection that opens with HTTP/2's preface (a client with prior
+//! knowledge) is served over HTTP/2, up to [`H2_STREAMS`] streams at once.
 
 use serde_json::{json, Value};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 
 /// What the server has seen.
@@ -43,6 +45,11 @@ pub struct Options {
     /// this many tool results, then with text (default: a call unless the
     /// last message is a tool result).
     pub rounds: Option<usize>,
+    /// Also speak TLS, with a certificate made for 127.0.0.1 whose PEM is
+    /// written to `cert.pem` in this directory (a profile's `ca_file`).
+    pub tls: Option<std::path::PathBuf>,
+    /// Over TLS, offer only HTTP/1.1 in ALPN (a server without HTTP/2).
+    pub http1_only: bool,
 }
 
 impl Options {
@@ -53,11 +60,13 @@ impl Options {
             latency: std::time::Duration::ZERO,
             call: None,
             rounds: None,
+            tls: None,
+            http1_only: false,
         }
     }
 
     /// Reads `--result-bytes=N`, `--latency-ms=N`, `--tool=NAME`,
-    /// `--arguments=JSON` and `--rounds=N`.
+    /// `--arguments=JSON`, `--rounds=N`, `--tls=DIR` and `--http1-only`.
     pub fn from_args(args: &[String]) -> Self {
         let value = |name: &str| args.iter().find_map(|a| a.strip_prefix(name));
         let mut options = Self::new(
@@ -75,6 +84,8 @@ impl Options {
             options.call = Some((tool.to_string(), arguments));
         }
         options.rounds = value("--rounds=").and_then(|n| n.parse().ok());
+        options.tls = value("--tls=").map(std::path::PathBuf::from);
+        options.http1_only = args.iter().any(|a| a == "--http1-only");
         options
     }
 
@@ -90,6 +101,12 @@ impl Options {
         if let Some(rounds) = self.rounds {
             args.push(format!("--rounds={rounds}"));
         }
+        if let Some(dir) = &self.tls {
+            args.push(format!("--tls={}", dir.display()));
+        }
+        if self.http1_only {
+            args.push("--http1-only".into());
+        }
         args
     }
 }
@@ -101,11 +118,41 @@ pub async fn serve_forever(options: Options) -> Result<(), Box<dyn std::error::E
     println!("{}", listener.local_addr()?);
     let counters = Arc::new(Counters::default());
     let answers = Arc::new(Answers::new(&options));
+    let tls = match &options.tls {
+        Some(dir) => Some(tls_acceptor(dir, options.http1_only)?),
+        None => None,
+    };
     let accept = async {
         while let Ok((stream, _)) = listener.accept().await {
             let (counters, answers) = (counters.clone(), answers.clone());
+            let tls = tls.clone();
             tokio::spawn(async move {
-                let _ = connection(stream, &counters, &answers).await;
+                let _ = stream.set_nodelay(true);
+                // TLS begins with a handshake record (0x16), HTTP/2 with
+                // prior knowledge with its preface; anything else is
+                // HTTP/1.1 in the clear (as `GET /stats` always is).
+                let mut first = [0u8; 3];
+                let Ok(3) = stream.peek(&mut first).await else {
+                    return;
+                };
+                match (&tls, first) {
+                    (Some(acceptor), [0x16, ..]) => {
+                        let Ok(stream) = acceptor.accept(stream).await else {
+                            return;
+                        };
+                        if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                            let _ = connection_h2(stream, counters, answers).await;
+                        } else {
+                            let _ = connection(stream, &counters, &answers).await;
+                        }
+                    }
+                    (_, [b'P', b'R', b'I']) => {
+                        let _ = connection_h2(stream, counters, answers).await;
+                    }
+                    _ => {
+                        let _ = connection(stream, &counters, &answers).await;
+                    }
+                }
             });
         }
     };
@@ -236,13 +283,12 @@ fn usage() -> String {
 }
 
 /// Serves one keep-alive connection.
-async fn connection(
-    stream: TcpStream,
+async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
     counters: &Counters,
     answers: &Answers,
 ) -> std::io::Result<()> {
-    stream.set_nodelay(true)?;
-    let (read, mut write) = stream.into_split();
+    let (read, mut write) = tokio::io::split(stream);
     let mut read = BufReader::new(read);
     let mut line = String::new();
     let mut body = Vec::new();
@@ -268,34 +314,14 @@ async fn connection(
         }
         body.resize(content_length, 0);
         read.read_exact(&mut body).await?;
-        let (status, content_type, payload) = if stats {
-            let stats = json!({
-                "requests": counters.requests.load(Ordering::Relaxed),
-                "bytes": counters.bytes.load(Ordering::Relaxed),
-            });
-            ("200 OK", "application/json", stats.to_string())
+        let kind = if stats {
+            Asked::Stats
         } else if responses_api {
-            let n = counters.requests.fetch_add(1, Ordering::Relaxed);
-            counters
-                .bytes
-                .fetch_add(content_length as u64, Ordering::Relaxed);
-            responses_answer(n, &body, counters, answers)
+            Asked::Responses
         } else {
-            let n = counters.requests.fetch_add(1, Ordering::Relaxed);
-            counters
-                .bytes
-                .fetch_add(content_length as u64, Ordering::Relaxed);
-            let done = match answers.rounds {
-                Some(rounds) => tool_results(&body) >= rounds,
-                None => last_role_is_tool(&body),
-            };
-            let payload = if done {
-                answers.text.clone()
-            } else {
-                format!("{}call_{n}{}", answers.call_prefix, answers.call_suffix)
-            };
-            ("200 OK", "text/event-stream", payload)
+            Asked::Chat
         };
+        let (status, content_type, payload) = answer(kind, &body, counters, answers);
         if !stats && !answers.latency.is_zero() {
             tokio::time::sleep(answers.latency).await;
         }
@@ -305,6 +331,134 @@ async fn connection(
         );
         write.write_all(response.as_bytes()).await?;
     }
+}
+
+/// A TLS acceptor with a new self-signed certificate for 127.0.0.1,
+/// written as `cert.pem` in `dir`; ALPN offers `h2` unless `http1_only`.
+fn tls_acceptor(
+    dir: &std::path::Path,
+    http1_only: bool,
+) -> Result<tokio_rustls::TlsAcceptor, Box<dyn std::error::Error>> {
+    use tokio_rustls::rustls;
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()])?;
+    std::fs::write(dir.join("cert.pem"), certified.cert.pem())?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
+        certified.key_pair.serialize_der(),
+    ));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(vec![certified.cert.der().clone()], key)?;
+    config.alpn_protocols = if http1_only {
+        vec![b"http/1.1".to_vec()]
+    } else {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    };
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// What a request asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// `GET /stats`.
+    Stats,
+    /// `POST /v1/responses`.
+    Responses,
+    /// `POST /v1/chat/completions`.
+    Chat,
+}
+
+/// The status, content type and body answering a request with `body`.
+fn answer(
+    kind: Asked,
+    body: &[u8],
+    counters: &Counters,
+    answers: &Answers,
+) -> (&'static str, &'static str, String) {
+    if kind == Asked::Stats {
+        let stats = json!({
+            "requests": counters.requests.load(Ordering::Relaxed),
+            "bytes": counters.bytes.load(Ordering::Relaxed),
+        });
+        return ("200 OK", "application/json", stats.to_string());
+    }
+    let n = counters.requests.fetch_add(1, Ordering::Relaxed);
+    counters
+        .bytes
+        .fetch_add(body.len() as u64, Ordering::Relaxed);
+    if kind == Asked::Responses {
+        return responses_answer(n, body, counters, answers);
+    }
+    let done = match answers.rounds {
+        Some(rounds) => tool_results(body) >= rounds,
+        None => last_role_is_tool(body),
+    };
+    let payload = if done {
+        answers.text.clone()
+    } else {
+        format!("{}call_{n}{}", answers.call_prefix, answers.call_suffix)
+    };
+    ("200 OK", "text/event-stream", payload)
+}
+
+/// Streams an HTTP/2 client may have open at once on one connection: what
+/// most servers and gateways send (nginx's and Envoy's default is 128 and
+/// 100; the RFC asks for at least 100).
+const H2_STREAMS: u32 = 100;
+
+/// Serves one HTTP/2 connection (a client with prior knowledge): each
+/// stream answered as a request on HTTP/1.1 would be, in one DATA frame.
+async fn connection_h2<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    counters: Arc<Counters>,
+    answers: Arc<Answers>,
+) -> Result<(), h2::Error> {
+    let mut conn = h2::server::Builder::new()
+        .max_concurrent_streams(H2_STREAMS)
+        .handshake::<_, bytes::Bytes>(stream)
+        .await?;
+    while let Some(accepted) = conn.accept().await {
+        let (request, respond) = accepted?;
+        let (counters, answers) = (counters.clone(), answers.clone());
+        tokio::spawn(async move {
+            let _ = stream_h2(request, respond, &counters, &answers).await;
+        });
+    }
+    Ok(())
+}
+
+async fn stream_h2(
+    request: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<bytes::Bytes>,
+    counters: &Counters,
+    answers: &Answers,
+) -> Result<(), h2::Error> {
+    let kind = match request.uri().path() {
+        "/stats" => Asked::Stats,
+        "/v1/responses" => Asked::Responses,
+        _ => Asked::Chat,
+    };
+    let mut recv = request.into_body();
+    let mut body = Vec::new();
+    while let Some(data) = recv.data().await {
+        let data = data?;
+        let _ = recv.flow_control().release_capacity(data.len());
+        body.extend_from_slice(&data);
+    }
+    let (status, content_type, payload) = answer(kind, &body, counters, answers);
+    if kind != Asked::Stats && !answers.latency.is_zero() {
+        tokio::time::sleep(answers.latency).await;
+    }
+    let code: u16 = status[..3].parse().unwrap_or(500);
+    let head = http::Response::builder()
+        .status(code)
+        .header("content-type", content_type)
+        .header("content-length", payload.len())
+        .body(())
+        .unwrap_or_default();
+    let mut send = respond.send_response(head, false)?;
+    send.send_data(bytes::Bytes::from(payload), true)
 }
 
 /// The answer to request `n` on the Responses API.
@@ -372,6 +526,8 @@ fn tool_results(body: &[u8]) -> usize {
 pub struct Server {
     /// `host:port`.
     pub address: String,
+    /// Where the certificate of a TLS server is (`cert.pem`).
+    tls: Option<std::path::PathBuf>,
     _child: Child,
     client: reqwest::Client,
 }
@@ -410,6 +566,7 @@ impl Server {
         }
         Ok(Self {
             address,
+            tls: options.tls.clone(),
             _child: child,
             client: reqwest::Client::new(),
         })
@@ -417,7 +574,13 @@ impl Server {
 
     /// The base URL an `Endpoint` takes.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.address)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/v1", self.address)
+    }
+
+    /// The PEM file of a TLS server's certificate (a profile's `ca_file`).
+    pub fn ca_file(&self) -> Option<std::path::PathBuf> {
+        self.tls.as_ref().map(|dir| dir.join("cert.pem"))
     }
 
     /// What the server has seen so far.

@@ -107,22 +107,84 @@ impl Setup {
     }
 }
 
-async fn setup(checkpoints: bool) -> Result<Setup, Error> {
-    setup_with(LATENCY, checkpoints).await
+/// How the workers reach the loopback model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// HTTP/1.1 in the clear: a connection per waiting request.
+    Http1,
+    /// HTTP/2 in the clear, by prior knowledge (profile `http2 =
+    /// "prior-knowledge"`).
+    Http2,
+    /// TLS whose server offers only HTTP/1.1 in ALPN.
+    Http1Tls,
+    /// TLS with ALPN `h2`: what hosted model APIs offer.
+    Http2Tls,
+}
+
+impl Transport {
+    /// `h1`, `h2`, `h1-tls` or `h2-tls`.
+    fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "h1" => Self::Http1,
+            "h2" => Self::Http2,
+            "h1-tls" => Self::Http1Tls,
+            "h2-tls" => Self::Http2Tls,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Http1 => "HTTP/1.1",
+            Self::Http2 => "HTTP/2",
+            Self::Http1Tls => "HTTP/1.1 + TLS",
+            Self::Http2Tls => "HTTP/2 + TLS",
+        }
+    }
+
+    fn tls(self) -> bool {
+        matches!(self, Self::Http1Tls | Self::Http2Tls)
+    }
+}
+
+async fn setup(checkpoints: bool, latency: Duration, transport: Transport) -> Result<Setup, Error> {
+    setup_on(latency, checkpoints, transport).await
 }
 
 /// A fleet's parts with a model that answers after `latency`.
 pub(crate) async fn setup_with(latency: Duration, checkpoints: bool) -> Result<Setup, Error> {
+    setup_on(latency, checkpoints, Transport::Http1).await
+}
+
+/// A fleet's parts with a model that answers after `latency`, reached
+/// over `transport`.
+async fn setup_on(
+    latency: Duration,
+    checkpoints: bool,
+    transport: Transport,
+) -> Result<Setup, Error> {
     let pod = crate::support::pod_binary()?;
     let pg = Postgres::start_with_limits(true, None);
+    let dir = tempfile::tempdir()?;
+    for sub in ["home", "pod-home", "workspace", "model"] {
+        std::fs::create_dir_all(dir.path().join(sub))?;
+    }
     let mut options = Options::new(0);
     options.latency = latency;
     options.call = Some(("read_file".into(), json!({"path": "notes.txt"})));
     options.rounds = Some(REQUESTS as usize - 1);
+    if transport.tls() {
+        options.tls = Some(dir.path().join("model"));
+        options.http1_only = transport == Transport::Http1Tls;
+    }
     let server = Server::start_with(options).await?;
-    let dir = tempfile::tempdir()?;
-    for sub in ["home", "pod-home", "workspace"] {
-        std::fs::create_dir_all(dir.path().join(sub))?;
+    let mut transport_keys = match transport {
+        Transport::Http2 => "http2 = \"prior-knowledge\"\n".to_string(),
+        Transport::Http1 => "http2 = \"never\"\n".to_string(),
+        Transport::Http1Tls | Transport::Http2Tls => String::new(),
+    };
+    if let Some(ca) = server.ca_file() {
+        transport_keys.push_str(&format!("ca_file = \"{}\"\n", ca.display()));
     }
     std::fs::write(
         dir.path().join("workspace/notes.txt"),
@@ -132,7 +194,7 @@ pub(crate) async fn setup_with(latency: Duration, checkpoints: bool) -> Result<S
         dir.path().join("config.toml"),
         format!(
             "checkpoints = {checkpoints}\n[profiles.bench]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"bench\"\n\
-             api_key_env = \"BENCH_API_KEY\"\ncontext_window = 128000\n",
+             api_key_env = \"BENCH_API_KEY\"\ncontext_window = 128000\n{transport_keys}",
             server.base_url()
         ),
     )?;
@@ -147,6 +209,10 @@ pub(crate) async fn setup_with(latency: Duration, checkpoints: bool) -> Result<S
 /// What one run measured.
 struct Row {
     checkpoints: bool,
+    transport: Transport,
+    latency: Duration,
+    /// The most descriptors the workers held open at once.
+    files: u64,
     workers: usize,
     sessions: usize,
     submit: Duration,
@@ -229,8 +295,19 @@ fn idle_rss(setup: &Setup) -> Result<u64, Error> {
     Ok(rss)
 }
 
-async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result<Row, Error> {
-    let setup = setup(checkpoints).await?;
+/// How many descriptors process `pid` holds open.
+fn open_files(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| dir.count() as u64)
+}
+
+async fn measure(
+    workers: usize,
+    per_worker: usize,
+    checkpoints: bool,
+    latency: Duration,
+    transport: Transport,
+) -> Result<Row, Error> {
+    let setup = setup(checkpoints, latency, transport).await?;
     let sessions = workers * per_worker;
     let tasks = write_tasks(&setup, sessions)?;
     // Measured while the queue is empty: a worker with nothing to run.
@@ -254,13 +331,21 @@ async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result
         })
         .collect::<Result<_, _>>()?;
     let (mut peak_rss_kb, mut connections) = (vec![0u64; workers], 0i64);
+    let mut files = 0u64;
     let mut running = workers;
+    let mut polls = 0u64;
     while running > 0 {
         for (i, child) in children.iter().enumerate() {
             if let Some(hwm) = status_kb(child.id(), "VmHWM:") {
                 peak_rss_kb[i] = peak_rss_kb[i].max(hwm);
             }
         }
+        // Counting tens of thousands of descriptors takes a while: once a
+        // second is enough to see the plateau.
+        if polls.is_multiple_of(10) {
+            files = files.max(children.iter().map(|c| open_files(c.id())).sum());
+        }
+        polls += 1;
         let held: i64 = client
             .query_one(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pod'",
@@ -301,6 +386,9 @@ async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result
     }
     Ok(Row {
         checkpoints,
+        transport,
+        latency,
+        files,
         workers,
         sessions,
         submit,
@@ -316,43 +404,74 @@ async fn measure(workers: usize, per_worker: usize, checkpoints: bool) -> Result
     })
 }
 
-/// Prints the table (see the module docs).
+/// Prints the table (see the module docs). `--sessions=N` runs N
+/// sessions (with and without checkpoints), `--workers=W` splits them over
+/// W workers, `--latency-ms=MS` sets the model's latency and
+/// `--transport=h1,h2,h1-tls,h2-tls` runs each of those ways to the model
+/// (HTTP/1.1 in the clear by default).
 pub async fn run(quick: bool, args: &[String]) -> Result<(), Error> {
-    let sessions: Option<usize> = args
-        .iter()
-        .find_map(|a| a.strip_prefix("--sessions=").and_then(|n| n.parse().ok()));
-    // (workers, sessions each, checkpoints): the last rows without the
-    // workspace snapshots a session takes when it starts.
-    let runs: Vec<(usize, usize, bool)> = match (sessions, quick) {
-        (Some(n), _) => vec![(1, n, true), (1, n, false)],
-        (None, true) => vec![(1, 200, true), (1, 200, false)],
+    let value = |name: &str| args.iter().find_map(|a| a.strip_prefix(name));
+    let sessions: Option<usize> = value("--sessions=").and_then(|n| n.parse().ok());
+    let workers: usize = value("--workers=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let latency = value("--latency-ms=")
+        .and_then(|n| n.parse().ok())
+        .map_or(LATENCY, Duration::from_millis);
+    let transports: Vec<Transport> = match value("--transport=") {
+        Some(list) => list
+            .split(',')
+            .map(|name| {
+                Transport::parse(name)
+                    .ok_or_else(|| format!("unknown transport `{name}`: h1, h2, h1-tls or h2-tls"))
+            })
+            .collect::<Result<_, _>>()?,
+        None => vec![Transport::Http1],
+    };
+    // (workers, sessions each, checkpoints, transport): the last rows
+    // without the workspace snapshots a session takes when it starts.
+    let runs: Vec<(usize, usize, bool, Transport)> = match (sessions, quick) {
+        (Some(n), _) if transports.len() > 1 => transports
+            .iter()
+            .map(|&t| (workers, n.div_ceil(workers), true, t))
+            .collect(),
+        (Some(n), _) => vec![
+            (workers, n.div_ceil(workers), true, transports[0]),
+            (workers, n.div_ceil(workers), false, transports[0]),
+        ],
+        (None, true) => vec![
+            (1, 200, true, Transport::Http1),
+            (1, 200, false, Transport::Http1),
+        ],
         (None, false) => vec![
-            (1, 1000, true),
-            (1, 10_000, true),
-            (3, 3000, true),
-            (1, 1000, false),
-            (1, 10_000, false),
+            (1, 1000, true, Transport::Http1),
+            (1, 10_000, true, Transport::Http1),
+            (3, 3000, true, Transport::Http1),
+            (1, 1000, false, Transport::Http1),
+            (1, 10_000, false, Transport::Http1),
         ],
     };
     println!(
-        "\n### A fleet at scale: N sessions × {REQUESTS} requests, {}s model latency\n",
-        LATENCY.as_secs()
+        "\n### A fleet at scale: N sessions × {REQUESTS} requests, {:.1}s model latency\n",
+        latency.as_secs_f64()
     );
-    println!("| workers × sessions | checkpoints | submit | wall | wall ÷ ideal | CPU / request | cores busy | workers' share | peak RSS | RSS / session | DB connections | appends/s | WAL flushes/s |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| workers × sessions | to the model | checkpoints | submit | wall | wall ÷ ideal | CPU / request | cores busy | workers' share | peak RSS | RSS / session | open files | DB connections | appends/s | WAL flushes/s |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for (workers, per_worker, checkpoints) in runs {
-        let row = measure(workers, per_worker, checkpoints).await?;
-        let ideal = LATENCY * REQUESTS as u32;
+    for (workers, per_worker, checkpoints, transport) in runs {
+        let row = measure(workers, per_worker, checkpoints, latency, transport).await?;
+        let ideal = row.latency * REQUESTS as u32;
         let secs = row.wall.as_secs_f64();
         let per_session_kb =
             row.peak_rss_kb
                 .saturating_sub(row.idle_rss_kb * row.workers as u64) as f64
                 / row.sessions as f64;
         println!(
-            "| {} × {} | {} | {} | {} | {:.2}× | {:.3} ms | {:.2} of {cores} | {:.0} % | {:.0} MB | {:.1} KB | {} | {:.0} | {:.0} |",
+            "| {} × {} | {} | {} | {} | {} | {:.2}× | {:.3} ms | {:.2} of {cores} | {:.0} % | {:.0} MB | {:.1} KB | {} | {} | {:.0} | {:.0} |",
             row.workers,
             row.sessions / row.workers,
+            row.transport.name(),
             if row.checkpoints { "on" } else { "off" },
             fmt_duration(row.submit),
             fmt_duration(row.wall),
@@ -362,6 +481,7 @@ pub async fn run(quick: bool, args: &[String]) -> Result<(), Error> {
             100.0 * row.cpu.as_secs_f64() / row.busy.as_secs_f64().max(f64::EPSILON),
             row.peak_rss_kb as f64 / 1024.0,
             per_session_kb,
+            row.files,
             row.connections,
             row.appends as f64 / secs,
             row.wal_syncs as f64 / secs,

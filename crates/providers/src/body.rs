@@ -5,7 +5,8 @@
 //!
 //! Once sent, hyper drops the body; what a waiting session keeps is only
 //! what it shares. It goes out with its length known (`Content-Length`),
-//! never chunked, each piece a buffer of hyper's vectored write.
+//! never chunked, each piece a buffer of hyper's vectored write (over
+//! HTTP/2, a DATA frame's payload, split as the window allows).
 
 use bytes::Bytes;
 use std::convert::Infallible;
@@ -33,6 +34,11 @@ impl Body {
     /// The body's length in bytes.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The pieces not yet sent, in order (HTTP/2 sends them as they are).
+    pub fn pieces(&self) -> &[Bytes] {
+        &self.pieces[self.sent..]
     }
 
     /// The whole body in one buffer (for tests and inspection).

@@ -35,6 +35,29 @@ pub struct Endpoint {
     /// model, all sessions together (`max_concurrent_requests`); none when
     /// unset.
     pub max_concurrent: Option<u32>,
+    /// Whether requests may go over HTTP/2 (`http2`).
+    pub http2: Http2,
+    /// A PEM file of certificate authorities trusted besides the web PKI's
+    /// roots (`ca_file`): a private gateway's own CA.
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+/// Whether requests to an endpoint may go over HTTP/2 (the profile key
+/// `http2`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Http2 {
+    /// HTTP/2 where the server offers it: `https://` offers `h2` and
+    /// `http/1.1` in TLS's ALPN and speaks what the server picks; plain
+    /// `http://` speaks HTTP/1.1.
+    #[default]
+    Auto,
+    /// As `auto`, and plain `http://` speaks HTTP/2 from the first byte
+    /// (a gateway known to speak it, "prior knowledge"). Not through a
+    /// forwarding proxy, which speaks HTTP/1.1.
+    PriorKnowledge,
+    /// HTTP/1.1 only.
+    Never,
 }
 
 /// Prompt caching settings of an endpoint.
@@ -74,6 +97,8 @@ impl Endpoint {
             timeouts: Timeouts::default(),
             cache: PromptCache::default(),
             max_concurrent: None,
+            http2: Http2::Auto,
+            ca_file: None,
         }
     }
 

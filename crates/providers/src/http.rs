@@ -31,6 +31,8 @@ pub(crate) struct SsePost<'a> {
     pub body: crate::body::Body,
     pub timeouts: Timeouts,
     pub key: Option<&'a ApiKey>,
+    /// Whether the request may go over HTTP/2.
+    pub http2: crate::endpoint::Http2,
 }
 
 /// SSE events of a response body; an idle timeout is an item so the wire
@@ -55,6 +57,7 @@ impl<'a> SsePost<'a> {
             body: body.into(),
             timeouts: endpoint.timeouts,
             key: endpoint.api_key.as_ref(),
+            http2: endpoint.http2,
         }
     }
 
@@ -67,7 +70,9 @@ impl<'a> SsePost<'a> {
         let mut url = self.url.clone();
         let mut hops = 0;
         let response = loop {
-            let request = self.client.post(&url, self.headers, self.body.clone());
+            let request = self
+                .client
+                .post(&url, self.headers, self.body.clone(), self.http2);
             let response = match tokio::time::timeout(self.timeouts.request, request).await {
                 Err(_) => {
                     return Err(ProviderError::Transport(format!(
@@ -75,16 +80,16 @@ impl<'a> SsePost<'a> {
                         self.timeouts.request
                     )))
                 }
-                Ok(Err(SendError::Connect(err))) if out_of_files(&err) => {
+                Ok(Err(SendError::Connect(err))) if out_of_files(&*err) => {
                     return Err(ProviderError::OutOfFiles {
                         url: scrub(without_credentials(self.base_url)),
-                        why: scrub(connect_failure(&err)),
+                        why: scrub(connect_failure(&*err)),
                     })
                 }
                 Ok(Err(SendError::Connect(err))) => {
                     return Err(ProviderError::Unreachable {
                         url: scrub(without_credentials(self.base_url)),
-                        why: scrub(connect_failure(&err)),
+                        why: scrub(connect_failure(&*err)),
                     })
                 }
                 Ok(Err(err)) => {
@@ -155,7 +160,7 @@ fn without_credentials(url: &str) -> String {
 /// Why no connection was made, in a few words: the socket's error for a
 /// refused or timed out connection, else the innermost cause (a resolver's
 /// "failed to lookup address information: …", a TLS handshake's error).
-fn connect_failure(err: &hyper_util::client::legacy::Error) -> String {
+fn connect_failure(err: &(dyn std::error::Error + 'static)) -> String {
     let mut innermost: &dyn std::error::Error = err;
     while let Some(source) = innermost.source() {
         if let Some(io) = source.downcast_ref::<std::io::Error>() {
@@ -261,7 +266,10 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Some(wait.to_std().unwrap_or(Duration::ZERO))
 }
 
-async fn read_capped(response: http::Response<hyper::body::Incoming>, idle: Duration) -> Vec<u8> {
+async fn read_capped(
+    response: http::Response<crate::transport::ResponseBody>,
+    idle: Duration,
+) -> Vec<u8> {
     let mut body = Vec::new();
     let mut stream = crate::transport::data(response.into_body());
     while let Ok(Some(Ok(chunk))) = tokio::time::timeout(idle, stream.next()).await {

@@ -50,7 +50,7 @@ pub use config::{
     CacheTtl, ConfigError, ConfigFile, ProviderConfig, ProviderKind, RawProviderConfig,
     ReasoningEffort, CONFIG_ENV,
 };
-pub use endpoint::{Endpoint, PromptCache};
+pub use endpoint::{Endpoint, Http2, PromptCache};
 pub use gate::{Gate, Pass};
 pub use http::Timeouts;
 pub use metered::Metered;

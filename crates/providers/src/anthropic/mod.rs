@@ -31,6 +31,8 @@ pub struct AnthropicProvider {
 impl AnthropicProvider {
     /// A provider for `endpoint`.
     pub fn new(endpoint: Endpoint) -> Result<Self, BuildError> {
+        let client = crate::transport::Transport::for_endpoint(&endpoint)
+            .map_err(|err| BuildError::Http(err.to_string()))?;
         Ok(Self {
             url: endpoint.url("v1/messages")?,
             headers: Headers::with_key(
@@ -43,8 +45,7 @@ impl AnthropicProvider {
                 endpoint.api_key.as_ref(),
             ),
             endpoint,
-            client: crate::transport::Transport::shared()
-                .map_err(|err| BuildError::Http(err.to_string()))?,
+            client,
             kept: Arc::default(),
         })
     }

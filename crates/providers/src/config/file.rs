@@ -165,14 +165,16 @@ impl ConfigFile {
     }
 
     /// Parses `text` read from `path`, which names it in errors; relative
-    /// script paths are made relative to `path`'s directory, so a profile
+    /// script and CA file paths are made relative to `path`'s directory, so a profile
     /// means the same from any working directory.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let mut file: Self = toml::from_str(text).map_err(|err| parse_error(&err, text, path))?;
         let dir = path.parent().unwrap_or(Path::new(""));
         for profile in file.profiles.values_mut() {
-            if let Some(script) = profile.script.as_mut().filter(|s| s.is_relative()) {
-                *script = dir.join(&*script);
+            for path in [&mut profile.script, &mut profile.ca_file] {
+                if let Some(path) = path.as_mut().filter(|p| p.is_relative()) {
+                    *path = dir.join(&*path);
+                }
             }
         }
         file.path = path.to_path_buf();

@@ -90,6 +90,16 @@ pub struct RawProviderConfig {
     /// its sessions together (a fleet worker's); a rate-limit answer
     /// pauses them all either way.
     pub max_concurrent_requests: Option<u32>,
+    /// Whether requests may go over HTTP/2: `auto` (default: where a
+    /// server offers it in TLS), `prior-knowledge` (also plain `http://`
+    /// gateways, HTTP/2 from the first byte) or `never`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2>,
+    /// A PEM file of certificate authorities trusted besides the web
+    /// PKI's (a private gateway's). In the config file a relative path is
+    /// relative to the file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
     /// Script file of the scripted provider. In the config file a relative
     /// path is relative to the file's directory.
     pub script: Option<PathBuf>,
@@ -143,7 +153,7 @@ pub struct RawProviderConfig {
     pub workspace_hooks: Option<bool>,
 }
 
-pub use crate::endpoint::{CacheTtl, ReasoningEffort};
+pub use crate::endpoint::{CacheTtl, Http2, ReasoningEffort};
 
 /// A resolved, valid provider configuration.
 #[derive(Clone, Debug, PartialEq)]
@@ -272,6 +282,8 @@ impl RawProviderConfig {
             max_concurrent_requests: over
                 .max_concurrent_requests
                 .or(self.max_concurrent_requests),
+            http2: over.http2.or(self.http2),
+            ca_file: over.ca_file.or(self.ca_file),
             script: over.script.or(self.script),
             cache: over.cache.or(self.cache),
             cache_ttl: over.cache_ttl.or(self.cache_ttl),
@@ -349,6 +361,8 @@ impl RawProviderConfig {
                 .map_or(defaults.idle, Duration::from_secs),
         };
         endpoint.max_concurrent = self.max_concurrent_requests;
+        endpoint.http2 = self.http2.unwrap_or_default();
+        endpoint.ca_file.clone_from(&self.ca_file);
         let mut retry = RetryPolicy::default();
         if let Some(attempts) = self.max_attempts {
             retry.max_attempts = attempts.max(1);

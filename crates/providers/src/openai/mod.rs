@@ -28,12 +28,13 @@ pub struct OpenAiProvider {
 impl OpenAiProvider {
     /// A provider for `endpoint`.
     pub fn new(endpoint: Endpoint) -> Result<Self, BuildError> {
+        let client = crate::transport::Transport::for_endpoint(&endpoint)
+            .map_err(|err| BuildError::Http(err.to_string()))?;
         Ok(Self {
             url: endpoint.url("chat/completions")?,
             headers: Headers::bearer(endpoint.api_key.as_ref()),
             endpoint,
-            client: crate::transport::Transport::shared()
-                .map_err(|err| BuildError::Http(err.to_string()))?,
+            client,
             kept: Arc::default(),
         })
     }

@@ -63,12 +63,13 @@ impl OpenAiResponsesProvider {
     /// A provider for `endpoint`; `store` keeps conversations on the
     /// server (see the module docs).
     pub fn new(endpoint: Endpoint, store: bool) -> Result<Self, BuildError> {
+        let client = crate::transport::Transport::for_endpoint(&endpoint)
+            .map_err(|err| BuildError::Http(err.to_string()))?;
         Ok(Self {
             url: endpoint.url("responses")?,
             headers: Headers::bearer(endpoint.api_key.as_ref()),
             endpoint,
-            client: crate::transport::Transport::shared()
-                .map_err(|err| BuildError::Http(err.to_string()))?,
+            client,
             kept: Arc::default(),
             store,
             conversations: Arc::default(),

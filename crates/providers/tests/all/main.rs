@@ -4,6 +4,8 @@
 
 mod anthropic;
 mod caching;
+mod h2server;
+mod http2;
 mod openai;
 mod retry;
 mod support;

@@ -1,7 +1,10 @@
-//! The HTTP client model requests go out on: hyper's HTTP/1.1 client over
-//! rustls (the web PKI's roots), its connection pool, and the proxies the
-//! environment names (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
-//! `NO_PROXY`, as curl reads them).
+//! The HTTP client model requests go out on: HTTP/2 where the server
+//! offers it (TLS's ALPN, or prior knowledge for a plain gateway, the
+//! profile key `http2`) on connections of its own pool ([`pool`]), else
+//! hyper's HTTP/1.1 client and its pool; rustls (the web PKI's roots and a
+//! profile's `ca_file`), and the proxies the environment names
+//! (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`, as curl reads
+//! them).
 //!
 //! hyper directly rather than through reqwest: a waiting session holds one
 //! connection, and what a connection costs is what a fleet worker carries
@@ -10,18 +13,35 @@
 //! request future, a copy of the headers, about 4 KB per waiting request)
 //! and does not let the read buffer be sized; here it is a fixed
 //! [`READ_BUFFER`] instead of hyper's adaptive 8 KB (tickets/providers.md).
+//!
+//! Over HTTP/2 a waiting request is a stream on a shared connection: its
+//! state in h2 and a [`pool::Slot`], not a connection of its own. The pool
+//! is the transport's, not hyper's, because hyper's client keeps one
+//! HTTP/2 connection per host and queues streams past the server's
+//! `SETTINGS_MAX_CONCURRENT_STREAMS`, where model answers stream for
+//! minutes; this one opens another connection instead. A request the
+//! server did not process (GOAWAY, `REFUSED_STREAM`) is sent once more on
+//! another connection here, unseen by the retry policy.
+
+mod pool;
+mod response;
+
+pub(crate) use response::{data, ResponseBody};
 
 use crate::body::Body;
+use crate::endpoint::Http2;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, Uri};
-use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use pool::{Checkout, Failure, Opened, Pool};
+use std::collections::HashMap;
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -37,11 +57,36 @@ const READ_BUFFER: usize = 2048;
 
 /// How long connecting may take before the request fails (a black-holed
 /// host), well below the request timeout so the retry policy gets to try
-/// again sooner.
+/// again sooner. Over HTTP/2 it bounds the whole opening (TCP, TLS, the
+/// preface and a round trip for the server's settings), during which the
+/// origin's other requests that found no room wait.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long an unused pooled connection is kept.
+/// How long an unused pooled connection is kept (either protocol).
 const IDLE_CONNECTION: Duration = Duration::from_secs(90);
+
+/// HTTP/2 stream window: how much of one answer the server may send ahead
+/// of reading. Every piece is read and its window given back at once, so
+/// this bounds only data a stalled reader leaves buffered in the process
+/// (over HTTP/1.1 it waits in the kernel instead). RFC 9113's default,
+/// 64 KB: streamed answers come in events of tens to hundreds of bytes.
+const STREAM_WINDOW: u32 = 65_535;
+
+/// HTTP/2 connection window, shared by its streams: sixteen stream
+/// windows, so a few stalled readers do not stop the others, while a
+/// connection never buffers more than a megabyte.
+const CONNECTION_WINDOW: u32 = 16 * STREAM_WINDOW;
+
+/// Largest HTTP/2 frame the server may send: the protocol's minimum (and
+/// default). A frame is read whole before it is handed on, so this is the
+/// largest read buffer a connection needs.
+const MAX_FRAME: u32 = 16_384;
+
+/// Largest response head accepted over HTTP/2 (h2 allows 16 MB by
+/// default). Model APIs send a few kilobytes of headers; hyper's HTTP/1.1
+/// client refuses heads past about 400 KB (its buffer's limit), and
+/// 64 KB is plenty below that.
+const MAX_HEADER_LIST: u32 = 64 * 1024;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -53,21 +98,48 @@ pub(crate) enum SendError {
     Url(#[from] http::uri::InvalidUri),
     /// No connection could be made (refused, unresolvable, TLS failed).
     #[error("cannot connect")]
-    Connect(#[source] hyper_util::client::legacy::Error),
+    Connect(#[source] BoxError),
     /// The connection failed after it was made.
     #[error("the request failed")]
     Request(#[source] hyper_util::client::legacy::Error),
+    /// The HTTP/2 stream failed before its response head (a reset, a
+    /// broken connection), or after a retry of a request its server did
+    /// not process.
+    #[error("the request failed")]
+    Stream(#[source] h2::Error),
     /// The request could not be built (a header hyper refuses).
     #[error("cannot build the request")]
     Build(#[from] http::Error),
 }
 
+/// Why a transport could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SetupError {
+    /// rustls refused the configuration.
+    #[error(transparent)]
+    Tls(#[from] rustls::Error),
+    /// A `ca_file` could not be read or holds no certificate.
+    #[error("cannot use the CA file {path}: {reason}")]
+    CaFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
 /// The process's model-request client (see the module docs). Cloning it
-/// shares the pool.
+/// shares the pools.
 #[derive(Clone)]
 pub(crate) struct Transport {
     client: Client<HttpsConnector<Route>, Body>,
     proxies: Arc<Matcher>,
+    /// Connects HTTP/2 connections (the same routes as hyper's).
+    route: Route,
+    /// TLS offering `h2` and `http/1.1` (hyper's connector offers none, so
+    /// its connections are HTTP/1.1).
+    alpn: Arc<rustls::ClientConfig>,
+    pool: Arc<Pool>,
 }
 
 impl std::fmt::Debug for Transport {
@@ -85,17 +157,38 @@ impl Transport {
     /// connection whose runtime has ended (a process that runs several, as
     /// tests do) fails its request as a transport error, which the retry
     /// policy answers with a new connection.
-    pub fn shared() -> Result<Self, rustls::Error> {
+    pub fn shared() -> Result<Self, SetupError> {
         static SHARED: std::sync::OnceLock<Transport> = std::sync::OnceLock::new();
         if let Some(shared) = SHARED.get() {
             return Ok(shared.clone());
         }
-        let made = Self::new(Matcher::from_env())?;
+        let made = Self::new(Matcher::from_env(), None)?;
         Ok(SHARED.get_or_init(|| made).clone())
     }
 
-    /// A client that goes through `proxies`.
-    pub fn new(proxies: Matcher) -> Result<Self, rustls::Error> {
+    /// The client for an endpoint: the shared one, or with a `ca_file`
+    /// the one made for that file (once per file and process, for the
+    /// same reasons as [`Transport::shared`]; the file is read then).
+    pub fn for_endpoint(endpoint: &crate::Endpoint) -> Result<Self, SetupError> {
+        let Some(ca_file) = &endpoint.ca_file else {
+            return Self::shared();
+        };
+        // Held while a transport is made for a new file (a millisecond),
+        // so each file is read and built once.
+        static BY_CA: std::sync::OnceLock<parking_lot::Mutex<HashMap<PathBuf, Transport>>> =
+            std::sync::OnceLock::new();
+        let mut made = BY_CA.get_or_init(Default::default).lock();
+        if let Some(transport) = made.get(ca_file) {
+            return Ok(transport.clone());
+        }
+        let transport = Self::new(Matcher::from_env(), Some(ca_file))?;
+        made.insert(ca_file.clone(), transport.clone());
+        Ok(transport)
+    }
+
+    /// A client that goes through `proxies`, trusting the certificate
+    /// authorities of `ca_file` too.
+    pub fn new(proxies: Matcher, ca_file: Option<&Path>) -> Result<Self, SetupError> {
         let proxies = Arc::new(proxies);
         let mut http = HttpConnector::new();
         // `https://` URLs are the TLS layer's; this one connects sockets.
@@ -106,44 +199,112 @@ impl Transport {
             http,
             proxies: Arc::clone(&proxies),
         };
+        let tls = tls_config(ca_file)?;
+        let mut alpn = tls.clone();
+        alpn.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let https = HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config()?)
+            .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
-            .wrap_connector(route);
+            .wrap_connector(route.clone());
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(IDLE_CONNECTION)
             .http1_read_buf_exact_size(READ_BUFFER)
             .build(https);
-        Ok(Self { client, proxies })
+        Ok(Self {
+            client,
+            proxies,
+            route,
+            alpn: Arc::new(alpn),
+            pool: Arc::default(),
+        })
     }
 
     /// Sends a POST of the JSON `body` to `url` with `headers`, asking for
-    /// an event stream back.
+    /// an event stream back, over HTTP/2 when `http2` and the server allow.
     pub async fn post(
         &self,
         url: &url::Url,
         headers: &HeaderMap,
         body: Body,
-    ) -> Result<Response<Incoming>, SendError> {
+        http2: Http2,
+    ) -> Result<Response<ResponseBody>, SendError> {
         let uri: Uri = url.as_str().parse()?;
-        let length = body.len();
-        let mut request = Request::post(uri).body(body)?;
-        let sent = request.headers_mut();
-        sent.reserve(headers.len() + 4);
-        for (name, value) in headers {
-            sent.append(name, value.clone());
+        let head = head(uri, headers, body.len())?;
+        if self.may_use_http2(head.uri(), http2) {
+            if let Some(response) = self.post_http2(&head, &body).await? {
+                return Ok(response);
+            }
         }
-        sent.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
+        self.post_http1(head, body).await
+    }
+
+    /// Whether a request to `uri` may go over HTTP/2: `https://` unless
+    /// `never` (ALPN decides), plain `http://` with prior knowledge and
+    /// no forwarding proxy in the way.
+    fn may_use_http2(&self, uri: &Uri, http2: Http2) -> bool {
+        match http2 {
+            Http2::Never => false,
+            _ if uri.scheme() == Some(&http::uri::Scheme::HTTPS) => true,
+            Http2::Auto => false,
+            Http2::PriorKnowledge => self.proxies.intercept(uri).is_none(),
+        }
+    }
+
+    /// Sends over one of the pool's HTTP/2 connections; `None` when the
+    /// server chose HTTP/1.1. A request its server did not process goes
+    /// once more, on another connection (the one that refused it takes no
+    /// new streams).
+    async fn post_http2(
+        &self,
+        head: &Request<()>,
+        body: &Body,
+    ) -> Result<Option<Response<ResponseBody>>, SendError> {
+        let uri = head.uri();
+        let origin = format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or("http"),
+            uri.authority().map_or("", |a| a.as_str())
         );
-        sent.insert(
-            http::header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        sent.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
+        let mut again = true;
+        loop {
+            let open = || {
+                let opening = open(self.route.clone(), Arc::clone(&self.alpn), uri.clone());
+                async move {
+                    tokio::time::timeout(CONNECT_TIMEOUT, opening)
+                        .await
+                        .map_err(|_| format!("no connection within {CONNECT_TIMEOUT:?}"))?
+                }
+            };
+            let slot = match self.pool.checkout(&origin, open).await {
+                Ok(Checkout::Http2(slot)) => slot,
+                Ok(Checkout::Http1) => return Ok(None),
+                Err(err) => return Err(SendError::Connect(err)),
+            };
+            match pool::send(slot, copy_head(head), body).await {
+                Ok(response) => return Ok(Some(response)),
+                Err(Failure::Unprocessed(err)) if again => {
+                    tracing::debug!(
+                        error = %pod_llm::error_chain(&err),
+                        "the server did not process an HTTP/2 request; sending it again"
+                    );
+                    again = false;
+                }
+                Err(Failure::Unprocessed(err) | Failure::Failed(err)) => {
+                    return Err(SendError::Stream(err))
+                }
+            }
+        }
+    }
+
+    /// Sends through hyper's HTTP/1.1 client.
+    async fn post_http1(
+        &self,
+        head: Request<()>,
+        body: Body,
+    ) -> Result<Response<ResponseBody>, SendError> {
+        let mut request = head.map(|()| body);
         // A plain request through a proxy names the proxy's credentials
         // itself (a tunnel's CONNECT carries them for `https://`).
         if request.uri().scheme() == Some(&http::uri::Scheme::HTTP) {
@@ -157,28 +318,130 @@ impl Transport {
                     .insert(http::header::PROXY_AUTHORIZATION, auth);
             }
         }
-        self.client.request(request).await.map_err(|err| {
-            if err.is_connect() {
-                SendError::Connect(err)
-            } else {
-                SendError::Request(err)
-            }
-        })
+        match self.client.request(request).await {
+            Ok(response) => Ok(response.map(ResponseBody::Http1)),
+            Err(err) if err.is_connect() => Err(SendError::Connect(Box::new(err))),
+            Err(err) => Err(SendError::Request(err)),
+        }
     }
 }
 
-/// The web PKI's roots with ring, the provider the build carries (not the
-/// process default, which another crate may have set differently). No
-/// ALPN: the connector leaves it empty for HTTP/1.1 only, and a server
-/// then speaks HTTP/1.1.
-fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
+/// A POST's head: `headers`, and the JSON body's type and length, asking
+/// for an event stream.
+fn head(uri: Uri, headers: &HeaderMap, length: usize) -> Result<Request<()>, http::Error> {
+    let mut request = Request::post(uri).body(())?;
+    let sent = request.headers_mut();
+    sent.reserve(headers.len() + 4);
+    for (name, value) in headers {
+        sent.append(name, value.clone());
+    }
+    sent.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    sent.insert(
+        http::header::ACCEPT,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    sent.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
+    Ok(request)
+}
+
+/// The same head again (h2 takes a request by value; `Request` is not
+/// `Clone`).
+fn copy_head(head: &Request<()>) -> Request<()> {
+    let mut copy = Request::new(());
+    *copy.method_mut() = head.method().clone();
+    *copy.uri_mut() = head.uri().clone();
+    *copy.headers_mut() = head.headers().clone();
+    copy
+}
+
+/// Opens a connection to `uri`'s server over `route`: TLS offering `h2`
+/// for `https://` (HTTP/2 if the server picks it), HTTP/2 from the first
+/// byte for `http://`.
+async fn open(
+    mut route: Route,
+    alpn: Arc<rustls::ClientConfig>,
+    uri: Uri,
+) -> Result<Opened, BoxError> {
+    use tower_service::Service;
+    let tcp = route.call(uri.clone()).await?.io.into_inner();
+    if uri.scheme() != Some(&http::uri::Scheme::HTTPS) {
+        return handshake(tcp).await;
+    }
+    let host = uri.host().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let name = rustls_pki_types::ServerName::try_from(host.to_owned())?;
+    let tls = tokio_rustls::TlsConnector::from(alpn)
+        .connect(name, tcp)
+        .await?;
+    if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+        // The connection is dropped and hyper's pool makes its own: once
+        // per origin and process.
+        return Ok(Opened::Http1);
+    }
+    handshake(tls).await
+}
+
+/// HTTP/2's preface and settings on `io`.
+async fn handshake<T>(io: T) -> Result<Opened, BoxError>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (send, mut conn) = h2::client::Builder::new()
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_frame_size(MAX_FRAME)
+        .max_header_list_size(MAX_HEADER_LIST)
+        // Model APIs push nothing; refusing it keeps the protocol small.
+        .enable_push(false)
+        .handshake::<_, Bytes>(io)
+        .await?;
+    let ping = conn.ping_pong();
+    let conn = Box::pin(async move {
+        if let Err(err) = conn.await {
+            tracing::debug!(error = %pod_llm::error_chain(&err), "an HTTP/2 connection ended");
+        }
+    });
+    Ok(Opened::Http2 { send, conn, ping })
+}
+
+/// The web PKI's roots, and those of `ca_file`, with ring, the provider
+/// the build carries (not the process default, which another crate may
+/// have set differently). No ALPN: hyper's connector leaves it empty for
+/// HTTP/1.1 only, and a server then speaks HTTP/1.1.
+fn tls_config(ca_file: Option<&Path>) -> Result<rustls::ClientConfig, SetupError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = ca_file {
+        add_ca_file(&mut roots, path)?;
+    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)
         .with_no_client_auth())
+}
+
+/// Adds the PEM certificates of `path` to `roots`.
+fn add_ca_file(roots: &mut rustls::RootCertStore, path: &Path) -> Result<(), SetupError> {
+    use rustls_pki_types::pem::PemObject;
+    let failed = |reason: String| SetupError::CaFile {
+        path: path.to_owned(),
+        reason,
+    };
+    let certs = rustls_pki_types::CertificateDer::pem_file_iter(path)
+        .map_err(|err| failed(err.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| failed(err.to_string()))?;
+    if certs.is_empty() {
+        return Err(failed("no PEM certificate in it".into()));
+    }
+    for cert in certs {
+        roots.add(cert).map_err(|err| failed(err.to_string()))?;
+    }
+    Ok(())
 }
 
 /// Connects to where a request for a URL goes: the server itself, a
@@ -295,13 +558,6 @@ impl hyper::rt::Write for Routed {
     }
 }
 
-/// The data of a response body, piece by piece.
-pub(crate) fn data(
-    body: Incoming,
-) -> impl futures_util::Stream<Item = Result<Bytes, hyper::Error>> + Send + Unpin + 'static {
-    http_body_util::BodyExt::into_data_stream(body)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,7 +602,10 @@ mod tests {
         asked: tokio::task::JoinHandle<String>,
     ) -> String {
         let url = url::Url::parse(url).unwrap();
-        let response = transport.post(&url, &HeaderMap::new(), body).await.unwrap();
+        let response = transport
+            .post(&url, &HeaderMap::new(), body, Http2::Auto)
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200);
         asked.await.unwrap()
     }
@@ -355,7 +614,7 @@ mod tests {
     async fn not_connected(transport: &Transport) -> SendError {
         let url = url::Url::parse("https://api.model.invalid/v1/messages").unwrap();
         let err = transport
-            .post(&url, &HeaderMap::new(), Body::default())
+            .post(&url, &HeaderMap::new(), Body::default(), Http2::Auto)
             .await
             .unwrap_err();
         assert!(matches!(err, SendError::Connect(_)), "{err:?}");
@@ -369,8 +628,11 @@ mod tests {
     #[tokio::test]
     async fn a_plain_request_goes_to_its_proxy_whole_with_the_proxys_credentials() {
         let (proxy, asked) = server(ANSWER).await;
-        let transport =
-            Transport::new(Matcher::builder().http(with_credentials(&proxy)).build()).unwrap();
+        let transport = Transport::new(
+            Matcher::builder().http(with_credentials(&proxy)).build(),
+            None,
+        )
+        .unwrap();
         let body = Body::from(b"{}".to_vec());
         let head = answered(
             &transport,
@@ -393,8 +655,11 @@ mod tests {
     async fn an_https_request_asks_its_proxy_for_a_tunnel_and_a_refusal_is_a_connect_error() {
         let (proxy, asked) =
             server("HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n").await;
-        let transport =
-            Transport::new(Matcher::builder().https(with_credentials(&proxy)).build()).unwrap();
+        let transport = Transport::new(
+            Matcher::builder().https(with_credentials(&proxy)).build(),
+            None,
+        )
+        .unwrap();
         not_connected(&transport).await;
         let head = asked.await.unwrap();
         assert!(
@@ -413,6 +678,7 @@ mod tests {
                 .all("http://127.0.0.1:9")
                 .no("127.0.0.1")
                 .build(),
+            None,
         )
         .unwrap();
         let url = format!("{origin}/v1/chat/completions");
@@ -429,6 +695,7 @@ mod tests {
             Matcher::builder()
                 .https("https://proxy.invalid:3128")
                 .build(),
+            None,
         )
         .unwrap();
         let err = not_connected(&transport).await;
