@@ -21,6 +21,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod browser;
+pub mod h2server;
 pub mod history;
 pub mod limits;
 pub mod logs;

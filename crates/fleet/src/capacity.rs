@@ -7,9 +7,12 @@
 //! command's two pipes while a tool runs. Past the process's limit a
 //! connection fails with `EMFILE`: admitting only what the limit serves
 //! keeps the rest queued in the store, for this worker or another, instead
-//! of failing them.
+//! of failing them. Over HTTP/2 sessions share connections, and a worker
+//! admits more as its sessions' requests go out on streams
+//! ([`Files::sessions_now`]).
 
 use pod_llm::ProviderError;
+use pod_providers::Http2InUse;
 use pod_worker::WorkerError;
 
 /// Descriptors the process keeps for itself, whatever it runs: standard
@@ -38,6 +41,48 @@ pub fn sessions(open_files: u64, reserved: u64) -> u32 {
     u32::try_from(spare / FILES_PER_SESSION)
         .unwrap_or(u32::MAX)
         .max(1)
+}
+
+/// A process's open-file limit and the descriptors its other connections
+/// may take (the database pool, the HTTP API's connections and listener).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Files {
+    /// The most files it may open.
+    pub limit: u64,
+    /// Taken by its other connections, at most.
+    pub reserved: u64,
+}
+
+impl Files {
+    /// The sessions it serves whatever their model speaks: [`sessions`].
+    pub fn sessions(&self) -> u32 {
+        sessions(self.limit, self.reserved)
+    }
+
+    /// The sessions it serves now that `running` run and its HTTP/2 model
+    /// connections hold `http2`, never fewer than [`Files::sessions`]. A
+    /// session with a request in flight on an HTTP/2 stream holds no
+    /// descriptor of its own (its connection is shared, and each shared
+    /// connection is reckoned once): it is reckoned with one, for a tool.
+    /// Every other running session, and each one admitted next, is
+    /// reckoned with [`FILES_PER_SESSION`] until its request is on a
+    /// stream, so admitting never runs ahead of what the streams show.
+    pub fn sessions_now(&self, running: u32, http2: Http2InUse) -> u32 {
+        // In i128: every u64 fits, and the reckoning may be over the limit.
+        let running = i128::from(running);
+        let on_streams = i128::try_from(http2.streams)
+            .unwrap_or(i128::MAX)
+            .min(running);
+        let connections = i128::try_from(http2.connections).unwrap_or(i128::MAX);
+        let per_session = i128::from(FILES_PER_SESSION);
+        let held =
+            i128::from(OWN_FILES) + i128::from(self.reserved) + connections + per_session * running
+                - on_streams;
+        let now = running + (i128::from(self.limit) - held).div_euclid(per_session);
+        u32::try_from(now.max(0))
+            .unwrap_or(u32::MAX)
+            .max(self.sessions())
+    }
 }
 
 /// Whether `err` (or one of its causes) is a want of file descriptors:
@@ -82,6 +127,43 @@ mod tests {
         assert_eq!(sessions(0, 0), 1);
         // An unlimited process is not capped by its files.
         assert_eq!(sessions(u64::MAX, 16), u32::MAX);
+    }
+
+    #[test]
+    fn sessions_on_http2_streams_are_reckoned_with_one_descriptor() {
+        let files = Files {
+            limit: 1_000,
+            reserved: 16,
+        };
+        let floor = (1_000 - 64 - 16) / 2;
+        assert_eq!(files.sessions(), floor);
+        let none = Http2InUse::default();
+        // Over HTTP/1.1 (no streams) it is the floor, however many run.
+        assert_eq!(files.sessions_now(0, none), floor);
+        assert_eq!(files.sessions_now(floor, none), floor);
+        // 460 sessions all waiting on streams of 5 connections: each holds
+        // one, the connections five: 1,000 - 80 - 5 - 460 = 455 spare,
+        // room for 227 more at two each.
+        let streams = Http2InUse {
+            connections: 5,
+            streams: 460,
+        };
+        assert_eq!(files.sessions_now(460, streams), 460 + 455 / 2);
+        // Those just admitted are not on a stream yet: two each, which
+        // leaves no room for more until their requests are on streams.
+        assert_eq!(files.sessions_now(687, streams), 687);
+        // At most one stream per running session counts (subagents and
+        // graders add streams of their own).
+        let more = Http2InUse {
+            connections: 5,
+            streams: 5_000,
+        };
+        assert_eq!(
+            files.sessions_now(460, more),
+            files.sessions_now(460, streams)
+        );
+        // Never below the floor, even when the reckoning is over.
+        assert_eq!(files.sessions_now(900, none), floor);
     }
 
     #[test]

@@ -57,9 +57,14 @@ pub struct Worker {
     pub store: PgStore,
     /// Starts the sessions it claims (in the same place as `store`).
     pub launcher: Launcher,
-    /// Sessions it runs at once: at most what its open-file limit serves
-    /// ([`capacity::sessions`]); the rest stay queued in the store.
+    /// Sessions it runs at once at most (`--workers`); fewer when `files`
+    /// cannot serve them: the rest stay queued in the store.
     pub slots: u32,
+    /// The process's open-file limit, if it has one: it admits what the
+    /// limit serves ([`capacity::Files::sessions`]), and more while its
+    /// sessions wait on shared HTTP/2 connections
+    /// ([`capacity::Files::sessions_now`]).
+    pub files: Option<capacity::Files>,
     /// Stop once every fleet session is idle (none queued, none running).
     pub exit_when_idle: bool,
     /// The process's HTTP API, if it serves one.
@@ -239,12 +244,23 @@ impl Worker {
             store.owner().to_string(),
         );
         let mut limits = LimitsWatch::new();
-        // What it admits: its slots, lowered when a session finds no
-        // descriptor anyway (the process holds more files than reckoned).
-        let mut admitted = self.slots.max(1);
+        // What it admits: what its files serve, raised while its sessions
+        // share HTTP/2 connections, and lowered for good when a session
+        // finds no descriptor anyway (the process holds more files than
+        // reckoned).
+        let slots = self.slots.max(1);
+        let floor = self
+            .files
+            .map_or(slots, |files| files.sessions().min(slots));
+        let mut admitted = floor;
         let mut narrowed = false;
         loop {
             outages.tick();
+            if let Some(files) = self.files.filter(|_| !narrowed && floor < slots) {
+                let running = u32::try_from(running.len()).unwrap_or(u32::MAX);
+                let now = files.sessions_now(running, pod_providers::http2_in_use());
+                admitted = now.clamp(floor, slots);
+            }
             if !stop.is_cancelled() && limits.changed(Instant::now()) && !store.is_down() {
                 // An operator edited `[limits]` (raised one, perhaps):
                 // the sessions they paused are tried again.

@@ -59,6 +59,7 @@ pub use pod_llm::Prices;
 pub use responses::OpenAiResponsesProvider;
 pub use retry::{RetryPolicy, RetryingProvider};
 pub use secret::ApiKey;
+pub use transport::{http2_in_use, Http2InUse};
 
 use pod_llm::{Provider, Script, ScriptError, ScriptedProvider};
 use std::sync::Arc;

@@ -175,25 +175,36 @@ fn raise_open_files() -> Option<u64> {
     Some(limit.rlim_cur)
 }
 
-/// The sessions a worker asked for `workers` runs at once in a process
-/// that may open `files` files: `workers`, or fewer with one line saying
-/// why (the rest stay queued). The database pool's connections and the
-/// HTTP API's (`http_connections`, with its listener) come off the limit
-/// first.
-fn admit(workers: u32, files: u64, store: &PgStore, http_connections: u64) -> u32 {
+/// The open files of a worker asked for `workers` sessions at once in a
+/// process that may open `files`: what the database pool's connections and
+/// the HTTP API's (`http_connections`, with its listener) take comes off
+/// first. When the rest cannot serve `workers` sessions whatever their
+/// model speaks, one line says how many run to begin with (more while
+/// sessions share HTTP/2 connections; the rest stay queued).
+fn admit(
+    workers: u32,
+    files: u64,
+    store: &PgStore,
+    http_connections: u64,
+) -> pod_fleet::capacity::Files {
     let reserved = store.stats().max_connections as u64 + http_connections;
-    let capacity = pod_fleet::capacity::sessions(files, reserved);
-    if workers <= capacity {
-        return workers;
+    let budget = pod_fleet::capacity::Files {
+        limit: files,
+        reserved,
+    };
+    let capacity = budget.sessions();
+    if workers > capacity {
+        let _ = crate::output::eprint(&format!(
+            "pod serve: --workers {workers} clamped to {capacity}: this process may open {files} \
+             files, {} per session after {} for itself and its connections, one for a session \
+             waiting on a shared HTTP/2 connection (it admits more while they do); the rest stay \
+             queued (raise the hard limit for more: ulimit -Hn, or LimitNOFILE= in a systemd \
+             unit)\n",
+            pod_fleet::capacity::FILES_PER_SESSION,
+            pod_fleet::capacity::OWN_FILES + reserved,
+        ));
     }
-    let _ = crate::output::eprint(&format!(
-        "pod serve: --workers {workers} clamped to {capacity}: this process may open {files} \
-         files, {} per session after {} for itself and its connections; the rest stay queued \
-         (raise the hard limit for more: ulimit -Hn, or LimitNOFILE= in a systemd unit)\n",
-        pod_fleet::capacity::FILES_PER_SESSION,
-        pod_fleet::capacity::OWN_FILES + reserved,
-    ));
-    capacity
+    budget
 }
 
 /// The file store's schedules for the API (a server without a fleet).
@@ -236,14 +247,13 @@ async fn work(
     stop: CancellationToken,
 ) -> Result<Outcome> {
     let store = fleet(place, "serve")?;
-    let slots = match raise_open_files() {
-        Some(files) => admit(args.workers, files, &store, http_connections),
-        None => args.workers,
-    };
+    let files =
+        raise_open_files().map(|files| admit(args.workers, files, &store, http_connections));
     let worker = pod_fleet::Worker {
         store,
         launcher: launcher.clone(),
-        slots,
+        slots: args.workers,
+        files,
         exit_when_idle: args.exit_when_idle,
         api: runner.map(|runner| Arc::new(Api(runner)) as Arc<dyn pod_fleet::Api>),
         outage_notify_after: Some(args.db_outage_notify_after).filter(|after| !after.is_zero()),

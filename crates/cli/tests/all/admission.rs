@@ -3,14 +3,17 @@
 //! rest queued, and a session whose model connection finds no descriptor
 //! anyway goes back to the queue instead of failing. Real `pod serve`
 //! children with a lowered `RLIMIT_NOFILE`, a real PostgreSQL, and a
-//! loopback model server that answers every session at once.
+//! loopback model server that answers every session at once (or one
+//! speaking HTTP/2, whose streams share a connection).
 
 use crate::fleet::{lines_of, Fleet, PATIENCE};
 use crate::support::*;
+use pod_testkit::h2server::{Behaviour, H2Server};
 use pod_testkit::model::ModelServer;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Stdio};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -243,4 +246,53 @@ fn a_session_that_finds_no_descriptor_goes_back_to_the_queue() {
         .map(|out| serde_json::from_slice(&out.stdout).unwrap())
         .unwrap();
     assert_eq!(sessions.len(), 40);
+}
+
+#[test]
+fn sessions_sharing_http2_connections_are_admitted_past_the_reckoning() {
+    let fleet = Fleet::new();
+    // The model speaks HTTP/2 (prior knowledge) and holds its first 50
+    // answers until all 50 are open at once: the worker gets there only
+    // by running more sessions than two descriptors each would allow.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime.block_on(H2Server::plain(Behaviour {
+        hold_until: Some(50),
+        ..Behaviour::default()
+    }));
+    fleet.env.config_file(&format!(
+        "checkpoints = false\n[profiles.loop]\nkind = \"openai\"\nbase_url = \"{}\"\n\
+         model = \"m\"\napi_key_env = \"LOOP_API_KEY\"\nmax_attempts = 1\n\
+         http2 = \"prior-knowledge\"\n",
+        model.base
+    ));
+    let ids = submit(&fleet, 50);
+    // 128 files: 31 sessions at two each after 64 for the process and 2
+    // for its database connections; on one shared connection, 61.
+    let (mut child, stdout, stderr) = worker(&fleet, 128, 0, &["--workers", "50"]);
+    let mut seen = Vec::new();
+    let clamped = line_with(&stderr, "--workers 50 clamped to 31:", &mut seen);
+    assert!(clamped.contains("shared HTTP/2 connection"), "{clamped}");
+    wait_exit(&mut child, || {
+        format!(
+            "{} answered, {} streams at once",
+            model.stats.answered.lock().len(),
+            model.stats.most_streams.load(Ordering::SeqCst)
+        )
+    });
+    let lines: Vec<String> = seen.into_iter().chain(stdout.try_iter()).collect();
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.starts_with("dropped") || l.contains("queued again")),
+        "{lines:#?}"
+    );
+    assert_eq!(model.stats.most_streams.load(Ordering::SeqCst), 50);
+    assert_eq!(model.connections(), 1);
+    for id in &ids {
+        let shown = fleet.show(id);
+        assert_eq!(shown["session"]["status"], "done", "{shown}");
+        let history = shown["history"].as_array().unwrap();
+        let answer = history.last().unwrap()["text"].as_str().unwrap_or_default();
+        assert!(answer.starts_with("you said Say done ("), "{shown}");
+    }
 }

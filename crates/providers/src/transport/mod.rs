@@ -24,6 +24,7 @@
 //! another connection here, unseen by the retry policy.
 
 mod pool;
+pub use pool::{http2_in_use, Http2InUse};
 mod response;
 
 pub(crate) use response::{data, ResponseBody};

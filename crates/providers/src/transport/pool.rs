@@ -31,6 +31,32 @@ use tokio::time::Instant;
 /// servers to allow and what most send.
 const MAX_STREAMS_PER_CONNECTION: usize = 100;
 
+/// The process's HTTP/2 connections to models that are open, and the
+/// streams on them: what [`http2_in_use`] reports.
+static CONNECTIONS: AtomicUsize = AtomicUsize::new(0);
+static STREAMS: AtomicUsize = AtomicUsize::new(0);
+
+/// What the process's model connections over HTTP/2 hold now, every
+/// transport together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Http2InUse {
+    /// Connections open (each one descriptor).
+    pub connections: usize,
+    /// Requests in flight on them, from the request's start until its
+    /// answer ends or is dropped.
+    pub streams: usize,
+}
+
+/// What the process's HTTP/2 model connections hold now: a fleet worker
+/// reckons a session waiting on a stream with no descriptor of its own
+/// (`pod_fleet::capacity`).
+pub fn http2_in_use() -> Http2InUse {
+    Http2InUse {
+        connections: CONNECTIONS.load(Ordering::Relaxed),
+        streams: STREAMS.load(Ordering::Relaxed),
+    }
+}
+
 /// A connection just made: HTTP/2 (its handle, the task that runs it, and
 /// a ping to learn its server's settings before the first stream), or a
 /// server that chose HTTP/1.1.
@@ -116,6 +142,13 @@ impl Drop for Slot {
         // with an older instant.
         *self.conn.idle_since.lock() = Instant::now();
         self.conn.in_flight.fetch_sub(1, Ordering::AcqRel);
+        STREAMS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        CONNECTIONS.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -134,6 +167,7 @@ impl Conn {
                 (n < limit).then_some(n + 1)
             })
             .ok()?;
+        STREAMS.fetch_add(1, Ordering::Relaxed);
         Some(Slot {
             conn: Arc::clone(self),
         })
@@ -184,6 +218,7 @@ impl Pool {
             }
             Opened::Http2 { send, conn, ping } => (send, conn, ping),
         };
+        CONNECTIONS.fetch_add(1, Ordering::Relaxed);
         let held = Arc::new(Conn {
             send,
             in_flight: AtomicUsize::new(0),

@@ -4,12 +4,12 @@
 //! server speaks. Through the OpenAI-compatible provider, built from a
 //! profile's settings.
 
-use crate::h2server::{Behaviour, H2Server};
 use crate::support::{ask, complete};
 use futures_util::StreamExt;
 use pod_llm::Provider;
 use pod_providers::config::{Http2, ProviderConfig, ProviderKind, RawProviderConfig};
 use pod_providers::OpenAiProvider;
+use pod_testkit::h2server::{Behaviour, H2Server};
 use pod_testkit::server::{LoopbackServer, Reply};
 use pod_testkit::wire::openai_parts;
 use std::sync::atomic::Ordering;

@@ -4,7 +4,6 @@
 
 mod anthropic;
 mod caching;
-mod h2server;
 mod http2;
 mod openai;
 mod retry;

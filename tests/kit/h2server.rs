@@ -4,7 +4,7 @@
 //! every request it answered.
 
 use bytes::Bytes;
-use pod_testkit::wire::openai_parts;
+use crate::wire::openai_parts;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
