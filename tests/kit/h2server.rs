@@ -3,8 +3,8 @@
 //! connections, the most streams open at once on one, and the prompt of
 //! every request it answered.
 
-use bytes::Bytes;
 use crate::wire::openai_parts;
+use bytes::Bytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};

@@ -439,6 +439,7 @@ impl ApprovalArgs {
             yes: self.yes,
             allow: self.allow.clone(),
             deny: self.deny.clone(),
+            ask: Vec::new(),
         }
     }
 }

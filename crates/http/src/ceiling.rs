@@ -30,6 +30,9 @@ pub struct Ceiling {
     pub workspace_roots: Vec<PathBuf>,
     /// Canonical paths a workspace may not overlap (pod's own data).
     pub private: Vec<PathBuf>,
+    /// URLs an API client's MCP servers may be at (`[http]
+    /// mcp_server_urls`): each entry, and what lies under it.
+    pub mcp_urls: Vec<String>,
 }
 
 /// A request (or a recorded session) that asks for more than the server
@@ -67,7 +70,30 @@ impl Ceiling {
                 .iter()
                 .filter_map(|p| p.canonicalize().ok())
                 .collect(),
+            mcp_urls: Vec::new(),
         }
+    }
+
+    /// Whether an API client's MCP server may be at `url`: one of the
+    /// operator's `[http] mcp_server_urls`, or under one (the entry ends
+    /// with `/`, or the URL goes on after it with `/` or `?`), so that
+    /// `https://mcp.example` never admits `https://mcp.example.evil`.
+    pub fn check_mcp_url(&self, url: &str) -> Result<(), Widening> {
+        let under = |entry: &String| {
+            url.strip_prefix(entry.as_str()).is_some_and(|rest| {
+                rest.is_empty() || entry.ends_with('/') || rest.starts_with(['/', '?'])
+            })
+        };
+        if self.mcp_urls.iter().any(under) {
+            return Ok(());
+        }
+        Err(Widening::new(
+            "mcp_servers",
+            format!(
+                "MCP server {url} is not one this server lets API clients reach; its operator \
+                 lists those in [http] mcp_server_urls"
+            ),
+        ))
     }
 
     /// Checks what a session would run with; the first widening found.
@@ -324,7 +350,26 @@ mod tests {
             max_run_cost: None,
             workspace_roots: vec![base.join("roots")],
             private: vec![base.join("roots/a/deep"), base.join("home")],
+            mcp_urls: vec![
+                "https://mcp.example".into(),
+                "http://127.0.0.1:7/mcp/".into(),
+            ],
         };
+        assert!(ceiling.check_mcp_url("https://mcp.example").is_ok());
+        assert!(ceiling
+            .check_mcp_url("https://mcp.example/docs?x=1")
+            .is_ok());
+        assert!(ceiling.check_mcp_url("http://127.0.0.1:7/mcp/a").is_ok());
+        assert!(ceiling.check_mcp_url("https://mcp.example.evil/").is_err());
+        assert!(ceiling.check_mcp_url("https://mcp.exampl").is_err());
+        assert!(ceiling.check_mcp_url("http://127.0.0.1:7/mcpx").is_err());
+        assert_eq!(
+            ceiling
+                .check_mcp_url("http://10.0.0.1/")
+                .unwrap_err()
+                .setting,
+            "mcp_servers"
+        );
         assert!(ceiling.check_workspace(&base.join("roots")).is_err());
         assert!(ceiling.check_workspace(&base.join("roots/a")).is_err());
         assert!(ceiling

@@ -9,6 +9,7 @@
 //! header_timeout_secs = 10
 //! body_timeout_secs = 30
 //! max_body_bytes = 1048576
+//! mcp_server_urls = ["https://mcp.example.com/"]  # MCP servers API clients' agents may use
 //! ```
 
 use crate::failure::ServeError;
@@ -24,6 +25,8 @@ struct HttpTable {
     workspace_roots: Vec<PathBuf>,
     #[serde(default)]
     allowed_hosts: Vec<String>,
+    #[serde(default)]
+    mcp_server_urls: Vec<String>,
     max_connections: Option<usize>,
     header_timeout_secs: Option<u64>,
     body_timeout_secs: Option<u64>,
@@ -37,6 +40,9 @@ pub struct HttpConfig {
     pub workspace_roots: Vec<PathBuf>,
     /// Extra `Host` values a loopback server answers.
     pub allowed_hosts: Vec<String>,
+    /// URLs (and what lies under them) the Managed Agents API's agents may
+    /// name as MCP servers; none when empty.
+    pub mcp_server_urls: Vec<String>,
     /// Limits, the defaults where the file is silent.
     pub limits: Limits,
 }
@@ -46,15 +52,16 @@ pub fn read(file: &ConfigFile) -> Result<HttpConfig, ServeError> {
     let Some(table) = &file.http else {
         return Ok(HttpConfig::default());
     };
-    let table: HttpTable =
-        match table.clone().try_into() {
-            Ok(table) => table,
-            Err(err) => return Err(ServeError::refused(
+    let table: HttpTable = match table.clone().try_into() {
+        Ok(table) => table,
+        Err(err) => {
+            return Err(ServeError::refused(
                 format!("invalid [http] table in {}: {err}", file.path.display()),
-                "it takes workspace_roots, allowed_hosts, max_connections, header_timeout_secs, \
-                 body_timeout_secs and max_body_bytes",
-            )),
-        };
+                "it takes workspace_roots, allowed_hosts, mcp_server_urls, max_connections, \
+                 header_timeout_secs, body_timeout_secs and max_body_bytes",
+            ))
+        }
+    };
     let mut limits = Limits::default();
     let positive = |name: &str, value: u64| -> Result<u64, ServeError> {
         if value == 0 {
@@ -80,6 +87,7 @@ pub fn read(file: &ConfigFile) -> Result<HttpConfig, ServeError> {
     Ok(HttpConfig {
         workspace_roots: table.workspace_roots,
         allowed_hosts: table.allowed_hosts,
+        mcp_server_urls: table.mcp_server_urls,
         limits,
     })
 }

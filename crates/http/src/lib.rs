@@ -121,11 +121,13 @@ pub async fn start(
     let mut all_private = private.clone();
     all_private.push(launcher.place().home.path().to_path_buf());
     all_private.extend(server.file.path.parent().map(std::path::Path::to_path_buf));
+    let mut ceiling = ceiling::Ceiling::new(&server, roots, &all_private);
+    ceiling.mcp_urls = http.mcp_server_urls.clone();
     let allowed = runner::Allowed {
         model: options.model,
         approval: options.approval,
         sandbox: options.sandbox,
-        ceiling: ceiling::Ceiling::new(&server, roots, &all_private),
+        ceiling,
         private,
     };
     let mut triggers = triggers::Triggers::read(&server.file)

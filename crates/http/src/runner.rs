@@ -214,6 +214,16 @@ impl Runner {
         &self.allowed.model
     }
 
+    /// The launcher its sessions start through.
+    pub(crate) fn launcher(&self) -> &Launcher {
+        &self.launcher
+    }
+
+    /// What the server allows its API clients.
+    pub(crate) fn allowed(&self) -> &Allowed {
+        &self.allowed
+    }
+
     /// A runner for the sessions `launcher` starts, within what `allowed`
     /// allows.
     pub fn new(launcher: Launcher, allowed: Allowed) -> Self {

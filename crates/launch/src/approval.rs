@@ -93,6 +93,7 @@ mod tests {
             yes,
             allow: allow.iter().map(|s| s.to_string()).collect(),
             deny: deny.iter().map(|s| s.to_string()).collect(),
+            ask: Vec::new(),
         }
     }
 

@@ -49,6 +49,9 @@ pub struct Plan {
     /// Its workspace.
     pub workspace: PathBuf,
     mcp_config: Vec<PathBuf>,
+    /// MCP servers the front end adds to this session and records with it
+    /// (a Managed Agents API agent's), over the configured ones by name.
+    added_servers: Vec<pod_mcp::ServerConfig>,
     hooks: Vec<crate::record::RecordedHooks>,
     checkpoints: bool,
     worktree: Option<crate::record::RecordedWorktree>,
@@ -210,6 +213,25 @@ impl Launcher {
         crate::notify::notifier(&config, &self.outbox)
     }
 
+    /// Tells the config file's `[notify]` that session `id` was created
+    /// as a resource before it runs (the Managed Agents API's
+    /// `session.created`); sent where `events` lists `created` or the
+    /// format is `managed-agents`.
+    pub fn notify_created(&self, id: Uuid, workspace: &std::path::Path, title: Option<String>) {
+        match self.fleet_notifier() {
+            Ok(Some(notifier)) => {
+                let mut event =
+                    pod_notify::Event::new(pod_notify::Kind::Created, id, workspace.to_path_buf());
+                event.title = title;
+                notifier.send(event);
+            }
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!(error = %pod_llm::error_chain(&err), "a session's creation is not notified")
+            }
+        }
+    }
+
     /// A new session in `workspace` (an existing directory), as `flags` ask.
     pub fn plan(&self, flags: &Flags, workspace: PathBuf) -> Result<Plan, LaunchError> {
         let file = crate::model::config_file(&flags.model)?;
@@ -230,6 +252,7 @@ impl Launcher {
             settings,
             workspace,
             mcp_config: flags.mcp_config.clone(),
+            added_servers: Vec::new(),
             hooks,
             checkpoints,
             worktree: None,
@@ -294,6 +317,7 @@ impl Launcher {
             settings,
             workspace,
             mcp_config: flags.mcp_config.clone(),
+            added_servers: Vec::new(),
             hooks,
             checkpoints,
             worktree: None,
@@ -364,6 +388,7 @@ impl Plan {
             settings,
             workspace,
             mcp_config: Vec::new(),
+            added_servers: Vec::new(),
             hooks,
             checkpoints,
             worktree: None,
@@ -465,17 +490,29 @@ impl Plan {
         Ok(launch)
     }
 
+    /// Adds MCP servers to the session, recorded with it (so a resume
+    /// starts them again, on any worker); one with a configured server's
+    /// name replaces it.
+    pub fn add_servers(&mut self, servers: Vec<pod_mcp::ServerConfig>) {
+        self.added_servers.extend(servers);
+    }
+
     fn servers(&self) -> Result<Vec<pod_mcp::ServerConfig>, LaunchError> {
         if let Some(replay) = &self.replay {
             return Ok(replay.servers.clone());
         }
         let recorded = self.resume.as_ref().map_or(&[][..], |r| &r.servers[..]);
-        mcp::configs(
+        let mut servers = mcp::configs(
             &self.settings.file,
             self.settings.choice.raw.mcp_servers.as_ref(),
             &self.mcp_config,
             recorded,
-        )
+        )?;
+        for added in &self.added_servers {
+            servers.retain(|s| s.name != added.name);
+            servers.push(added.clone());
+        }
+        Ok(servers)
     }
 
     /// Builds the model, starts the MCP servers and writes the Pod's config.

@@ -168,6 +168,19 @@ fn event_of(event: &PodEvent, about: &About) -> Option<Event> {
             event.reason = Some(message.clone());
             Some(event)
         }
+        PodEvent::TurnStarted { .. } => Some(made(Kind::Started)),
+        PodEvent::Verified { record } => {
+            let mut event = made(Kind::Evaluated);
+            event.reason = Some(format!(
+                "verification round {}: {}",
+                record.round,
+                match record.passed {
+                    true => "passed",
+                    false => "failed",
+                }
+            ));
+            Some(event)
+        }
         _ => None,
     }
 }

@@ -124,6 +124,9 @@ pub struct RecordedApproval {
     /// `--deny TOOL`s.
     #[serde(default)]
     pub deny: Vec<String>,
+    /// Tools that ask even under `--yes` (a Managed Agents API agent's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ask: Vec<String>,
 }
 
 impl RecordedApproval {
@@ -133,18 +136,20 @@ impl RecordedApproval {
             yes: args.yes,
             allow: args.allow.clone(),
             deny: args.deny.clone(),
+            ask: args.ask.clone(),
         }
     }
 
     /// The flags to apply on resume: those given, else the recorded ones.
     pub fn or_given(&self, given: &ApprovalFlags) -> ApprovalFlags {
-        if given.yes || !given.allow.is_empty() || !given.deny.is_empty() {
+        if given.yes || !given.allow.is_empty() || !given.deny.is_empty() || !given.ask.is_empty() {
             return given.clone();
         }
         ApprovalFlags {
             yes: self.yes,
             allow: self.allow.clone(),
             deny: self.deny.clone(),
+            ask: self.ask.clone(),
         }
     }
 }
@@ -180,6 +185,7 @@ mod tests {
             yes: true,
             allow: vec![],
             deny: vec!["bash".into()],
+            ask: vec![],
         };
         let none = ApprovalFlags::default();
         let applied = recorded.or_given(&none);

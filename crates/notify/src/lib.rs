@@ -140,6 +140,15 @@ pub enum Kind {
     /// A schedule skipped a fire time: its last session was still going
     /// (not sent unless `events` lists it).
     ScheduleSkipped,
+    /// A session was created through the Managed Agents API (not sent in
+    /// pod's format unless `events` lists it).
+    Created,
+    /// A run of a session started: a prompt, an answer it waited for, a
+    /// continuation (not sent in pod's format unless `events` lists it).
+    Started,
+    /// A verification round ended (not sent in pod's format unless
+    /// `events` lists it).
+    Evaluated,
 }
 
 impl Kind {
@@ -155,6 +164,9 @@ impl Kind {
             Kind::DatabaseBack => "fleet.database_back",
             Kind::ScheduleFired => "schedule.fired",
             Kind::ScheduleSkipped => "schedule.skipped",
+            Kind::Created => "session.created",
+            Kind::Started => "session.started",
+            Kind::Evaluated => "session.evaluated",
         }
     }
 }
@@ -224,9 +236,14 @@ impl Event {
     /// The Managed Agents API's webhook event for this one, if it has one:
     /// a question is `session.requires_action`, a stop at a money, token,
     /// request or time limit `session.budget_reached`, and any other end
-    /// of a run `session.status_idled`.
+    /// of a run `session.status_idled`; a session created
+    /// `session.created`, a run's start `session.status_run_started`, a
+    /// verification round's end `session.outcome_evaluation_ended`.
     pub fn managed_body(&self) -> Option<Result<Vec<u8>, serde_json::Error>> {
         let kind = match self.kind {
+            Kind::Created => "session.created",
+            Kind::Started => "session.status_run_started",
+            Kind::Evaluated => "session.outcome_evaluation_ended",
             Kind::Question => "session.requires_action",
             Kind::Stopped
                 if self
@@ -409,24 +426,28 @@ impl Notifier {
                 done.done();
             }
         });
+        let format = config.format.unwrap_or_default();
         Ok(Some(Self {
             queue,
-            format: config.format.unwrap_or_default(),
+            format,
             events: config
                 .events
                 .clone()
                 .map(|events| events.into_iter().collect())
                 .unwrap_or_else(|| {
-                    [
+                    let mut events = vec![
                         Kind::Question,
                         Kind::Stopped,
                         Kind::Failed,
                         Kind::Finished,
                         Kind::DatabaseDown,
                         Kind::DatabaseBack,
-                    ]
-                    .into_iter()
-                    .collect()
+                    ];
+                    // What that API's webhooks say of a session's life.
+                    if format == Format::ManagedAgents {
+                        events.extend([Kind::Created, Kind::Started, Kind::Evaluated]);
+                    }
+                    events.into_iter().collect()
                 }),
             dashboard: config
                 .dashboard

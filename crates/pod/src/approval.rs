@@ -161,6 +161,9 @@ impl ApprovalPolicy {
         for tool in &flags.allow {
             self.set(tool.clone(), ToolPolicy::Allow);
         }
+        for tool in &flags.ask {
+            self.set(tool.clone(), ToolPolicy::Ask);
+        }
         for tool in &flags.deny {
             self.set(tool.clone(), ToolPolicy::Deny);
         }
@@ -201,6 +204,9 @@ pub struct ApprovalFlags {
     pub allow: Vec<String>,
     /// `--deny TOOL`, repeatable.
     pub deny: Vec<String>,
+    /// Tools that ask even under `yes` (no flag: a Managed Agents API
+    /// agent's `always_ask` toolsets).
+    pub ask: Vec<String>,
 }
 
 /// A tool call waiting for the user's decision.

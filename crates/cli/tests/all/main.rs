@@ -32,6 +32,7 @@ mod managed;
 mod managed_custom_tools;
 mod managed_fleet;
 mod managed_lifecycle;
+mod managed_mcp;
 mod managed_outcome;
 mod managed_ts;
 mod mcp;

@@ -272,13 +272,13 @@ pub fn marked_processes(mark: &str) -> Vec<u32> {
 
 /// server-everything in its streamable-HTTP mode on a free loopback port;
 /// killed when dropped.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: std::process::Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl HttpServer {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

@@ -1,7 +1,9 @@
 //! Notifications in the Managed Agents API's webhook format (`[notify]
 //! format = "managed-agents"`): a run stopped by its money limit and one
 //! that finished reach a loopback webhook as `session.budget_reached` and
-//! `session.status_idled`, signed the Standard Webhooks way, and the
+//! `session.status_idled`, a run's start as `session.status_run_started`
+//! and a verification round's end as `session.outcome_evaluation_ended`,
+//! signed the Standard Webhooks way, and the
 //! official Python SDK verifies and parses them
 //! (`client.beta.webhooks.unwrap`, with the `standardwebhooks` package
 //! scripts/test installs beside it).
@@ -11,11 +13,11 @@ use crate::support::*;
 use pod_testkit::webhook::{Received, Receiver};
 use serde_json::{json, Value};
 
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+pub(crate) const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// What the SDK makes of `received`: the event's type, id and the
 /// session's id, or the error it raised.
-fn unwrap_with_sdk(env: &TestEnv, received: &Received) -> Value {
+pub(crate) fn unwrap_with_sdk(env: &TestEnv, received: &Received) -> Value {
     let code = r#"
 import json, os, sys
 import anthropic
@@ -46,7 +48,7 @@ except Exception as err:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stops_and_ends_go_out_as_the_managed_agents_apis_webhook_events() {
+async fn starts_stops_checks_and_ends_go_out_as_the_managed_agents_apis_webhook_events() {
     let env = TestEnv::new();
     let receiver = Receiver::start(200).await;
     env.config_file(&format!(
@@ -84,8 +86,8 @@ async fn stops_and_ends_go_out_as_the_managed_agents_apis_webhook_events() {
     let budget = receiver
         .wait_for(|r| r.json()["data"]["type"] == "session.budget_reached")
         .await;
-    // Finished.
-    let mut finished = run(&[]);
+    // Finished, its checks passing.
+    let mut finished = run(&["--verify", "true"]);
     let out = tokio::task::spawn_blocking(move || finished.output().unwrap())
         .await
         .unwrap();
@@ -94,11 +96,22 @@ async fn stops_and_ends_go_out_as_the_managed_agents_apis_webhook_events() {
     let idled = receiver
         .wait_for(|r| r.json()["data"]["type"] == "session.status_idled")
         .await;
-
     let simple = |id: &str| format!("sesn_{}", id.replace('-', ""));
+    let of = |r: &Received, kind: &str, id: &str| {
+        r.json()["data"]["type"] == kind && r.json()["data"]["id"] == simple(id)
+    };
+    let started = receiver
+        .wait_for(|r| of(r, "session.status_run_started", &finished_id))
+        .await;
+    let evaluated = receiver
+        .wait_for(|r| of(r, "session.outcome_evaluation_ended", &finished_id))
+        .await;
+
     for (received, kind, id) in [
         (&budget, "session.budget_reached", &stopped_id),
         (&idled, "session.status_idled", &finished_id),
+        (&started, "session.status_run_started", &finished_id),
+        (&evaluated, "session.outcome_evaluation_ended", &finished_id),
     ] {
         assert!(received.signed_with(SECRET), "{:?}", received.headers);
         let body = received.json();

@@ -7,6 +7,7 @@
 //! session pins the version it was created with.
 
 use super::error::{parse, Error};
+use super::mcp::{self, McpServer, Toolset};
 use super::{page, query_pairs, query_value, Managed};
 use crate::runner::Runner;
 use axum::body::Bytes;
@@ -40,6 +41,11 @@ pub(crate) struct Agent {
     /// session until a `user.custom_tool_result` answers it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub custom_tools: Vec<pod::ClientToolSpec>,
+    /// MCP servers its sessions connect to, each with its toolset.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServer>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_toolsets: Vec<Toolset>,
     pub version: u32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -63,6 +69,7 @@ impl Agent {
             // decides which calls ask.
             "default_config": {"enabled": true, "permission_policy": {"type": "always_ask"}},
         })];
+        tools.extend(self.mcp_toolsets.iter().map(Toolset::to_json));
         tools.extend(self.custom_tools.iter().map(|tool| {
             json!({
                 "type": "custom",
@@ -79,7 +86,9 @@ impl Agent {
             "model": {"id": self.model, "speed": "standard"},
             "system": self.system,
             "tools": tools,
-            "mcp_servers": [],
+            "mcp_servers": self.mcp_servers.iter().map(|server| json!({
+                "type": "url", "name": server.name, "url": server.url,
+            })).collect::<Vec<_>>(),
             "skills": [],
             "multiagent": null,
             "execution_identity": {"type": "service_account"},
@@ -141,13 +150,15 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         return Err(Error::invalid("`name` is empty"));
     }
     let model = model_id(&create.model)?;
-    let custom_tools = check_capabilities(
+    let tools = check_capabilities(
         &create.tools,
-        &create.mcp_servers,
         &create.skills,
         create.multiagent.as_ref(),
         &create.callable_agents,
     )?;
+    let mcp_servers = mcp::servers(&create.mcp_servers)?;
+    mcp::check(&mcp_servers, &tools.mcp_toolsets)?;
+    check_mcp_urls(&m, &mcp_servers)?;
     check_model(&m, &model)?;
     let now = Utc::now();
     let agent = Agent {
@@ -157,7 +168,9 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         model,
         system: create.system.filter(|s| !s.is_empty()),
         metadata: create.metadata,
-        custom_tools,
+        custom_tools: tools.custom,
+        mcp_servers,
+        mcp_toolsets: tools.mcp_toolsets,
         version: 1,
         created_at: now,
         updated_at: now,
@@ -179,21 +192,27 @@ fn version_key(id: &str, version: u32) -> String {
     format!("{id}-v{version}")
 }
 
-/// The custom tools of `tools`; what pod cannot give an agent (MCP
-/// toolsets and servers, skills, other agents to call) is refused by
-/// name, never ignored.
+/// What an agent's `tools` give it besides the default toolset.
+struct Tools {
+    custom: Vec<pod::ClientToolSpec>,
+    mcp_toolsets: Vec<Toolset>,
+}
+
+/// The custom tools and MCP toolsets of `tools`; what pod cannot give an
+/// agent (skills, other agents to call) is refused by name, never
+/// ignored.
 fn check_capabilities(
     tools: &[Value],
-    mcp_servers: &[Value],
     skills: &[Value],
     multiagent: Option<&Value>,
     callable_agents: &[Value],
-) -> Result<Vec<pod::ClientToolSpec>, Error> {
+) -> Result<Tools, Error> {
     let mut custom: Vec<pod::ClientToolSpec> = Vec::new();
+    let mut mcp_toolsets = Vec::new();
     for tool in tools {
         match tool.get("type").and_then(Value::as_str) {
             Some("agent_toolset_20260401") => {}
-            Some("mcp_toolset") => return Err(Error::unsupported("MCP toolsets on agents")),
+            Some("mcp_toolset") => mcp_toolsets.push(mcp::toolset(tool)?),
             Some("custom") => {
                 let spec = custom_tool(tool)?;
                 if custom.iter().any(|t| t.name == spec.name) {
@@ -212,16 +231,28 @@ fn check_capabilities(
             }
         }
     }
-    if !mcp_servers.is_empty() {
-        return Err(Error::unsupported("MCP servers on agents"));
-    }
     if !skills.is_empty() {
         return Err(Error::unsupported("skills"));
     }
     if multiagent.is_some_and(|v| !v.is_null()) || !callable_agents.is_empty() {
         return Err(Error::unsupported("multiagent agents"));
     }
-    Ok(custom)
+    Ok(Tools {
+        custom,
+        mcp_toolsets,
+    })
+}
+
+/// Each server's URL is one the operator lets API clients reach
+/// (`[http] mcp_server_urls`).
+pub(crate) fn check_mcp_urls(m: &Managed, servers: &[McpServer]) -> Result<(), Error> {
+    let ceiling = &m.app.runner.allowed().ceiling;
+    for server in servers {
+        ceiling
+            .check_mcp_url(&server.url)
+            .map_err(|widening| Error::from(crate::error::ApiError::forbidden(widening)))?;
+    }
+    Ok(())
 }
 
 /// A `{"type": "custom", name, description, input_schema}` tool.
@@ -349,9 +380,8 @@ pub(crate) async fn update(
             Some(_) => Err(Error::invalid(format!("`{key}` must be a list"))),
         }
     };
-    let custom_tools = check_capabilities(
+    let tools = check_capabilities(
         &list("tools")?,
-        &list("mcp_servers")?,
         &list("skills")?,
         fields.get("multiagent"),
         &[],
@@ -381,7 +411,15 @@ pub(crate) async fn update(
     next.system = text("system", current.system.clone())?;
     // `tools` replaces the list when given.
     if fields.contains_key("tools") {
-        next.custom_tools = custom_tools;
+        next.custom_tools = tools.custom;
+        next.mcp_toolsets = tools.mcp_toolsets;
+    }
+    if fields.contains_key("mcp_servers") {
+        next.mcp_servers = mcp::servers(&list("mcp_servers")?)?;
+    }
+    mcp::check(&next.mcp_servers, &next.mcp_toolsets)?;
+    if next.mcp_servers != current.mcp_servers {
+        check_mcp_urls(&m, &next.mcp_servers)?;
     }
     match fields.get("metadata") {
         None | Some(Value::Null) => {}
@@ -393,7 +431,9 @@ pub(crate) async fn update(
         && next.description == current.description
         && next.system == current.system
         && next.metadata == current.metadata
-        && next.custom_tools == current.custom_tools;
+        && next.custom_tools == current.custom_tools
+        && next.mcp_servers == current.mcp_servers
+        && next.mcp_toolsets == current.mcp_toolsets;
     if unchanged {
         return Ok(Json(current.to_json()));
     }

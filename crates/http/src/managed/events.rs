@@ -42,6 +42,9 @@ pub(crate) struct Seen<'a> {
     /// Its agent's custom tools: their calls are `agent.custom_tool_use`,
     /// the results the client gave `user.custom_tool_result`.
     pub custom_tools: &'a [pod::ClientToolSpec],
+    /// Its agent's MCP servers: calls of their tools (`NAME__TOOL`) are
+    /// `agent.mcp_tool_use`, their results `agent.mcp_tool_result`.
+    pub mcp_servers: &'a [super::mcp::McpServer],
 }
 
 /// The session's log as the API's events. `running`: whether a process
@@ -49,6 +52,9 @@ pub(crate) struct Seen<'a> {
 /// log has ended when nothing runs it.
 pub(crate) fn translate(records: &[LogRecord], running: bool, seen: Seen<'_>) -> Vec<Value> {
     let outcome = seen.outcome;
+    let mcp_servers: Vec<String> = seen.mcp_servers.iter().map(|s| s.name.clone()).collect();
+    // The calls of an MCP server's tools.
+    let mut mcp_calls: HashSet<String> = HashSet::new();
     // The first prompt of a session with an outcome is the outcome.
     let mut outcome_told = false;
     let mut out = Vec::new();
@@ -72,59 +78,70 @@ pub(crate) fn translate(records: &[LogRecord], running: bool, seen: Seen<'_>) ->
         resumed_last = matches!(record, LogRecord::Answer(_))
             || (stopped && matches!(record, LogRecord::Limits(_)));
         match record {
-            LogRecord::Item(item) => match &item.kind {
-                pod::ItemKind::User { text } => {
-                    if in_turn {
-                        out.push(idle(last, json!({"type": "end_turn"})));
+            LogRecord::Item(item) => {
+                match &item.kind {
+                    pod::ItemKind::User { text } => {
+                        if in_turn {
+                            out.push(idle(last, json!({"type": "end_turn"})));
+                        }
+                        match outcome.filter(|_| !outcome_told) {
+                            Some(outcome) => out.push(outcome.defined(id(""), at)),
+                            None => out.push(json!({
+                                "id": id(""), "type": "user.message", "processed_at": at,
+                                "content": [{"type": "text", "text": text}],
+                            })),
+                        }
+                        outcome_told = true;
+                        out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
+                        in_turn = true;
+                        stopped = false;
                     }
-                    match outcome.filter(|_| !outcome_told) {
-                        Some(outcome) => out.push(outcome.defined(id(""), at)),
-                        None => out.push(json!({
-                            "id": id(""), "type": "user.message", "processed_at": at,
-                            "content": [{"type": "text", "text": text}],
-                        })),
-                    }
-                    outcome_told = true;
-                    out.push(json!({"id": id("_running"), "type": "session.status_running", "processed_at": at}));
-                    in_turn = true;
-                    stopped = false;
-                }
-                pod::ItemKind::Assistant {
-                    text,
-                    tool_calls,
-                    usage,
-                    ..
-                } => {
-                    // The model request that answered: sent after the
-                    // record before it, ended when its answer committed.
-                    let start = id("_req");
-                    out.push(json!({
+                    pod::ItemKind::Assistant {
+                        text,
+                        tool_calls,
+                        usage,
+                        ..
+                    } => {
+                        // The model request that answered: sent after the
+                        // record before it, ended when its answer committed.
+                        let start = id("_req");
+                        out.push(json!({
                         "id": start, "type": "span.model_request_start", "processed_at": last.1.max(DateTime::<Utc>::UNIX_EPOCH),
                     }));
-                    if !text.trim().is_empty() {
+                        if !text.trim().is_empty() {
+                            out.push(json!({
+                                "id": id(""), "type": "agent.message", "processed_at": at,
+                                "content": [{"type": "text", "text": text}],
+                            }));
+                        }
+                        for (n, call) in tool_calls.iter().enumerate() {
+                            let event = id(&format!("_{n}"));
+                            let input = match serde_json::from_str::<Value>(&call.arguments) {
+                                Ok(Value::Object(input)) => Value::Object(input),
+                                _ => json!({"arguments": call.arguments}),
+                            };
+                            calls.insert(call.id.clone(), event.clone());
+                            if let Some((server, tool)) =
+                                super::mcp::split_call(&call.name, &mcp_servers)
+                            {
+                                mcp_calls.insert(call.id.clone());
+                                out.push(json!({
+                                    "id": event, "type": "agent.mcp_tool_use", "processed_at": at,
+                                    "mcp_server_name": server, "name": tool, "input": input,
+                                }));
+                                continue;
+                            }
+                            let kind = match seen.custom_tools.iter().any(|t| t.name == call.name) {
+                                true => "agent.custom_tool_use",
+                                false => "agent.tool_use",
+                            };
+                            out.push(json!({
+                                "id": event, "type": kind, "processed_at": at,
+                                "name": call.name, "input": input,
+                            }));
+                        }
+                        let usage = usage.unwrap_or_default();
                         out.push(json!({
-                            "id": id(""), "type": "agent.message", "processed_at": at,
-                            "content": [{"type": "text", "text": text}],
-                        }));
-                    }
-                    for (n, call) in tool_calls.iter().enumerate() {
-                        let event = id(&format!("_{n}"));
-                        let input = match serde_json::from_str::<Value>(&call.arguments) {
-                            Ok(Value::Object(input)) => Value::Object(input),
-                            _ => json!({"arguments": call.arguments}),
-                        };
-                        calls.insert(call.id.clone(), event.clone());
-                        let kind = match seen.custom_tools.iter().any(|t| t.name == call.name) {
-                            true => "agent.custom_tool_use",
-                            false => "agent.tool_use",
-                        };
-                        out.push(json!({
-                            "id": event, "type": kind, "processed_at": at,
-                            "name": call.name, "input": input,
-                        }));
-                    }
-                    let usage = usage.unwrap_or_default();
-                    out.push(json!({
                         "id": id("_req_end"), "type": "span.model_request_end", "processed_at": at,
                         "model_request_start_id": start, "is_error": false,
                         "model_usage": {
@@ -134,34 +151,41 @@ pub(crate) fn translate(records: &[LogRecord], running: bool, seen: Seen<'_>) ->
                             "cache_creation_input_tokens": 0,
                         },
                     }));
-                }
-                pod::ItemKind::ToolResult {
-                    call_id,
-                    content,
-                    is_error,
-                    ..
-                } => {
-                    let call = calls
-                        .get(call_id)
-                        .cloned()
-                        .unwrap_or_else(|| call_id.clone());
-                    out.push(match client_answered.contains(call_id) {
-                        true => json!({
+                    }
+                    pod::ItemKind::ToolResult {
+                        call_id,
+                        content,
+                        is_error,
+                        ..
+                    } => {
+                        let call = calls
+                            .get(call_id)
+                            .cloned()
+                            .unwrap_or_else(|| call_id.clone());
+                        out.push(match (mcp_calls.contains(call_id), client_answered.contains(call_id)) {
+                        (true, _) => json!({
+                            "id": id(""), "type": "agent.mcp_tool_result", "processed_at": at,
+                            "mcp_tool_use_id": call,
+                            "content": [{"type": "text", "text": content}],
+                            "is_error": is_error,
+                        }),
+                        (false, true) => json!({
                             "id": id(""), "type": "user.custom_tool_result", "processed_at": at,
                             "custom_tool_use_id": call,
                             "content": [{"type": "text", "text": content}],
                             "is_error": is_error,
                         }),
-                        false => json!({
+                        (false, false) => json!({
                             "id": id(""), "type": "agent.tool_result", "processed_at": at,
                             "tool_use_id": call,
                             "content": [{"type": "text", "text": content}],
                             "is_error": is_error,
                         }),
                     })
+                    }
+                    _ => {}
                 }
-                _ => {}
-            },
+            }
             LogRecord::Question(question) if in_turn => {
                 let call = &question.request.call_id;
                 let event = calls.get(call).cloned().unwrap_or_else(|| call.clone());
@@ -232,6 +256,7 @@ pub(super) async fn current(m: &Managed, id: Uuid) -> Result<Vec<Value>, Error> 
     let seen = Seen {
         outcome: session.outcome.as_ref(),
         custom_tools: &session.agent.custom_tools,
+        mcp_servers: &session.agent.mcp_servers,
     };
     Ok(translate(&sessions::records(m, id).await?, running, seen))
 }

@@ -16,6 +16,7 @@ mod environments;
 mod error;
 mod events;
 mod files;
+mod mcp;
 mod outcomes;
 mod request;
 mod sessions;

@@ -97,6 +97,25 @@ impl Session {
             });
         }
         let agent = &self.agent;
+        if !agent.mcp_servers.is_empty() {
+            if self.network == Some(false) {
+                return Err(Error::invalid(format!(
+                    "agent {} connects to MCP servers and environment {} limits networking: \
+                     use an environment with `unrestricted` networking",
+                    agent.id, self.environment_id
+                )));
+            }
+            request.mcp_servers = agent.mcp_servers.iter().map(super::mcp::config).collect();
+            for toolset in &agent.mcp_toolsets {
+                for (tool, policy) in toolset.approvals() {
+                    match policy {
+                        pod::ToolPolicy::Allow => request.allow.push(tool),
+                        pod::ToolPolicy::Ask => request.ask.push(tool),
+                        pod::ToolPolicy::Deny => request.deny.push(tool),
+                    }
+                }
+            }
+        }
         request.as_agent = (agent.system.is_some() || !agent.custom_tools.is_empty()).then(|| {
             pod_launch::RecordedAgent {
                 name: agent.name.clone(),
@@ -227,6 +246,10 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         .runner
         .check(&session.request(&m, "(checking the session)")?)?;
     m.files.put(KIND, &session.public_id(), &session).await?;
+    m.app
+        .runner
+        .launcher()
+        .notify_created(session.id, &session.workspace, session.title.clone());
     if !first.is_empty() {
         deliver(&m, &session, first.join("\n\n")).await?;
     }

@@ -73,6 +73,14 @@ pub struct CreateSession {
     /// session runs as it. Never read from a request's JSON.
     #[serde(skip)]
     pub(crate) as_agent: Option<pod_launch::RecordedAgent>,
+    /// That agent's MCP servers: started with the session and recorded
+    /// with it. Never read from a request's JSON.
+    #[serde(skip)]
+    pub(crate) mcp_servers: Vec<pod_mcp::ServerConfig>,
+    /// Tools that ask even when the server allows them (that agent's
+    /// `always_ask` MCP toolsets). Never read from a request's JSON.
+    #[serde(skip)]
+    pub(crate) ask: Vec<String>,
 }
 
 /// The `budget` of `POST /api/sessions`: `pod run`'s budget flags.
@@ -323,6 +331,7 @@ impl Runner {
             yes: allowed.approval.yes || request.yes,
             allow: [allowed.approval.allow.clone(), request.allow.clone()].concat(),
             deny: [allowed.approval.deny.clone(), request.deny.clone()].concat(),
+            ask: request.ask.clone(),
         };
         let sandbox = SandboxFlags {
             mode: match &request.sandbox {
@@ -366,6 +375,15 @@ impl Runner {
         if let Some(agent) = &request.as_agent {
             plan.prompt.agent = Some(agent.clone());
         }
+        for server in &request.mcp_servers {
+            if let pod_mcp::config::Transport::Http { url, .. } = &server.transport {
+                allowed
+                    .ceiling
+                    .check_mcp_url(url)
+                    .map_err(ApiError::forbidden)?;
+            }
+        }
+        plan.add_servers(request.mcp_servers.clone());
         allowed
             .ceiling
             .check(&plan.settings)

@@ -64,6 +64,7 @@ fn the_policy_reads_from_profile_toml_and_flags_override_it() {
         yes: true,
         allow: vec!["bash".into()],
         deny: vec!["grep".into()],
+        ask: vec!["read_file".into()],
     });
     assert_eq!(
         policy.get("write_file"),
@@ -81,6 +82,11 @@ fn the_policy_reads_from_profile_toml_and_flags_override_it() {
         "--allow beats the file's deny"
     );
     assert_eq!(policy.get("grep"), ToolPolicy::Deny);
+    assert_eq!(
+        policy.get("read_file"),
+        ToolPolicy::Ask,
+        "an ask entry holds under --yes"
+    );
     assert_eq!("Deny".parse::<ToolPolicy>(), Ok(ToolPolicy::Deny));
     assert!("sometimes".parse::<ToolPolicy>().is_err());
 }
