@@ -34,6 +34,7 @@ mod managed_fleet;
 mod managed_lifecycle;
 mod managed_mcp;
 mod managed_outcome;
+mod managed_stream;
 mod managed_ts;
 mod mcp;
 mod metrics;

@@ -1,5 +1,5 @@
-//! `/v1/sessions/{id}/events`: send (`user.message`, `user.interrupt`),
-//! list in pages, and stream over SSE.
+//! `/v1/sessions/{id}/events`: send (`user.message`, `user.interrupt`)
+//! and list in pages.
 //!
 //! The events are the session's log, translated ([`translate`]): one
 //! source for the list and the stream, so a list equals what a stream
@@ -11,9 +11,7 @@
 //! reason (`end_turn`; `requires_action` on a question; `retries_exhausted`
 //! when it failed; `budget_reached` when a limit stopped it).
 //!
-//! A stream sends the events that come after it connected (after
-//! `Last-Event-ID` when it reconnects); it wakes on the session's tail
-//! (the reader the native stream shares), and re-reads the log then.
+//! The stream is [`super::stream`].
 
 use super::answers;
 use super::error::{parse, Error};
@@ -22,16 +20,12 @@ use super::sessions;
 use super::{page, query_pairs, query_value, Managed};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::HeaderMap;
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use futures_util::Stream;
 use pod::log::{EndedHow, LogRecord};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::convert::Infallible;
+use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
 /// What of a session, besides its log, its events show.
@@ -399,139 +393,6 @@ pub(crate) async fn list(
         query_value(&pairs, "page"),
     )?;
     Ok(Json(json!({"data": data, "next_page": next})))
-}
-
-type EventStream = std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>;
-
-/// `GET /v1/sessions/{id}/events/stream`: the events after the client
-/// connected (or after `Last-Event-ID`), as `event: TYPE`, `id: ID`,
-/// `data: JSON`.
-pub(crate) async fn stream(
-    State(m): State<Managed>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Sse<axum::response::sse::KeepAliveStream<EventStream>>, Error> {
-    let session = sessions::get(&m, &id).await?;
-    let events = current(&m, session.id).await?;
-    let last = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim);
-    let sent = match last {
-        Some(last) => events
-            .iter()
-            .position(|e| e["id"] == last)
-            .map(|at| at + 1)
-            .ok_or_else(|| {
-                Error::invalid(format!("Last-Event-ID {last} is no event of this session"))
-            })?,
-        None => events.len(),
-    };
-    let watcher = Watcher {
-        _counted: m.app.tails.watcher(),
-        m,
-        id: session.id,
-        sent,
-        queue: events.into_iter().skip(sent).collect(),
-        frames: None,
-    };
-    let stream = futures_util::stream::unfold(watcher, |mut watcher| async move {
-        let event = watcher.next().await?;
-        Some((Ok(event), watcher))
-    });
-    let stream: EventStream = Box::pin(stream);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
-}
-
-/// How long a stream waits for a sign of change before it reads the log
-/// anyway: the tail wakes it on every record and status change; this only
-/// bounds what a missed wake-up costs.
-const RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// One stream: how many of the session's events it sent, and those it
-/// will send next.
-struct Watcher {
-    m: Managed,
-    id: Uuid,
-    sent: usize,
-    queue: VecDeque<Value>,
-    // The session's tail, once its log exists.
-    frames: Option<tokio::sync::broadcast::Receiver<crate::tail::Frame>>,
-    _counted: crate::tail::Counted,
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        if self.frames.take().is_some() {
-            self.m.app.tails.release(self.id);
-        }
-    }
-}
-
-impl Watcher {
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if self.m.app.stop.is_cancelled() {
-                return None;
-            }
-            if let Some(event) = self.queue.pop_front() {
-                self.sent += 1;
-                let kind = event["type"].as_str().unwrap_or("message").to_string();
-                let id = event["id"].as_str().unwrap_or_default().to_string();
-                return Some(Event::default().event(kind).id(id).data(event.to_string()));
-            }
-            self.wait().await;
-            let events = match current(&self.m, self.id).await {
-                Ok(events) => events,
-                Err(err) => {
-                    tracing::debug!(session = %self.id, error = %err, "Managed Agents stream ended");
-                    return None;
-                }
-            };
-            // A turn's idle waits while a new prompt starts (the session
-            // runs before its message is in the log): only what lies past
-            // what was sent is new.
-            self.queue = events.into_iter().skip(self.sent).collect();
-        }
-    }
-
-    /// Until something may have changed: a frame of the session's tail,
-    /// its first message (before its log exists), or [`RECHECK`].
-    async fn wait(&mut self) {
-        if self.frames.is_none() {
-            let shared = &self.m.app.shared;
-            if let Ok(subscription) = self.m.app.tails.subscribe(shared, self.id).await {
-                self.frames = Some(subscription.frames);
-            }
-        }
-        let started = self.m.started.clone();
-        let stop = self.m.app.stop.clone();
-        match self.frames.as_mut() {
-            Some(frames) => {
-                let closed = tokio::select! {
-                    frame = frames.recv() => {
-                        matches!(frame, Err(tokio::sync::broadcast::error::RecvError::Closed))
-                    }
-                    _ = tokio::time::sleep(RECHECK) => false,
-                    _ = stop.cancelled() => false,
-                };
-                // The tail ended (its store failed): the next wait joins a
-                // new one, after a pause, instead of spinning on a closed
-                // channel.
-                if closed {
-                    self.frames = None;
-                    tokio::time::sleep(RECHECK).await;
-                }
-            }
-            None => {
-                tokio::select! {
-                    _ = started.notified() => {}
-                    _ = tokio::time::sleep(RECHECK) => {}
-                    _ = stop.cancelled() => {}
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]

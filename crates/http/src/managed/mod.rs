@@ -20,6 +20,7 @@ mod mcp;
 mod outcomes;
 mod request;
 mod sessions;
+mod stream;
 
 use super::api::AppState;
 use axum::extract::{Request, State};
@@ -79,7 +80,7 @@ pub(crate) fn router(app: AppState, token: Arc<str>) -> Router {
             "/sessions/{id}/events",
             get(events::list).post(events::send),
         )
-        .route("/sessions/{id}/events/stream", get(events::stream))
+        .route("/sessions/{id}/events/stream", get(stream::stream))
         .fallback(unsupported)
         .method_not_allowed_fallback(|| async {
             Error::not_found("this Managed Agents endpoint does not take that method")
