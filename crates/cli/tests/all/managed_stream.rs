@@ -3,7 +3,7 @@
 //! stream previews it (`event_start`, then `event_delta`s, typed by the
 //! SDK), and the `agent.message` with the preview's id concludes it with
 //! the whole text. A stream that did not ask gets no previews, and an
-//! unknown preview type is a 400.
+//! unknown preview type is a 400. The session's usage is its answer's.
 
 use crate::http::Server;
 use crate::managed::run_client;
@@ -46,6 +46,8 @@ with client.beta.sessions.events.stream(session.id, event_deltas=["agent.message
         if event.type == "session.status_idle":
             break
 out["stream"] = seen
+usage = client.beta.sessions.retrieve(session.id).usage
+out["usage"] = [usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens]
 out["listed"] = [e.type for e in client.beta.sessions.events.list(session.id) if not e.type.startswith("span.")]
 print(json.dumps(out))
 "#;
@@ -90,6 +92,8 @@ async fn a_stream_that_asks_for_deltas_previews_the_answer_as_it_streams() {
     let seen = tokio::task::block_in_place(|| run_client(&env, &server, CLIENT));
 
     assert_eq!(seen["bad"], "BadRequestError", "{seen}");
+    // The session's usage is the answer's, as the model reported it.
+    assert_eq!(seen["usage"], json!([5, 5, 0]), "{seen}");
     let stream = seen["stream"].as_array().unwrap();
     let message = stream
         .iter()

@@ -343,31 +343,33 @@ async fn to_json(m: &Managed, session: &Session) -> Result<Value, Error> {
     // The status first: once it is idle, the records read next hold all
     // it did.
     let running = running(m, session.id).await;
-    let records = records(m, session.id).await?;
+    // The last verification round, for an outcome's evaluations: only
+    // then is the log read; usage comes from the cached summary.
     let evaluations = match &session.outcome {
-        Some(outcome) => outcome.evaluations(records.iter().rev().find_map(|r| match r {
-            LogRecord::Verify(round) => Some(round),
-            _ => None,
-        })),
+        Some(outcome) => {
+            let records = records(m, session.id).await?;
+            outcome.evaluations(records.iter().rev().find_map(|r| match r {
+                LogRecord::Verify(round) => Some(round),
+                _ => None,
+            }))
+        }
         None => json!([]),
     };
-    let (mut input, mut output, mut cached) = (0u64, 0u64, 0u64);
-    let mut updated = session.created_at;
-    for record in &records {
-        if let Some(at) = record.at() {
-            updated = updated.max(at);
-        }
-        if let LogRecord::Item(item) = record {
-            if let pod::ItemKind::Assistant {
-                usage: Some(usage), ..
-            } = &item.kind
-            {
-                input += usage.prompt_tokens.saturating_sub(usage.cache_read_tokens);
-                cached += usage.cache_read_tokens;
-                output += usage.completion_tokens;
-            }
-        }
-    }
+    let summary = match m.app.summaries.get(m.app.store.as_ref(), session.id).await {
+        Ok(entry) => Some(entry.summary),
+        // Not started yet: no log, nothing used.
+        Err(err) if matches!(err.pod_error(), Some(PodError::NoSuchSession { .. })) => None,
+        Err(err) => return Err(Error::internal(pod_llm::error_chain(&err))),
+    };
+    let usage = summary.as_ref().map(|s| s.usage).unwrap_or_default();
+    let (input, output, cached) = (
+        usage.prompt_tokens.saturating_sub(usage.cache_read_tokens),
+        usage.completion_tokens,
+        usage.cache_read_tokens,
+    );
+    let updated = summary
+        .as_ref()
+        .map_or(session.created_at, |s| s.updated_at.max(session.created_at));
     let mut agent = session.agent.common_json();
     if let Some(object) = agent.as_object_mut() {
         object.insert("id".into(), json!(session.agent.id));
