@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::{EnvFilter, Layer};
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 /// Installs the subscriber: `RUST_LOG` if set, else errors only (warnings
 /// and more with -v): what a person needs to know the CLI says itself, once,
@@ -57,12 +57,19 @@ pub fn init(args: &GlobalArgs) -> Result<()> {
             .with_filter(filter)
             .boxed(),
     };
-    let otel = traces()?;
-    tracing_subscriber::registry()
-        .with(notices)
-        .with(log)
-        .with(otel)
-        .init();
+    // A list of the layers there are, not `Option`s: an absent layer
+    // (`None`) says it is interested in every span, so the registry would
+    // make and keep every span of every request though nothing records
+    // it (BENCHMARKS.md section 22).
+    let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = Vec::new();
+    if let Some(notices) = notices {
+        layers.push(notices.boxed());
+    }
+    layers.push(log);
+    if let Some(otel) = traces()? {
+        layers.push(otel.boxed());
+    }
+    tracing_subscriber::registry().with(layers).init();
     Ok(())
 }
 
