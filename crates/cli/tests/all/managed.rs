@@ -104,6 +104,38 @@ fn serve(env: &TestEnv, script: &Value) -> Server {
     Server::start_with(command, env)
 }
 
+/// `pod serve --http` with every tool allowed (`--yes`), on profile
+/// `main`: an OpenAI-compatible model at `model_url`, with `extra`
+/// config lines before the profile and `vars` in its environment.
+pub(crate) fn serve_on(
+    env: &TestEnv,
+    model_url: &str,
+    extra: &str,
+    vars: &[(&str, &str)],
+) -> Server {
+    env.config_file(&format!(
+        "{extra}[profiles.main]\nkind = \"openai\"\nbase_url = \"{model_url}\"\nmodel = \"m\"\n\
+         api_key_env = \"MAIN_KEY\"\n"
+    ));
+    let mut command = env.pod_process();
+    command
+        .env("MAIN_KEY", "k")
+        .envs(vars.iter().copied())
+        .args(["--yes", "--profile", "main"]);
+    Server::start_with(command, env)
+}
+
+/// The types of a client's `stream` events, an idle as `idle:REASON`.
+pub(crate) fn shape_of(stream: &[Value]) -> Vec<String> {
+    stream
+        .iter()
+        .map(|e| match e["stop_reason"].as_str() {
+            Some(reason) => format!("idle:{reason}"),
+            None => e["type"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect()
+}
+
 /// Runs `code` with the SDK against `server`; what it printed, parsed.
 pub(crate) fn run_client(env: &TestEnv, server: &Server, code: &str) -> Value {
     let sdk = python_sdk();

@@ -6,7 +6,7 @@
 //! log: a server SIGKILLed while it waits takes the result after a restart.
 
 use crate::http::Server;
-use crate::managed::run_client;
+use crate::managed::{run_client, serve_on, shape_of};
 use crate::support::*;
 use pod_testkit::server::LoopbackServer;
 use pod_testkit::wire::{openai_named_step, openai_step};
@@ -91,17 +91,8 @@ async fn a_custom_tool_is_run_by_the_client_and_its_result_reaches_the_model() {
     ])
     .await;
     let env = TestEnv::new();
-    env.config_file(&format!(
-        "[profiles.main]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
-         api_key_env = \"MAIN_KEY\"\n",
-        model.url("/v1")
-    ));
-    let mut command = env.pod_process();
     // Every tool of pod's own is allowed: the client's still waits for it.
-    command
-        .env("MAIN_KEY", "k")
-        .args(["--yes", "--profile", "main"]);
-    let server = Server::start_with(command, &env);
+    let server = serve_on(&env, &model.url("/v1"), "", &[]);
     let code = CLIENT.replace("WEATHER", WEATHER);
     let seen = tokio::task::block_in_place(|| run_client(&env, &server, &code));
 
@@ -121,15 +112,8 @@ async fn a_custom_tool_is_run_by_the_client_and_its_result_reaches_the_model() {
         "{seen}"
     );
     let stream = seen["stream"].as_array().unwrap();
-    let shape: Vec<String> = stream
-        .iter()
-        .map(|e| match e["stop_reason"].as_str() {
-            Some(reason) => format!("idle:{reason}"),
-            None => e["type"].as_str().unwrap().to_string(),
-        })
-        .collect();
     assert_eq!(
-        shape,
+        shape_of(stream),
         [
             "user.message",
             "session.status_running",

@@ -9,8 +9,7 @@
 //! API client may name is the operator's (`[http] mcp_server_urls`). The
 //! session's creation goes out as the API's `session.created` webhook.
 
-use crate::http::Server;
-use crate::managed::run_client;
+use crate::managed::{run_client, serve_on, shape_of};
 use crate::mcp::HttpServer;
 use crate::notify_managed::{unwrap_with_sdk, SECRET};
 use crate::support::*;
@@ -97,21 +96,13 @@ async fn an_agents_mcp_server_serves_its_tools_under_its_toolsets_policies() {
     .await;
     let env = TestEnv::new();
     let receiver = Receiver::start(200).await;
-    env.config_file(&format!(
-        "[http]\nmcp_server_urls = [\"{}\"]\n[profiles.main]\nkind = \"openai\"\n\
-         base_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"MAIN_KEY\"\n\
+    let extra = format!(
+        "[http]\nmcp_server_urls = [\"{}\"]\n\
          [notify]\nwebhook = \"{}\"\nsecret_env = \"HOOK_SECRET\"\nformat = \"managed-agents\"\n",
-        mcp.url,
-        model.url("/v1"),
-        receiver.url
-    ));
-    let mut command = env.pod_process();
+        mcp.url, receiver.url
+    );
     // Every tool is allowed on the server: the toolset's ask still asks.
-    command
-        .env("MAIN_KEY", "k")
-        .env("HOOK_SECRET", SECRET)
-        .args(["--yes", "--profile", "main"]);
-    let server = Server::start_with(command, &env);
+    let server = serve_on(&env, &model.url("/v1"), &extra, &[("HOOK_SECRET", SECRET)]);
     let code = CLIENT.replace("MCP_URL", &mcp.url);
     let seen = tokio::task::block_in_place(|| run_client(&env, &server, &code));
 
@@ -140,15 +131,8 @@ async fn an_agents_mcp_server_serves_its_tools_under_its_toolsets_policies() {
     );
 
     let stream = seen["stream"].as_array().unwrap();
-    let shape: Vec<String> = stream
-        .iter()
-        .map(|e| match e["stop_reason"].as_str() {
-            Some(reason) => format!("idle:{reason}"),
-            None => e["type"].as_str().unwrap().to_string(),
-        })
-        .collect();
     assert_eq!(
-        shape,
+        shape_of(stream),
         [
             "user.message",
             "session.status_running",

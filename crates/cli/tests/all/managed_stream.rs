@@ -5,8 +5,7 @@
 //! the whole text. A stream that did not ask gets no previews, and an
 //! unknown preview type is a 400. The session's usage is its answer's.
 
-use crate::http::Server;
-use crate::managed::run_client;
+use crate::managed::{run_client, serve_on};
 use crate::support::*;
 use pod_testkit::server::{LoopbackServer, Part, Reply};
 use serde_json::json;
@@ -79,16 +78,7 @@ async fn a_stream_that_asks_for_deltas_previews_the_answer_as_it_streams() {
     let pieces = ["Streaming ", "in ", "three pieces."];
     let model = LoopbackServer::start(vec![slow_answer(&pieces)]).await;
     let env = TestEnv::new();
-    env.config_file(&format!(
-        "[profiles.main]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
-         api_key_env = \"MAIN_KEY\"\n",
-        model.url("/v1")
-    ));
-    let mut command = env.pod_process();
-    command
-        .env("MAIN_KEY", "k")
-        .args(["--yes", "--profile", "main"]);
-    let server = Server::start_with(command, &env);
+    let server = serve_on(&env, &model.url("/v1"), "", &[]);
     let seen = tokio::task::block_in_place(|| run_client(&env, &server, CLIENT));
 
     assert_eq!(seen["bad"], "BadRequestError", "{seen}");
