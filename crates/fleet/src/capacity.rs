@@ -2,13 +2,16 @@
 //! can serve, and what it learns when a session's model connection finds
 //! no descriptor anyway.
 //!
-//! A session waiting on its model holds one connection to it (in flight,
-//! or idle in the process's pool between requests), and a file or a
-//! command's two pipes while a tool runs. Past the process's limit a
-//! connection fails with `EMFILE`: admitting only what the limit serves
-//! keeps the rest queued in the store, for this worker or another, instead
-//! of failing them. Over HTTP/2 sessions share connections, and a worker
-//! admits more as its sessions' requests go out on streams
+//! A session waiting on its model over HTTP/1.1 holds one connection to it
+//! (in flight, or idle in the process's pool between requests); over
+//! HTTP/2 its request is a stream of a connection many sessions share, and
+//! it holds none of its own. What its tools open (a command's pipes, a
+//! file, a walk's directories) comes from a share of the limit kept for
+//! tools, where a call past the share waits for others to end
+//! ([`pod_tools::files`]). Past the process's limit a connection fails with
+//! `EMFILE`: admitting only what the limit serves keeps the rest queued in
+//! the store, for this worker or another, instead of failing them. Over
+//! HTTP/2 a worker admits more as its sessions' requests go out on streams
 //! ([`Files::sessions_now`]).
 
 use pod_llm::ProviderError;
@@ -22,14 +25,20 @@ use pod_worker::WorkerError;
 /// /proc/PID/fd`; BENCHMARKS.md section 20); 64 leave room for the rest.
 pub const OWN_FILES: u64 = 64;
 
-/// Descriptors per running session: its model connection, and one more for
-/// what a tool holds open. A session waiting on its model (nearly all of a
-/// session's time) holds one; one running a command holds three (the
-/// connection idle in the pool, the command's stdout and stderr pipes), and
-/// sessions seldom all run commands at the same moment. A session that
-/// still meets the limit is given back to the queue ([`out_of_files`]),
-/// and the worker then admits no more than it runs.
-pub const FILES_PER_SESSION: u64 = 2;
+/// Descriptors per running session that is not waiting on an HTTP/2
+/// stream: its model connection over HTTP/1.1 (or, just admitted, the one
+/// it may make). Its tools' files come from [`tool_files`]. A session that
+/// still meets the limit (a subagent's connection, say) is given back to
+/// the queue ([`out_of_files`]), and the worker then admits no more than it
+/// runs.
+pub const FILES_PER_SESSION: u64 = 1;
+
+/// The share of a process's `open_files` its tool calls may hold at once
+/// ([`pod_tools::files::limit`]): a sixteenth, at least two commands' worth
+/// and at most 1,024 (128 commands running at the same moment).
+pub fn tool_files(open_files: u64) -> u64 {
+    (open_files / 16).clamp(2 * u64::from(pod_tools::files::BASH_FILES), 1_024)
+}
 
 /// The most sessions a process allowed `open_files` descriptors serves at
 /// once, when `reserved` of them are taken by its other connections (the
@@ -37,7 +46,10 @@ pub const FILES_PER_SESSION: u64 = 2;
 /// a worker that cannot run one session still claims one at a time, and a
 /// session that finds no descriptor goes back to the queue.
 pub fn sessions(open_files: u64, reserved: u64) -> u32 {
-    let spare = open_files.saturating_sub(OWN_FILES.saturating_add(reserved));
+    let held = OWN_FILES
+        .saturating_add(reserved)
+        .saturating_add(tool_files(open_files));
+    let spare = open_files.saturating_sub(held);
     u32::try_from(spare / FILES_PER_SESSION)
         .unwrap_or(u32::MAX)
         .max(1)
@@ -59,12 +71,17 @@ impl Files {
         sessions(self.limit, self.reserved)
     }
 
+    /// The share its tools may hold at once: [`tool_files`].
+    pub fn tools(&self) -> u64 {
+        tool_files(self.limit)
+    }
+
     /// The sessions it serves now that `running` run and its HTTP/2 model
     /// connections hold `http2`, never fewer than [`Files::sessions`]. A
     /// session with a request in flight on an HTTP/2 stream holds no
     /// descriptor of its own (its connection is shared, and each shared
-    /// connection is reckoned once): it is reckoned with one, for a tool.
-    /// Every other running session, and each one admitted next, is
+    /// connection is reckoned once; its tools' files are the tools'
+    /// share). Every other running session, and each one admitted next, is
     /// reckoned with [`FILES_PER_SESSION`] until its request is on a
     /// stream, so admitting never runs ahead of what the streams show.
     pub fn sessions_now(&self, running: u32, http2: Http2InUse) -> u32 {
@@ -75,9 +92,11 @@ impl Files {
             .min(running);
         let connections = i128::try_from(http2.connections).unwrap_or(i128::MAX);
         let per_session = i128::from(FILES_PER_SESSION);
-        let held =
-            i128::from(OWN_FILES) + i128::from(self.reserved) + connections + per_session * running
-                - on_streams;
+        let held = i128::from(OWN_FILES)
+            + i128::from(self.reserved)
+            + i128::from(self.tools())
+            + connections
+            + per_session * (running - on_streams);
         let now = running + (i128::from(self.limit) - held).div_euclid(per_session);
         u32::try_from(now.max(0))
             .unwrap_or(u32::MAX)
@@ -117,11 +136,17 @@ mod tests {
     use pod::PodError;
 
     #[test]
-    fn a_limit_serves_what_is_left_after_the_process_and_its_connections() {
-        // 20,000 files, 16 database connections, no HTTP API.
-        assert_eq!(sessions(20_000, 16), (20_000 - 64 - 16) / 2);
-        // The HTTP API's 128 connections and its listener come off too.
-        assert_eq!(sessions(1_024, 16 + 129), (1_024 - 64 - 145) / 2);
+    fn a_limit_serves_what_is_left_after_the_process_its_connections_and_tools() {
+        // 20,000 files, 16 database connections, no HTTP API: 1,024 for
+        // tools, one per session.
+        assert_eq!(tool_files(20_000), 1_024);
+        assert_eq!(sessions(20_000, 16), 20_000 - 64 - 16 - 1_024);
+        // The HTTP API's 128 connections and its listener come off too; a
+        // sixteenth of the limit for tools.
+        assert_eq!(tool_files(1_024), 64);
+        assert_eq!(sessions(1_024, 16 + 129), 1_024 - 64 - 145 - 64);
+        // Two commands' worth at the least.
+        assert_eq!(tool_files(96), 16);
         // Too few for one: one, given back to the queue if it cannot run.
         assert_eq!(sessions(50, 16), 1);
         assert_eq!(sessions(0, 0), 1);
@@ -130,40 +155,43 @@ mod tests {
     }
 
     #[test]
-    fn sessions_on_http2_streams_are_reckoned_with_one_descriptor() {
+    fn sessions_on_http2_streams_hold_no_descriptor() {
         let files = Files {
             limit: 1_000,
             reserved: 16,
         };
-        let floor = (1_000 - 64 - 16) / 2;
+        let floor = 1_000 - 64 - 16 - 62;
+        assert_eq!(files.tools(), 62);
         assert_eq!(files.sessions(), floor);
         let none = Http2InUse::default();
         // Over HTTP/1.1 (no streams) it is the floor, however many run.
         assert_eq!(files.sessions_now(0, none), floor);
         assert_eq!(files.sessions_now(floor, none), floor);
-        // 460 sessions all waiting on streams of 5 connections: each holds
-        // one, the connections five: 1,000 - 80 - 5 - 460 = 455 spare,
-        // room for 227 more at two each.
+        // 800 sessions all waiting on streams of 8 connections: they hold
+        // the 8, which leaves 850 for sessions still to reach a stream.
         let streams = Http2InUse {
-            connections: 5,
-            streams: 460,
+            connections: 8,
+            streams: 800,
         };
-        assert_eq!(files.sessions_now(460, streams), 460 + 455 / 2);
-        // Those just admitted are not on a stream yet: two each, which
+        assert_eq!(files.sessions_now(800, streams), 800 + floor - 8);
+        // Those just admitted are not on a stream yet: one each, which
         // leaves no room for more until their requests are on streams.
-        assert_eq!(files.sessions_now(687, streams), 687);
+        assert_eq!(
+            files.sessions_now(800 + floor - 8, streams),
+            800 + floor - 8
+        );
         // At most one stream per running session counts (subagents and
         // graders add streams of their own).
         let more = Http2InUse {
-            connections: 5,
+            connections: 8,
             streams: 5_000,
         };
         assert_eq!(
-            files.sessions_now(460, more),
-            files.sessions_now(460, streams)
+            files.sessions_now(800, more),
+            files.sessions_now(800, streams)
         );
         // Never below the floor, even when the reckoning is over.
-        assert_eq!(files.sessions_now(900, none), floor);
+        assert_eq!(files.sessions_now(5_000, none), floor);
     }
 
     #[test]

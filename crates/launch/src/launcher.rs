@@ -18,7 +18,7 @@ use crate::{hooks, mcp, sessions, subagents};
 use pod::{Approver, Durability, Pod, PodConfig, PodError, PodHandle, PodHome, Store};
 use pod_mcp::{McpServers, RecordedServer};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -38,6 +38,8 @@ pub struct Launcher {
     place: Place,
     // The notifications of every session it starts, still being delivered.
     outbox: pod_notify::Outbox,
+    // The notifier of resources' changes, made at the first one.
+    resources: Arc<OnceLock<Option<pod_notify::Notifier>>>,
 }
 
 /// A session resolved, not yet started.
@@ -188,6 +190,7 @@ impl Launcher {
         Self {
             place,
             outbox: pod_notify::Outbox::default(),
+            resources: Arc::default(),
         }
     }
 
@@ -218,18 +221,38 @@ impl Launcher {
     /// `session.created`); sent where `events` lists `created` or the
     /// format is `managed-agents`.
     pub fn notify_created(&self, id: Uuid, workspace: &std::path::Path, title: Option<String>) {
-        match self.fleet_notifier() {
-            Ok(Some(notifier)) => {
-                let mut event =
-                    pod_notify::Event::new(pod_notify::Kind::Created, id, workspace.to_path_buf());
-                event.title = title;
-                notifier.send(event);
-            }
-            Ok(None) => {}
-            Err(err) => {
-                tracing::warn!(error = %pod_llm::error_chain(&err), "a session's creation is not notified")
-            }
+        if let Some(notifier) = self.resource_notifier() {
+            let mut event =
+                pod_notify::Event::new(pod_notify::Kind::Created, id, workspace.to_path_buf());
+            event.title = title;
+            notifier.send(event);
         }
+    }
+
+    /// Tells the config file's `[notify]` of `change` (`agent.created`,
+    /// `session.archived`, …) to the Managed Agents API resource `id`; sent
+    /// where `events` lists `resource` or the format is `managed-agents`.
+    /// One notifier serves every change and [`Launcher::notify_created`],
+    /// made at the first from the config file as it was then, so a receiver
+    /// gets them in the order they were made. Call it within a tokio
+    /// runtime.
+    pub fn notify_resource(&self, change: &str, id: &str) {
+        if let Some(notifier) = self.resource_notifier() {
+            notifier.send_resource(pod_notify::ResourceEvent::new(change, id));
+        }
+    }
+
+    /// The notifier of resources' creations and changes: one for the
+    /// launcher's life, so they go out in the order they were made.
+    fn resource_notifier(&self) -> Option<&pod_notify::Notifier> {
+        self.resources
+            .get_or_init(|| {
+                self.fleet_notifier().unwrap_or_else(|err| {
+                    tracing::warn!(error = %pod_llm::error_chain(&err), "resources' creations and changes are not notified");
+                    None
+                })
+            })
+            .as_ref()
     }
 
     /// A new session in `workspace` (an existing directory), as `flags` ask.

@@ -149,6 +149,10 @@ pub enum Kind {
     /// A verification round ended (not sent in pod's format unless
     /// `events` lists it).
     Evaluated,
+    /// An agent, environment or session of the Managed Agents API was
+    /// created, updated, archived or deleted ([`ResourceEvent`]; not sent
+    /// in pod's format unless `events` lists it).
+    Resource,
 }
 
 impl Kind {
@@ -167,6 +171,7 @@ impl Kind {
             Kind::Created => "session.created",
             Kind::Started => "session.started",
             Kind::Evaluated => "session.evaluated",
+            Kind::Resource => "resource",
         }
     }
 }
@@ -311,6 +316,56 @@ impl FleetEvent {
     }
 }
 
+/// A change to a resource of the Managed Agents API served by `pod serve`:
+/// `agent.created`, `environment.archived`, `session.deleted`, … with the
+/// resource's id as that API writes it (`agent_…`, `env_…`, `sesn_…`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceEvent {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// The API's name of the change (`agent.updated`).
+    pub change: String,
+    /// The resource's id.
+    pub id: String,
+}
+
+impl ResourceEvent {
+    /// `change` of resource `id`, now.
+    pub fn new(change: impl Into<String>, id: impl Into<String>) -> Self {
+        Self {
+            at: Utc::now(),
+            change: change.into(),
+            id: id.into(),
+        }
+    }
+
+    /// The Managed Agents API's webhook event:
+    /// `{"type": "event", "id", "created_at", "data": {"type", "id", ...}}`.
+    pub fn managed_body(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(&serde_json::json!({
+            "type": "event",
+            "id": format!("wevt_{}", Uuid::new_v4().simple()),
+            "created_at": self.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "data": {
+                "type": self.change,
+                "id": self.id,
+                "organization_id": "pod",
+                "workspace_id": "default",
+            },
+        }))
+    }
+
+    /// Pod's shape: Standard Webhooks' `type` (the change), `timestamp`,
+    /// `data` (`{"id"}`).
+    pub fn body(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(&serde_json::json!({
+            "type": self.change,
+            "timestamp": self.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "data": {"id": self.id},
+        }))
+    }
+}
+
 /// Why a `[notify]` table cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum NotifyError {
@@ -445,7 +500,12 @@ impl Notifier {
                     ];
                     // What that API's webhooks say of a session's life.
                     if format == Format::ManagedAgents {
-                        events.extend([Kind::Created, Kind::Started, Kind::Evaluated]);
+                        events.extend([
+                            Kind::Created,
+                            Kind::Started,
+                            Kind::Evaluated,
+                            Kind::Resource,
+                        ]);
                     }
                     events.into_iter().collect()
                 }),
@@ -509,6 +569,25 @@ impl Notifier {
         match event.body() {
             Ok(body) => self.queue_job(Job {
                 kind: event.kind,
+                session: None,
+                body,
+            }),
+            Err(err) => tracing::warn!(%err, "cannot encode a notification"),
+        }
+    }
+
+    /// Queues a resource's change (if [`Kind::Resource`] goes out).
+    pub fn send_resource(&self, event: ResourceEvent) {
+        if !self.wants(Kind::Resource) {
+            return;
+        }
+        let body = match self.format {
+            Format::Pod => event.body(),
+            Format::ManagedAgents => event.managed_body(),
+        };
+        match body {
+            Ok(body) => self.queue_job(Job {
+                kind: Kind::Resource,
                 session: None,
                 body,
             }),

@@ -26,6 +26,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod files;
 pub mod followup;
 pub mod sandbox;
 pub mod skill;

@@ -193,15 +193,17 @@ fn admit(
         reserved,
     };
     let capacity = budget.sessions();
+    // What its sessions' tools may hold at once; past it a call waits.
+    pod_tools::files::limit(u32::try_from(budget.tools()).unwrap_or(u32::MAX));
     if workers > capacity {
         let _ = crate::output::eprint(&format!(
             "pod serve: --workers {workers} clamped to {capacity}: this process may open {files} \
-             files, {} per session after {} for itself and its connections, one for a session \
-             waiting on a shared HTTP/2 connection (it admits more while they do); the rest stay \
-             queued (raise the hard limit for more: ulimit -Hn, or LimitNOFILE= in a systemd \
-             unit)\n",
+             files, {} for itself, its connections and its tools, then {} per session for its \
+             model connection, none for a session waiting on a shared HTTP/2 connection (it \
+             admits more while they do); the rest stay queued (raise the hard limit for more: \
+             ulimit -Hn, or LimitNOFILE= in a systemd unit)\n",
+            pod_fleet::capacity::OWN_FILES + reserved + budget.tools(),
             pod_fleet::capacity::FILES_PER_SESSION,
-            pod_fleet::capacity::OWN_FILES + reserved,
         ));
     }
     budget

@@ -10,7 +10,7 @@ use crate::fleet::{lines_of, Fleet, PATIENCE};
 use crate::support::*;
 use pod_testkit::h2server::{Behaviour, H2Server};
 use pod_testkit::model::ModelServer;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Stdio};
 use std::sync::atomic::Ordering;
@@ -221,7 +221,8 @@ fn a_session_that_finds_no_descriptor_goes_back_to_the_queue() {
     configure(&fleet, &model, "");
     let ids = submit(&fleet, 40);
     // 128 files, 100 of them taken before the worker starts: it reckons
-    // with 31 sessions, and the files run out long before.
+    // with 46 sessions (it runs the 31 asked for), and the files run out
+    // long before.
     let (mut child, stdout, _stderr) = worker(&fleet, 128, 100, &["--workers", "31"]);
     let mut seen = Vec::new();
     let narrowed = line_with(&stdout, "runs at most", &mut seen);
@@ -266,11 +267,12 @@ fn sessions_sharing_http2_connections_are_admitted_past_the_reckoning() {
         model.base
     ));
     let ids = submit(&fleet, 50);
-    // 128 files: 31 sessions at two each after 64 for the process and 2
-    // for its database connections; on one shared connection, 61.
+    // 128 files: 46 sessions at one each after 64 for the process, 2 for
+    // its database connections and 16 for its tools; on one shared
+    // connection, 61.
     let (mut child, stdout, stderr) = worker(&fleet, 128, 0, &["--workers", "50"]);
     let mut seen = Vec::new();
-    let clamped = line_with(&stderr, "--workers 50 clamped to 31:", &mut seen);
+    let clamped = line_with(&stderr, "--workers 50 clamped to 46:", &mut seen);
     assert!(clamped.contains("shared HTTP/2 connection"), "{clamped}");
     wait_exit(&mut child, || {
         format!(
@@ -295,4 +297,73 @@ fn sessions_sharing_http2_connections_are_admitted_past_the_reckoning() {
         let answer = history.last().unwrap()["text"].as_str().unwrap_or_default();
         assert!(answer.starts_with("you said Say done ("), "{shown}");
     }
+}
+
+#[test]
+fn commands_past_the_tools_share_of_files_wait_instead_of_failing() {
+    let fleet = Fleet::new();
+    configure(&fleet, &ModelServer::start("Done.", false), "");
+    // Twenty scripted sessions, each running one command that notes when
+    // it starts and ends in a log of the shared workspace.
+    let command = "echo start >> runs.log; sleep 0.3; echo end >> runs.log; echo ran";
+    let steps = script(vec![
+        call("bash", json!({ "command": command })),
+        say("Done."),
+    ]);
+    let path = fleet.env.script("bash.json", &steps);
+    let ids: Vec<String> = (0..20)
+        .map(|n| {
+            let out = fleet
+                .pod()
+                .args(["submit", "--yes", "--script"])
+                .arg(&path)
+                .arg(format!("Run it ({n})"))
+                .output()
+                .unwrap();
+            assert_success(&out);
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        })
+        .collect();
+    // 110 files: 16 for tools (two commands at their peak), and room for
+    // all 20 sessions beside them, so nothing but the tools' share holds
+    // the commands back. Unheld, 20 commands' pipes would not fit.
+    let (mut child, stdout, _stderr) = worker(&fleet, 110, 0, &["--workers", "20"]);
+    wait_exit(&mut child, || "commands still running".into());
+    let lines: Vec<String> = stdout.try_iter().collect();
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.starts_with("dropped") || l.contains("queued again")),
+        "{lines:#?}"
+    );
+    for id in &ids {
+        let shown = fleet.show(id);
+        assert_eq!(shown["session"]["status"], "done", "{shown}");
+        let result = shown["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["type"] == "tool_result")
+            .unwrap_or_else(|| panic!("{shown}"));
+        assert!(
+            result["content"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("ran"),
+            "{shown}"
+        );
+    }
+    let runs = std::fs::read_to_string(fleet.env.workspace().join("runs.log")).unwrap();
+    let (mut now, mut peak, mut started) = (0, 0, 0);
+    for line in runs.lines() {
+        if line == "start" {
+            now += 1;
+            started += 1;
+            peak = peak.max(now);
+        } else {
+            now -= 1;
+        }
+    }
+    assert_eq!(started, 20, "{runs}");
+    assert!(peak <= 2, "{peak} commands ran at once: {runs}");
 }

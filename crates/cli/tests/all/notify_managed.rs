@@ -8,7 +8,7 @@
 //! (`client.beta.webhooks.unwrap`, with the `standardwebhooks` package
 //! scripts/test installs beside it).
 
-use crate::managed::python_sdk;
+use crate::managed::{python_sdk, run_client, serve_on};
 use crate::support::*;
 use pod_testkit::webhook::{Received, Receiver};
 use serde_json::{json, Value};
@@ -133,4 +133,91 @@ async fn starts_stops_checks_and_ends_go_out_as_the_managed_agents_apis_webhook_
         .into_bytes();
     let refused = unwrap_with_sdk(&env, &forged);
     assert!(refused["error"].is_string(), "{refused}");
+}
+
+const CHANGES: &str = r#"
+import json, os, signal
+import anthropic
+
+signal.alarm(60)
+client = anthropic.Anthropic(base_url=os.environ["POD_BASE"], api_key=os.environ["POD_KEY"], max_retries=0)
+agent = client.beta.agents.create(name="a", model="default")
+environment = client.beta.environments.create(name="here")
+session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)
+client.beta.sessions.update(session.id, title="renamed")
+client.beta.sessions.archive(session.id)
+client.beta.sessions.delete(session.id)
+client.beta.agents.update(agent.id, version=1, name="b")
+client.beta.agents.archive(agent.id)
+client.beta.environments.update(environment.id, name="there")
+client.beta.environments.archive(environment.id)
+client.beta.environments.delete(environment.id)
+print(json.dumps({"agent": agent.id, "environment": environment.id, "session": session.id}))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_to_agents_environments_and_sessions_go_out_as_the_apis_webhooks() {
+    let env = TestEnv::new();
+    let receiver = Receiver::start(200).await;
+    let extra = format!(
+        "[notify]\nwebhook = \"{}\"\nsecret_env = \"HOOK_SECRET\"\nformat = \"managed-agents\"\n",
+        receiver.url
+    );
+    // No session runs a turn: the model is never asked.
+    let server = serve_on(
+        &env,
+        "http://127.0.0.1:9/v1",
+        &extra,
+        &[("HOOK_SECRET", SECRET)],
+    );
+    let ids = tokio::task::block_in_place(|| run_client(&env, &server, CHANGES));
+    let id = |kind: &str| ids[kind].as_str().unwrap().to_string();
+    let expected = [
+        ("agent.created", id("agent")),
+        ("agent.updated", id("agent")),
+        ("agent.archived", id("agent")),
+        ("environment.created", id("environment")),
+        ("environment.updated", id("environment")),
+        ("environment.archived", id("environment")),
+        ("environment.deleted", id("environment")),
+        ("session.created", id("session")),
+        ("session.updated", id("session")),
+        ("session.archived", id("session")),
+        ("session.deleted", id("session")),
+    ];
+    for (change, id) in &expected {
+        let received = receiver
+            .wait_for(|r| r.json()["data"]["type"] == *change && r.json()["data"]["id"] == *id)
+            .await;
+        assert!(received.signed_with(SECRET), "{:?}", received.headers);
+        let parsed = unwrap_with_sdk(&env, &received);
+        assert_eq!(parsed["type"], "event", "{parsed}");
+        assert_eq!(parsed["data_type"], *change, "{parsed}");
+        assert_eq!(parsed["session"], *id, "{parsed}");
+    }
+    // They arrive in the order they were made.
+    let arrived: Vec<String> = receiver
+        .received()
+        .iter()
+        .map(|r| {
+            r.json()["data"]["type"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let made = [
+        "agent.created",
+        "environment.created",
+        "session.created",
+        "session.updated",
+        "session.archived",
+        "session.deleted",
+        "agent.updated",
+        "agent.archived",
+        "environment.updated",
+        "environment.archived",
+        "environment.deleted",
+    ];
+    assert_eq!(arrived, made);
 }

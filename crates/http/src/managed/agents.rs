@@ -177,6 +177,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         archived_at: None,
     };
     save(&m, &agent).await?;
+    m.changed("agent.created", &agent.id);
     Ok(Json(agent.to_json()))
 }
 
@@ -440,6 +441,7 @@ pub(crate) async fn update(
     next.version = current.version + 1;
     next.updated_at = Utc::now();
     save(&m, &next).await?;
+    m.changed("agent.updated", &next.id);
     Ok(Json(next.to_json()))
 }
 
@@ -454,6 +456,7 @@ pub(crate) async fn archive(
     if agent.archived_at.is_none() {
         agent.archived_at = Some(Utc::now());
         m.files.put(KIND, &agent.id, &agent).await?;
+        m.changed("agent.archived", &agent.id);
     }
     Ok(Json(agent.to_json()))
 }

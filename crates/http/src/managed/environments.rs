@@ -123,6 +123,7 @@ pub(crate) async fn create(State(m): State<Managed>, body: Bytes) -> Result<Json
         archived_at: None,
     };
     m.files.put(KIND, &environment.id, &environment).await?;
+    m.changed("environment.created", &environment.id);
     Ok(Json(environment.to_json()))
 }
 
@@ -202,6 +203,7 @@ pub(crate) async fn update(
     environment.workspace = place(&m, &environment.metadata, environment.limited)?;
     environment.updated_at = Utc::now();
     m.files.put(KIND, &environment.id, &environment).await?;
+    m.changed("environment.updated", &environment.id);
     Ok(Json(environment.to_json()))
 }
 
@@ -305,6 +307,7 @@ pub(crate) async fn archive(
     if environment.archived_at.is_none() {
         environment.archived_at = Some(Utc::now());
         m.files.put(KIND, &environment.id, &environment).await?;
+        m.changed("environment.archived", &environment.id);
     }
     Ok(Json(environment.to_json()))
 }
@@ -318,6 +321,7 @@ pub(crate) async fn delete(
     let _one = m.starting.lock().await;
     let environment = get(&m, &id).await?;
     m.files.remove(KIND, &environment.id).await?;
+    m.changed("environment.deleted", &environment.id);
     Ok(Json(
         json!({"id": environment.id, "type": "environment_deleted"}),
     ))

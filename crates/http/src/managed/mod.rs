@@ -43,6 +43,14 @@ pub(crate) struct Managed {
     started: Arc<tokio::sync::Notify>,
 }
 
+impl Managed {
+    /// Tells the webhooks of `change` to resource `id`, once it is kept
+    /// (the API's `agent.created`, `session.archived`, …).
+    fn changed(&self, change: &str, id: &str) {
+        self.app.runner.launcher().notify_resource(change, id);
+    }
+}
+
 /// The `/v1` routes, behind the server's token as an API key.
 pub(crate) fn router(app: AppState, token: Arc<str>) -> Router {
     let files = files::Files::new(app.runner.documents());

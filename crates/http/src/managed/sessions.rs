@@ -467,6 +467,7 @@ pub(crate) async fn update(
         }
     }
     m.files.put(KIND, &session.public_id(), &session).await?;
+    m.changed("session.updated", &session.public_id());
     Ok(Json(to_json(&m, &session).await?))
 }
 
@@ -486,6 +487,7 @@ pub(crate) async fn archive(
     if session.archived_at.is_none() {
         session.archived_at = Some(Utc::now());
         m.files.put(KIND, &session.public_id(), &session).await?;
+        m.changed("session.archived", &session.public_id());
     }
     Ok(Json(to_json(&m, &session).await?))
 }
@@ -508,6 +510,7 @@ pub(crate) async fn delete(
         Err(err) => return Err(Error::internal(pod_llm::error_chain(&err))),
     }
     m.files.remove(KIND, &session.public_id()).await?;
+    m.changed("session.deleted", &session.public_id());
     Ok(Json(
         json!({"id": session.public_id(), "type": "session_deleted"}),
     ))

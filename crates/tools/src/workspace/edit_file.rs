@@ -76,7 +76,7 @@ impl Tool for EditFileTool {
 
     async fn call(&self, args: EditFileArgs, _ctx: ToolContext) -> ToolOutput {
         let workspace = self.workspace.clone();
-        blocking(move || edit(&workspace, &args)).await
+        blocking(crate::files::FILE_FILES, move || edit(&workspace, &args)).await
     }
 }
 

@@ -73,7 +73,7 @@ impl Tool for GlobTool {
 
     async fn call(&self, args: GlobArgs, _ctx: ToolContext) -> ToolOutput {
         let workspace = self.workspace.clone();
-        blocking(move || glob(&workspace, &args)).await
+        blocking(crate::files::WALK_FILES, move || glob(&workspace, &args)).await
     }
 }
 

@@ -88,7 +88,10 @@ impl Tool for GrepTool {
 
     async fn call(&self, args: GrepArgs, ctx: ToolContext) -> ToolOutput {
         let workspace = self.workspace.clone();
-        blocking(move || grep(&workspace, &args, &ctx.cancel)).await
+        blocking(crate::files::WALK_FILES, move || {
+            grep(&workspace, &args, &ctx.cancel)
+        })
+        .await
     }
 }
 

@@ -66,7 +66,10 @@ impl Tool for ListDirTool {
 
     async fn call(&self, args: ListDirArgs, _ctx: ToolContext) -> ToolOutput {
         let workspace = self.workspace.clone();
-        blocking(move || list(&workspace, args.path.as_deref().unwrap_or("."))).await
+        blocking(crate::files::WALK_FILES, move || {
+            list(&workspace, args.path.as_deref().unwrap_or("."))
+        })
+        .await
     }
 }
 

@@ -146,7 +146,9 @@ impl Workspace {
 
 /// Runs blocking file-system work off the async threads. A panic in it
 /// becomes an error result rather than taking the turn down.
-async fn blocking(work: impl FnOnce() -> ToolOutput + Send + 'static) -> ToolOutput {
+async fn blocking(files: u32, work: impl FnOnce() -> ToolOutput + Send + 'static) -> ToolOutput {
+    // Its descriptors from the process's share for tools (crate::files).
+    let _files = crate::files::hold(files).await;
     match tokio::task::spawn_blocking(work).await {
         Ok(output) => output,
         Err(err) => ToolOutput::error(format!(

@@ -83,7 +83,7 @@ impl Tool for ReadFileTool {
 
     async fn call(&self, args: ReadFileArgs, _ctx: ToolContext) -> ToolOutput {
         let workspace = self.workspace.clone();
-        blocking(move || read(&workspace, &args)).await
+        blocking(crate::files::FILE_FILES, move || read(&workspace, &args)).await
     }
 }
 

@@ -69,7 +69,7 @@ impl Tool for WriteFileTool {
 
     async fn call(&self, args: WriteFileArgs, _ctx: ToolContext) -> ToolOutput {
         let workspace = self.workspace.clone();
-        blocking(move || write(&workspace, &args)).await
+        blocking(crate::files::FILE_FILES, move || write(&workspace, &args)).await
     }
 }
 

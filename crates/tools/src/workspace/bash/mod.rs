@@ -101,6 +101,12 @@ impl Tool for BashTool {
             Some(secs) => Duration::from_secs(secs),
             None => limits.bash_default_timeout,
         };
+        // Its descriptors from the process's share for tools: past it, the
+        // call waits for others to end rather than fail to start.
+        let _files = tokio::select! {
+            files = crate::files::hold(crate::files::BASH_FILES) => files,
+            _ = ctx.cancel.cancelled() => return ToolOutput::error("bash cancelled before it started."),
+        };
         let sandbox = self.workspace.sandbox();
         let prepared = match sandbox.prepare() {
             Ok(prepared) => prepared,
