@@ -369,9 +369,23 @@ impl Launcher {
         via: &str,
         wait: Duration,
     ) -> Result<pod::limits::Raised, LaunchError> {
+        self.change_limits(id, pod::limits::Change::Over(over), via, wait)
+            .await
+    }
+
+    /// [`Launcher::raise_limits`] with any change, such as lifting the
+    /// session's own money limit (back to the config file's, if any); see
+    /// [`pod::limits::change`].
+    pub async fn change_limits(
+        &self,
+        id: Uuid,
+        change: pod::limits::Change,
+        via: &str,
+        wait: Duration,
+    ) -> Result<pod::limits::Raised, LaunchError> {
         let loaded = sessions::load(self.place.store.as_ref(), id).await?;
         let settings = Resolved::resolve(&Flags::default(), loaded.launch.as_ref());
-        if over.cost.is_some() {
+        if matches!(change, pod::limits::Change::Over(over) if over.cost.is_some()) {
             let priced = settings
                 .as_ref()
                 .is_ok_and(|settings| settings.choice.raw.prices.is_some());
@@ -386,7 +400,7 @@ impl Launcher {
         let unrecorded = settings
             .map(|settings| settings.session_budget)
             .unwrap_or_default();
-        pod::limits::raise(&self.place.store, id, unrecorded, over, via, wait)
+        pod::limits::change(&self.place.store, id, unrecorded, change, via, wait)
             .await
             .map_err(|err| LaunchError::pod(format!("cannot change session {id}'s limits"), err))
     }

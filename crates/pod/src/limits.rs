@@ -26,6 +26,29 @@ pub struct Raised {
     pub queued: bool,
 }
 
+/// What a change does to a session's limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Change {
+    /// Each limit it sets replaces the session's; the others stay.
+    Over(SessionBudget),
+    /// The session's own money limit is removed: it falls back to what its
+    /// settings give (`unrecorded`'s), none if they give none.
+    LiftCost,
+}
+
+impl Change {
+    /// The limits `before` become, `unrecorded` being the settings'.
+    pub fn apply(self, before: SessionBudget, unrecorded: SessionBudget) -> SessionBudget {
+        match self {
+            Change::Over(over) => before.overlaid(over),
+            Change::LiftCost => SessionBudget {
+                cost: unrecorded.cost,
+                ..before
+            },
+        }
+    }
+}
+
 /// Between tries to open a session that is still being closed.
 const BUSY_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -43,6 +66,20 @@ pub async fn raise(
     via: &str,
     wait: std::time::Duration,
 ) -> Result<Raised, PodError> {
+    change(store, session, unrecorded, Change::Over(over), via, wait).await
+}
+
+/// [`raise`] with any [`Change`]: what it makes of the limits is recorded
+/// (nothing when they stay the same), and a session a limit had stopped
+/// is handed on as there.
+pub async fn change(
+    store: &Store,
+    session: Uuid,
+    unrecorded: SessionBudget,
+    change: Change,
+    via: &str,
+    wait: std::time::Duration,
+) -> Result<Raised, PodError> {
     let mut waited = std::time::Duration::ZERO;
     let opened = loop {
         match store.open(session, crate::config::Durability::Always).await {
@@ -55,7 +92,7 @@ pub async fn raise(
     };
     let records = &opened.contents.records;
     let before = SessionBudget::recorded(records).unwrap_or(unrecorded);
-    let limits = before.overlaid(over);
+    let limits = change.apply(before, unrecorded);
     let stopped_by = stopped_by(records);
     let appended = match limits == before {
         true => Ok(()),

@@ -1,12 +1,12 @@
 //! The Managed Agents API's lifecycle through the official Python SDK:
 //! agents updated into versions (a session pins one), archived; a session
 //! with a `budget` that stops at it (`budget_reached`) and goes on when the
-//! budget is raised; sessions archived and deleted.
+//! budget is raised or removed; sessions archived and deleted.
 
 use crate::http::Server;
 use crate::managed::run_client;
 use crate::support::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const CLIENT: &str = r#"
 import json, os, signal
@@ -71,6 +71,17 @@ out["not_created_with_one"] = error_of(lambda: client.beta.sessions.update(pinne
 out["bad_currency"] = error_of(lambda: client.beta.sessions.create(agent=agent.id, environment_id=environment.id,
     budget={"type": "limit", "max_list_cost": {"amount": "100", "currency": "EUR"}}))
 
+# The same budget removed once it stopped the session: it goes on.
+lifted = client.beta.sessions.create(agent=agent.id, environment_id=environment.id,
+    budget={"type": "limit", "max_list_cost": {"amount": "150", "currency": "USD"}})
+out["lifted_stopped"] = until_idle(lifted.id, lambda: client.beta.sessions.events.send(lifted.id, events=text("Look twice, then answer.")))
+removed = {}
+def lift_it():
+    removed["session"] = client.beta.sessions.update(lifted.id, budget=None)
+out["lifted_then"] = until_idle(lifted.id, lift_it)
+out["lifted_budget"] = removed["session"].budget
+out["lifted_retrieved"] = client.beta.sessions.retrieve(lifted.id).budget
+
 # Archived: no more events; deleted: gone.
 archived = client.beta.sessions.archive(budgeted.id)
 out["archived"] = archived.archived_at is not None
@@ -79,7 +90,7 @@ deleted = client.beta.sessions.delete(pinned.id)
 out["deleted"] = [deleted.id == pinned.id, deleted.type]
 out["after_delete"] = error_of(lambda: client.beta.sessions.retrieve(pinned.id))
 out["sessions"] = sorted(s.id for s in client.beta.sessions.list())
-out["ids"] = {"budgeted": budgeted.id, "pinned": pinned.id}
+out["ids"] = {"budgeted": budgeted.id, "pinned": pinned.id, "lifted": lifted.id}
 
 # An archived agent starts no session, and leaves the list.
 client.beta.agents.archive(agent.id)
@@ -172,12 +183,32 @@ fn agents_have_versions_budgets_stop_and_are_raised_sessions_archive_and_delete(
     assert_success(&out);
     let recorded: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(recorded["limits"]["cost"], 10.0, "{recorded}");
+    // Removed, it stopped no more: the session went on and answered, and
+    // its log records no money limit from then on.
+    assert_eq!(seen["lifted_stopped"], "budget_reached", "{seen}");
+    assert_eq!(seen["lifted_then"], "end_turn", "{seen}");
+    assert_eq!(seen["lifted_budget"], Value::Null, "{seen}");
+    assert_eq!(seen["lifted_retrieved"], Value::Null, "{seen}");
+    let lifted = seen["ids"]["lifted"].as_str().unwrap();
+    let lifted_uuid = uuid::Uuid::parse_str(lifted.trim_start_matches("sesn_"))
+        .unwrap()
+        .to_string();
+    let out = env
+        .pod()
+        .args(["budget", &lifted_uuid, "--json"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let recorded: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(recorded["limits"]["cost"].is_null(), "{recorded}");
 
     assert_eq!(seen["archived"], true, "{seen}");
     assert_eq!(seen["send_archived"]["class"], "ConflictError", "{seen}");
     assert_eq!(seen["deleted"], json!([true, "session_deleted"]), "{seen}");
     assert_eq!(seen["after_delete"]["class"], "NotFoundError", "{seen}");
-    assert_eq!(seen["sessions"], json!([budgeted]), "{seen}");
+    let mut kept = vec![budgeted, lifted];
+    kept.sort();
+    assert_eq!(seen["sessions"], json!(kept), "{seen}");
     // The deleted session's pod session is gone too.
     let pinned = seen["ids"]["pinned"]
         .as_str()

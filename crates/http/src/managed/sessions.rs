@@ -433,10 +433,17 @@ pub(crate) async fn update(
             ("metadata", Value::Object(patch)) => {
                 super::patch_metadata(&mut session.metadata, patch, false)?
             }
+            // Its budget removed: no money limit of its own from now on (the
+            // server's own settings still apply).
+            ("budget", Value::Null) if session.max_cost.is_none() => {}
             ("budget", Value::Null) => {
-                return Err(Error::unsupported(
-                    "removing a session's budget (raise it instead)",
-                ))
+                if !records(&m, session.id).await?.is_empty() {
+                    m.app
+                        .runner
+                        .change_limits(session.id, pod::limits::Change::LiftCost)
+                        .await?;
+                }
+                session.max_cost = None;
             }
             ("budget", budget) => {
                 if session.max_cost.is_none() {

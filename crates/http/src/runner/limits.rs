@@ -18,6 +18,18 @@ impl Runner {
         id: Uuid,
         over: pod::SessionBudget,
     ) -> Result<(pod::limits::Raised, bool), ApiError> {
+        self.change_limits(id, pod::limits::Change::Over(over))
+            .await
+    }
+
+    /// [`Runner::raise_limits`] with any change. Lifting a money limit is
+    /// checked as leaving none (the ceiling may require one), whatever the
+    /// session's settings give.
+    pub async fn change_limits(
+        &self,
+        id: Uuid,
+        change: pod::limits::Change,
+    ) -> Result<(pod::limits::Raised, bool), ApiError> {
         let _start = self.starting.lock().await;
         if self.is_live(id) {
             return Err(ApiError::conflict(format!(
@@ -29,11 +41,12 @@ impl Runner {
             .await
             .map_err(|e| ApiError::internal(chain(&e)))?;
         let before = pod::SessionBudget::recorded(&loaded.records).unwrap_or_default();
-        crate::ceiling::check_session_budget(&self.allowed.ceiling, &before.overlaid(over))
+        let after = change.apply(before, pod::SessionBudget::default());
+        crate::ceiling::check_session_budget(&self.allowed.ceiling, &after)
             .map_err(ApiError::forbidden)?;
         let raised = self
             .launcher
-            .raise_limits(id, over, "http", PARKING_WAIT)
+            .change_limits(id, change, "http", PARKING_WAIT)
             .await
             .map_err(|err| match err.pod_error() {
                 Some(PodError::SessionBusy { .. } | PodError::SessionLeased { .. }) => {
