@@ -64,7 +64,10 @@ impl TurnParts {
         // A continuation first finishes what a crash cut: the round of an
         // answer never verified, or the reminder of one never told.
         if text.is_none() {
-            if let Some(done) = self.resume_verification(cancel).await? {
+            // Boxed: a grader's round is a large future that few runs
+            // await; inline, every turn waiting on its model would carry
+            // its space (about 3 KB of a 3.4 KB task).
+            if let Some(done) = Box::pin(self.resume_verification(cancel)).await? {
                 return Ok(done);
             }
         }

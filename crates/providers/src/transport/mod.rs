@@ -238,7 +238,10 @@ impl Transport {
                 return Ok(response);
             }
         }
-        self.post_http1(head, body).await
+        // Boxed for the same reason as opening an HTTP/2 connection: the
+        // HTTP/1.1 client's future is large, and an HTTP/2 request would
+        // carry its space while it waits.
+        Box::pin(self.post_http1(head, body)).await
     }
 
     /// Whether a request to `uri` may go over HTTP/2: `https://` unless
@@ -270,13 +273,16 @@ impl Transport {
         );
         let mut again = true;
         loop {
+            // Boxed: opening a connection (TCP, TLS, the HTTP/2 handshake)
+            // is a large future most requests never await, and a request
+            // waiting for its answer would otherwise carry its space.
             let open = || {
                 let opening = open(self.route.clone(), Arc::clone(&self.alpn), uri.clone());
-                async move {
+                Box::pin(async move {
                     tokio::time::timeout(CONNECT_TIMEOUT, opening)
                         .await
                         .map_err(|_| format!("no connection within {CONNECT_TIMEOUT:?}"))?
-                }
+                })
             };
             let slot = match self.pool.checkout(&origin, open).await {
                 Ok(Checkout::Http2(slot)) => slot,
