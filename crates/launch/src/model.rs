@@ -197,7 +197,7 @@ mod tests {
             ..Script::default()
         });
         let request = ProviderRequest {
-            system_prompt: String::new(),
+            system_prompt: "".into(),
             history: Arc::new(vec![pod_llm::Item::user("go")]),
             tools: Vec::new().into(),
             cache_key: None,

@@ -14,8 +14,9 @@ use std::time::Duration;
 /// building a request costs the same whatever the history's length.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProviderRequest {
-    /// The system prompt.
-    pub system_prompt: String,
+    /// The system prompt: shared, not copied, by every request of a
+    /// session (a prompt with a project's instructions is kilobytes).
+    pub system_prompt: Arc<str>,
     /// The conversation so far, oldest first.
     pub history: Arc<Vec<Item>>,
     /// The tools the model may call.

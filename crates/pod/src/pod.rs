@@ -361,8 +361,10 @@ fn build_parts(
         subagents,
         checks,
     } = tools;
+    // One copy for the worker and every request it makes.
+    let system_prompt: Arc<str> = config.system_prompt.as_str().into();
     let worker_config = WorkerConfig {
-        system_prompt: config.system_prompt.clone(),
+        system_prompt: Arc::clone(&system_prompt),
         budget: config.budget.clone(),
         // One session, one prompt cache.
         cache_key: Some(log.session_id().to_string().into()),
@@ -372,7 +374,7 @@ fn build_parts(
         window,
         limit: (window as f64 * config.compaction.threshold.clamp(0.05, 1.0)) as u64,
         overhead: estimate_request_tokens(&ProviderRequest {
-            system_prompt: config.system_prompt.clone(),
+            system_prompt: Arc::clone(&system_prompt),
             history: Default::default(),
             tools: registry.specs(),
             cache_key: None,
@@ -381,7 +383,7 @@ fn build_parts(
     });
     let limits = shared_limits(config, parked, lineage.depth == 0).map(|(guard, pending)| {
         let overhead = estimate_request_tokens(&ProviderRequest {
-            system_prompt: config.system_prompt.clone(),
+            system_prompt: Arc::clone(&system_prompt),
             history: Default::default(),
             tools: registry.specs(),
             cache_key: None,

@@ -203,23 +203,25 @@ fn shared(json: String) -> Arc<str> {
 }
 
 /// The JSON string literal (quotes included) of the last text asked for:
-/// a session's system prompt, the same kilobytes in every request.
+/// a session's system prompt, the same kilobytes in every request. The
+/// text is the request's own (shared, not copied), and the literal is the
+/// process's one copy for every session with the same prompt.
 #[derive(Debug, Default)]
-pub(crate) struct StringJson(Mutex<Option<(String, Arc<str>)>>);
+pub(crate) struct StringJson(Mutex<Option<(Arc<str>, Arc<str>)>>);
 
 impl StringJson {
     /// `text` as a JSON string, escaped again only when it is not the text
     /// of the last call.
-    pub fn get(&self, text: &str) -> Arc<str> {
+    pub fn get(&self, text: &Arc<str>) -> Arc<str> {
         // Held for a compare, or one escape of the text.
         let mut kept = self.0.lock();
         if let Some((source, json)) = kept.as_ref() {
-            if source == text {
+            if Arc::ptr_eq(source, text) || source == text {
                 return json.clone();
             }
         }
-        let json: Arc<str> = serde_json::Value::from(text).to_string().into();
-        *kept = Some((text.to_owned(), json.clone()));
+        let json = shared(serde_json::Value::from(&**text).to_string());
+        *kept = Some((Arc::clone(text), json.clone()));
         json
     }
 }
@@ -291,9 +293,24 @@ mod tests {
     #[test]
     fn a_text_is_escaped_again_only_when_it_changes() {
         let kept = StringJson::default();
-        let first = kept.get("Say \"hi\".\n");
+        let text: Arc<str> = "Say \"hi\".\n".into();
+        let first = kept.get(&text);
         assert_eq!(&*first, r#""Say \"hi\".\n""#);
-        assert!(Arc::ptr_eq(&first, &kept.get("Say \"hi\".\n")));
-        assert_eq!(&*kept.get("Other."), r#""Other.""#);
+        assert!(Arc::ptr_eq(&first, &kept.get(&text)));
+        // An equal text in another allocation is the same text.
+        assert!(Arc::ptr_eq(&first, &kept.get(&"Say \"hi\".\n".into())));
+        assert_eq!(&*kept.get(&"Other.".into()), r#""Other.""#);
+    }
+
+    #[test]
+    fn sessions_with_the_same_prompt_share_one_literal() {
+        // Two sessions' providers, each with its own copy of the prompt.
+        let (one, two) = (StringJson::default(), StringJson::default());
+        let prompt = "You are an agent of a fleet.".repeat(100);
+        let a = one.get(&prompt.as_str().into());
+        let b = two.get(&prompt.as_str().into());
+        assert!(Arc::ptr_eq(&a, &b), "two copies of the prompt's literal");
+        let c = StringJson::default().get(&"Another prompt.".into());
+        assert!(!Arc::ptr_eq(&a, &c));
     }
 }

@@ -23,8 +23,8 @@ use tracing::Instrument;
 /// Settings of a [`Worker`].
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// The system prompt sent with every request.
-    pub system_prompt: String,
+    /// The system prompt sent with every request (each shares it).
+    pub system_prompt: Arc<str>,
     /// The limits of one run (see [`Budget`]); [`Worker::run_turn`] starts
     /// a fresh [`BudgetMeter`] from it.
     pub budget: Budget,
@@ -45,7 +45,7 @@ pub struct WorkerConfig {
 impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
-            system_prompt: String::new(),
+            system_prompt: "".into(),
             budget: Budget::default(),
             cancel_grace: Duration::from_secs(2),
             stream_retries: 2,
@@ -331,7 +331,7 @@ impl Worker {
         // committed history.
         let history_id = Arc::ptr_eq(&items, &self.history).then_some(self.history_id);
         let request = ProviderRequest {
-            system_prompt: self.config.system_prompt.clone(),
+            system_prompt: Arc::clone(&self.config.system_prompt),
             history: items,
             tools: self.tools.specs(),
             cache_key: self.config.cache_key.clone(),

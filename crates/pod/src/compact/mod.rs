@@ -154,7 +154,7 @@ impl Compactor<'_> {
     ) -> Result<(String, pod_llm::Usage), CompactionError> {
         // A separate worker with no tools: it cannot touch the plan.
         let config = WorkerConfig {
-            system_prompt: COMPACT_SYSTEM_PROMPT.to_string(),
+            system_prompt: COMPACT_SYSTEM_PROMPT.into(),
             budget: Budget {
                 requests_per_turn: 1,
                 ..Budget::default()

@@ -31,7 +31,7 @@ pub(crate) async fn grade(
 ) -> VerdictRecord {
     let model = grader.provider.model_name();
     let config = WorkerConfig {
-        system_prompt: GRADER_PROMPT.to_string(),
+        system_prompt: GRADER_PROMPT.into(),
         budget: Budget {
             requests_per_turn: 1,
             ..Budget::default()

@@ -342,7 +342,7 @@ async fn the_system_prompts_instructions_survive_three_compactions_and_a_resume_
     // Every request, after each compaction and the resume, sends the prompt
     // whole, and it was never history a summary could rewrite.
     for request in &requests {
-        assert_eq!(request.system_prompt, config.system_prompt);
+        assert_eq!(&*request.system_prompt, config.system_prompt.as_str());
         assert!(request
             .history
             .iter()

@@ -265,7 +265,7 @@ mod tests {
     fn a_reasoning_effort_goes_with_every_request() {
         let history = [Item::user("hi")];
         let request = ProviderRequest {
-            system_prompt: String::new(),
+            system_prompt: "".into(),
             history: Arc::new(history.to_vec()),
             tools: Arc::from(Vec::new()),
             cache_key: None,

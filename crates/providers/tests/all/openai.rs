@@ -232,7 +232,7 @@ fn deepseek_reasoning_is_sent_back_only_for_tool_calling_turns() {
         })
     };
     let body = provider.request_body(&ProviderRequest {
-        system_prompt: String::new(),
+        system_prompt: "".into(),
         history: vec![
             Item::user("q1"),
             assistant("a1", thought("plain answer thoughts"), &[]),
