@@ -306,8 +306,16 @@ async fn measure(
     checkpoints: bool,
     latency: Duration,
     transport: Transport,
+    instructions_kb: usize,
 ) -> Result<Row, Error> {
     let setup = setup(checkpoints, latency, transport).await?;
+    if instructions_kb > 0 {
+        // Project instructions every session's system prompt carries, as
+        // an AGENTS.md of that size in the workspace.
+        let line = "- Keep every change small, tested and described in its commit.\n";
+        let text = line.repeat(instructions_kb * 1024 / line.len() + 1);
+        std::fs::write(setup.dir.path().join("workspace/AGENTS.md"), text)?;
+    }
     let sessions = workers * per_worker;
     let tasks = write_tasks(&setup, sessions)?;
     // Measured while the queue is empty: a worker with nothing to run.
@@ -408,7 +416,8 @@ async fn measure(
 /// sessions (with and without checkpoints), `--workers=W` splits them over
 /// W workers, `--latency-ms=MS` sets the model's latency and
 /// `--transport=h1,h2,h1-tls,h2-tls` runs each of those ways to the model
-/// (HTTP/1.1 in the clear by default).
+/// (HTTP/1.1 in the clear by default), and `--instructions-kb=N` gives the
+/// workspace an AGENTS.md of N KB (none by default).
 pub async fn run(quick: bool, args: &[String]) -> Result<(), Error> {
     let value = |name: &str| args.iter().find_map(|a| a.strip_prefix(name));
     let sessions: Option<usize> = value("--sessions=").and_then(|n| n.parse().ok());
@@ -419,6 +428,9 @@ pub async fn run(quick: bool, args: &[String]) -> Result<(), Error> {
     let latency = value("--latency-ms=")
         .and_then(|n| n.parse().ok())
         .map_or(LATENCY, Duration::from_millis);
+    let instructions_kb: usize = value("--instructions-kb=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
     let transports: Vec<Transport> = match value("--transport=") {
         Some(list) => list
             .split(',')
@@ -460,7 +472,15 @@ pub async fn run(quick: bool, args: &[String]) -> Result<(), Error> {
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for (workers, per_worker, checkpoints, transport) in runs {
-        let row = measure(workers, per_worker, checkpoints, latency, transport).await?;
+        let row = measure(
+            workers,
+            per_worker,
+            checkpoints,
+            latency,
+            transport,
+            instructions_kb,
+        )
+        .await?;
         let ideal = row.latency * REQUESTS as u32;
         let secs = row.wall.as_secs_f64();
         let per_session_kb =
