@@ -177,28 +177,43 @@ fn encoded(
 }
 
 /// `json` as the one copy every session of the process uses: a fleet's
-/// sessions have the same tools, and each kept its own array (kilobytes a
-/// session, most of what its provider held). Entries are by content
-/// hash, and forgotten once no session uses them.
+/// sessions have the same tools and, mostly, the same system prompt, and
+/// each kept its own (kilobytes a session, most of what its provider
+/// held). Entries are by content hash, and forgotten once no session uses
+/// them.
 fn shared(json: String) -> Arc<str> {
     use std::collections::HashMap;
     use std::hash::{Hash, Hasher};
+    struct Table {
+        texts: HashMap<u64, Weak<str>>,
+        /// The size at which the dead are swept out next.
+        sweep_at: usize,
+    }
     // Held for a lookup and an insert (a sweep of the dead now and then).
-    static ARRAYS: LazyLock<Mutex<HashMap<u64, Weak<str>>>> = LazyLock::new(Default::default);
+    static TEXTS: LazyLock<Mutex<Table>> = LazyLock::new(|| {
+        Mutex::new(Table {
+            texts: HashMap::new(),
+            sweep_at: 64,
+        })
+    });
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     json.hash(&mut hasher);
     let key = hasher.finish();
-    let mut arrays = ARRAYS.lock();
-    if let Some(kept) = arrays.get(&key).and_then(Weak::upgrade) {
+    let mut table = TEXTS.lock();
+    if let Some(kept) = table.texts.get(&key).and_then(Weak::upgrade) {
         if *kept == *json {
             return kept;
         }
     }
     let json: Arc<str> = json.into();
-    if arrays.len() >= 64 {
-        arrays.retain(|_, array| array.strong_count() > 0);
+    if table.texts.len() >= table.sweep_at {
+        table.texts.retain(|_, text| text.strong_count() > 0);
+        // Next when the live ones have doubled: sessions with prompts of
+        // their own (one per workspace) would otherwise sweep the whole
+        // table at every start.
+        table.sweep_at = (table.texts.len() * 2).max(64);
     }
-    arrays.insert(key, Arc::downgrade(&json));
+    table.texts.insert(key, Arc::downgrade(&json));
     json
 }
 
@@ -216,7 +231,8 @@ impl StringJson {
         // Held for a compare, or one escape of the text.
         let mut kept = self.0.lock();
         if let Some((source, json)) = kept.as_ref() {
-            if Arc::ptr_eq(source, text) || source == text {
+            // `Arc`'s equality compares the pointers first.
+            if source == text {
                 return json.clone();
             }
         }
